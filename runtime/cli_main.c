@@ -1,0 +1,60 @@
+/* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int lc_cli_fail(lc_error_t *err)
+{
+	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
+	lc_error_print(err, "lcrun");
+	lc_error_free(err);
+	return code;
+}
+
+int lc_cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("lcrun: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return LC_EXIT_USAGE;
+}
+
+static const struct {
+	const char *name;
+	lc_verb_fn fn;
+	const char *help;
+} verbs[] = {
+	{ NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: lcrun VERB [OPTIONS] …\n\nverbs:\n");
+	for (size_t i = 0; verbs[i].name; i++)
+		fprintf(f, "  %-10s %s\n", verbs[i].name, verbs[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return LC_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("lcrun %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; verbs[i].name; i++)
+		if (!strcmp(verbs[i].name, argv[1]))
+			return verbs[i].fn(argc - 1, argv + 1);
+	return lc_cli_usage_error("unknown verb '%s' (see lcrun --help)", argv[1]);
+}

@@ -1,0 +1,303 @@
+/* util.c — small helpers: strings, files, sizes, ids, time. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void lc_strvfreep(char ***v)
+{
+	lc_strv_free(*v);
+}
+
+char *lc_strdup_printf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s)
+		abort();
+	return s;
+}
+
+void *lc_xmalloc0(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+	if (!p)
+		abort();
+	return p;
+}
+
+size_t lc_strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+int lc_strv_push(char ***v, const char *s)
+{
+	size_t n = lc_strv_len(*v);
+	char **nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv)
+		abort();
+	nv[n] = strdup(s);
+	nv[n + 1] = NULL;
+	*v = nv;
+	return 0;
+}
+
+void lc_strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+int lc_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+ssize_t lc_read_all(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t r = read(fd, (char *)buf + got, len - got);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err)
+{
+	_cleanup_free_ char *tmp = lc_strdup_printf("%s.tmp.%d", path, getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", tmp);
+	if (lc_write_all(fd, buf, len) < 0 || fsync(fd) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot write %s", tmp);
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot rename %s into place", path);
+	}
+	return 0;
+}
+
+int lc_write_file(const char *path, const char *s, lc_error_t **err)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	size_t len = strlen(s);
+	ssize_t w = write(fd, s, len);
+	int e = errno;
+	close(fd);
+	if (w < 0 || (size_t)w != len)
+		return lc_error_set(err, LC_EXIT_RUNTIME, w < 0 ? e : EIO, "cannot write '%s' to %s", s, path);
+	return 0;
+}
+
+int lc_read_file(const char *path, char **out, size_t *lenp, lc_error_t **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		abort();
+	for (;;) {
+		if (len + 1 >= cap) {
+			cap *= 2;
+			char *nb = realloc(buf, cap);
+			if (!nb)
+				abort();
+			buf = nb;
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			int e = errno;
+			free(buf);
+			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot read %s", path);
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	if (lenp)
+		*lenp = len;
+	return 0;
+}
+
+int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err)
+{
+	_cleanup_free_ char *p = strdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", p);
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", p);
+	return 0;
+}
+
+static int rm_rf_at(int dfd, const char *name, dev_t dev, lc_error_t **err)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot stat %s", name);
+	if (S_ISDIR(st.st_mode)) {
+		if (st.st_dev != dev)
+			return lc_error_set(err, LC_EXIT_RUNTIME, EBUSY, "refusing to remove %s: it is a mount point", name);
+		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", name);
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot read %s", name);
+		}
+		struct dirent *de;
+		int r = 0;
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (rm_rf_at(dirfd(d), de->d_name, dev, err) < 0) {
+				r = -1;
+				break;
+			}
+		}
+		closedir(d);
+		if (r < 0)
+			return r;
+		if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot remove directory %s", name);
+		return 0;
+	}
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot remove %s", name);
+	return 0;
+}
+
+int lc_rm_rf(const char *path, lc_error_t **err)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot stat %s", path);
+	if (rm_rf_at(AT_FDCWD, path, st.st_dev, err) < 0)
+		return lc_error_wrap(err, "cannot remove %s", path);
+	return 0;
+}
+
+void lc_random_hex(char *out, size_t n)
+{
+	unsigned char raw[32];
+	size_t nb = (n + 1) / 2;
+	if (nb > sizeof(raw))
+		nb = sizeof(raw);
+	if (getrandom(raw, nb, 0) != (ssize_t)nb) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		srandom((unsigned)(ts.tv_nsec ^ getpid()));
+		for (size_t i = 0; i < nb; i++)
+			raw[i] = (unsigned char)random();
+	}
+	static const char hex[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++)
+		out[i] = hex[(raw[i / 2] >> ((i & 1) ? 0 : 4)) & 0xf];
+	out[n] = '\0';
+}
+
+long long lc_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long lc_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int lc_parse_size(const char *s, long long *out)
+{
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	char *end = NULL;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	long long mul = 1;
+	if (*end) {
+		switch (*end) {
+		case 'k': case 'K': mul = 1LL << 10; break;
+		case 'm': case 'M': mul = 1LL << 20; break;
+		case 'g': case 'G': mul = 1LL << 30; break;
+		case 't': case 'T': mul = 1LL << 40; break;
+		case 'b': case 'B': mul = 1; break;
+		default: return -1;
+		}
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+		if (*end)
+			return -1;
+	}
+	if (v * (double)mul > 9.0e18)
+		return -1;
+	*out = (long long)(v * (double)mul);
+	return 0;
+}

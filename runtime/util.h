@@ -1,0 +1,61 @@
+/* util.h — cleanup helpers and small file utilities shared by liblcrun. */
+#ifndef LC_UTIL_H
+#define LC_UTIL_H
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "error.h"
+
+static inline void lc_freep(void *p) { free(*(void **)p); }
+static inline void lc_closep(int *fd) { if (*fd >= 0) close(*fd); }
+static inline void lc_fclosep(FILE **f) { if (*f) fclose(*f); }
+static inline void lc_closedirp(DIR **d) { if (*d) closedir(*d); }
+static inline void lc_json_decrefp(json_t **j) { if (*j) json_decref(*j); }
+static inline void lc_errorp(lc_error_t **e) { if (*e) lc_error_free(*e); }
+void lc_strvfreep(char ***v);
+
+#define _cleanup_free_ __attribute__((cleanup(lc_freep)))
+#define _cleanup_close_ __attribute__((cleanup(lc_closep)))
+#define _cleanup_fclose_ __attribute__((cleanup(lc_fclosep)))
+#define _cleanup_dir_ __attribute__((cleanup(lc_closedirp)))
+#define _cleanup_json_ __attribute__((cleanup(lc_json_decrefp)))
+#define _cleanup_error_ __attribute__((cleanup(lc_errorp)))
+#define _cleanup_strv_ __attribute__((cleanup(lc_strvfreep)))
+
+/* Move ownership out of a cleanup variable. */
+#define lc_steal(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+#define lc_steal_fd(fd) ({ int _t = (fd); (fd) = -1; _t; })
+
+char *lc_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *lc_xmalloc0(size_t n);
+/* NULL-terminated string vectors. */
+size_t lc_strv_len(char *const *v);
+int lc_strv_push(char ***v, const char *s);
+void lc_strv_free(char **v);
+
+/* Write a whole buffer to a file atomically (tmp + fsync + rename). */
+int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err);
+/* Write a string to an existing file (sysfs/procfs/cgroupfs knobs). */
+int lc_write_file(const char *path, const char *s, lc_error_t **err);
+/* Read a whole small file (NUL-terminated); *len optional. */
+int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
+int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
+/* rm -rf that never crosses into another mount. */
+int lc_rm_rf(const char *path, lc_error_t **err);
+int lc_write_all(int fd, const void *buf, size_t len);
+ssize_t lc_read_all(int fd, void *buf, size_t len);
+/* Random lowercase hex id of n chars (n even, <= 64). */
+void lc_random_hex(char *out, size_t n);
+/* Milliseconds from CLOCK_MONOTONIC / CLOCK_REALTIME. */
+long long lc_now_ms(void);
+long long lc_wall_ms(void);
+/* Parse "512M", "2G", "1048576" into bytes; -1 on bad input. */
+int lc_parse_size(const char *s, long long *out);
+
+#endif

@@ -1,0 +1,68 @@
+/* Unit tests for util.c and error.c. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+START_TEST(test_parse_size)
+{
+	long long v;
+	ck_assert_int_eq(lc_parse_size("512M", &v), 0);
+	ck_assert_int_eq(v, 512LL << 20);
+	ck_assert_int_eq(lc_parse_size("2G", &v), 0);
+	ck_assert_int_eq(v, 2LL << 30);
+	ck_assert_int_eq(lc_parse_size("1048576", &v), 0);
+	ck_assert_int_eq(v, 1048576);
+	ck_assert_int_eq(lc_parse_size("64MiB", &v), 0);
+	ck_assert_int_eq(v, 64LL << 20);
+	ck_assert_int_eq(lc_parse_size("12X", &v), -1);
+	ck_assert_int_eq(lc_parse_size("", &v), -1);
+	ck_assert_int_eq(lc_parse_size("-5", &v), -1);
+}
+END_TEST
+
+START_TEST(test_error_roundtrip)
+{
+	lc_error_t *e = NULL, *back = NULL;
+	ck_assert_int_eq(lc_error_set(&e, LC_EXIT_NOENT, 2, "bind source %s", "/nope"), -1);
+	ck_assert_str_eq(e->msg, "bind source /nope: No such file or directory");
+	lc_error_wrap(&e, "cannot start");
+	ck_assert_str_eq(e->msg, "cannot start: bind source /nope: No such file or directory");
+	char buf[512];
+	int n = lc_error_to_buf(e, buf, sizeof(buf));
+	lc_error_from_buf(&back, buf, (size_t)n);
+	ck_assert_int_eq(back->exit_code, LC_EXIT_NOENT);
+	ck_assert_int_eq(back->errnum, 2);
+	ck_assert_str_eq(back->msg, e->msg);
+	lc_error_free(e);
+	lc_error_free(back);
+}
+END_TEST
+
+START_TEST(test_random_hex)
+{
+	char a[13], b[13];
+	lc_random_hex(a, 12);
+	lc_random_hex(b, 12);
+	ck_assert_int_eq(strlen(a), 12);
+	ck_assert_str_ne(a, b);
+	for (int i = 0; i < 12; i++)
+		ck_assert(strchr("0123456789abcdef", a[i]) != NULL);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_parse_size);
+	tcase_add_test(tc, test_error_roundtrip);
+	tcase_add_test(tc, test_random_hex);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
