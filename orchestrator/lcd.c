@@ -249,9 +249,19 @@ int main(int argc, char **argv)
 	lcd.tasks_dir = lc_strdup_printf("%s/tasks", lcd.state_dir);
 	lcd.logs_dir = lc_strdup_printf("%s/logs", lcd.state_dir);
 	_cleanup_free_ char *dbpath = lc_strdup_printf("%s/lcd.db", lc_lib_dir());
-	if (lc_mkdir_p(lc_lib_dir(), 0755, &err) < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 ||
-	    lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0 || chmod(lcd.state_dir, 0700) < 0)
+	/* lc_lib_dir() is shared with liblcrun (images, sandboxes): 0755 as
+	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
+	 * unprivileged host uid) must traverse them to bind its own task
+	 * directory, but nobody can list them; logs/ and lcd.db are 0700/0600. */
+	umask(022);
+	int mk = lc_mkdir_p(lc_lib_dir(), 0755, &err);
+	umask(077);
+	if (mk < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 || lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0)
 		return fail(err);
+	if (chmod(lcd.state_dir, 0711) < 0 || chmod(lcd.tasks_dir, 0711) < 0 || chmod(lcd.logs_dir, 0700) < 0) {
+		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot set the mode of %s", lcd.state_dir);
+		return fail(err);
+	}
 
 	_cleanup_free_ char *token = NULL;
 	if (cfg.listen) {

@@ -323,7 +323,8 @@ static void *worker(void *arg)
 	}
 	/* The directory is the sandbox's /run/task, written by its root, which
 	 * maps to an unprivileged host uid: it must be writable by that uid.
-	 * Its parent (tasks_dir) is 0700 root, so nobody else reaches it. */
+	 * Its parent (tasks_dir) is 0711: it cannot be listed, and the task id
+	 * (48 random bits) is not guessable. */
 	if (mkdir(taskdir, 0700) < 0 || chmod(taskdir, 01777) < 0 ||
 	    lc_write_file_atomic(argspath, args, strlen(args), 0644, &err) < 0) {
 		error = err ? strdup(err->msg) : lc_strdup_printf("cannot make %s: %s", taskdir, strerror(errno));
