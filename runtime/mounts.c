@@ -80,8 +80,11 @@ static int mount_overlay(const char *target, const char *lowers, const char *upp
 
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 {
-	if (chdir(plan->sbdir) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", plan->sbdir);
+	/* The layers live in sbdir/private (0700, host root only); pid 1
+	 * later needs only sbdir/rootfs and sbdir/files. */
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", plan->sbdir);
+	if (chdir(priv) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", priv);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make the staging mounts private");
 	if (mkdir("lower", 0700) < 0 && errno != EEXIST)
@@ -106,7 +109,7 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		free(lowers);
 		lowers = nl;
 	}
-	if (mount_overlay("rootfs", lowers, "upper", "work", plan->rootless, err) < 0)
+	if (mount_overlay("../rootfs", lowers, "upper", "work", plan->rootless, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
 		const char *usr_lower = "/usr";
@@ -118,13 +121,13 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 				plan->idmap_ok = false;
 			usr_lower = "lower/usr";
 		}
-		if (mount_overlay("rootfs/usr", usr_lower, "usr-upper", "usr-work", plan->rootless, err) < 0)
+		if (mount_overlay("../rootfs/usr", usr_lower, "usr-upper", "usr-work", plan->rootless, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */
-	if (mkdir("rootfs/sys", 0755) < 0 && errno != EEXIST)
+	if (mkdir("../rootfs/sys", 0755) < 0 && errno != EEXIST)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /sys in the sandbox");
-	if (mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	if (mount("sysfs", "../rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount sysfs");
 	return 0;
 }
@@ -224,8 +227,13 @@ static int bind_into(int rootfd, const char *src, const char *dst, bool ro, lc_e
 	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
 	if (mount(src, t, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind %s to %s", src, dst);
-	if (ro && remount_ro(t) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	if (ro) {
+		/* The fd still names what lies under the new mount: look again. */
+		_cleanup_close_ int top = open_in_root(rootfd, dst, O_PATH);
+		_cleanup_free_ char *tt = lc_strdup_printf("/proc/self/fd/%d", top);
+		if (top < 0 || remount_ro(tt) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	}
 	return 0;
 }
 

@@ -90,6 +90,8 @@ static int idmap_userns(lc_error_t **err)
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
+		close(p1[0]);
+		close(p2[1]);
 		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
 		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
 			_exit(1);
@@ -303,15 +305,23 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
+	/* Traversable (0711) down to the sandbox directory, so that pid 1,
+	 * which is not host root, can reach rootfs/ and files/; the layers
+	 * stay in private/ (0700). */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	if (lc_mkdir_p(parent, 0700, err) < 0)
+	if (lc_mkdir_p(parent, 0711, err) < 0)
 		return -1;
+	chmod(lc_lib_dir(), 0711);
+	chmod(parent, 0711);
 	c->sbdir = lc_sandbox_dir(c->id);
 	if (mkdir(c->sbdir, 0711) < 0)
 		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 				    "cannot create %s", c->sbdir);
-	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", c->sbdir);
-	_cleanup_free_ char *work = lc_strdup_printf("%s/work", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", c->sbdir);
+	if (mkdir(priv, 0700) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
+	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
 	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
 		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
@@ -330,15 +340,15 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
 			return -1;
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", c->sbdir);
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
 		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
 		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
 		c->plan.usr_overlay = true;
-		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", c->sbdir);
-		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", c->sbdir);
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
+		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
 		if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
 	}
@@ -354,9 +364,9 @@ static json_t *state_json(run_ctx_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/upper", "prefix", ""));
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
