@@ -38,25 +38,7 @@
 #include "seccomp.h"
 #include "util.h"
 
-typedef struct run_ctx {
-	const lc_spec_t *spec;
-	char id[LC_ID_LEN + 1];
-	char *sbdir;
-	bool rootless;
-	bool host_image;
-	bool state_written;
-	bool name_linked;
-	lc_rootfs_plan_t plan;
-	lc_cgroup_t cg;
-	lc_seccomp_prog_t prog;
-	char **envp;
-	int sp[2];
-	pid_t staging;
-	pid_t init;
-	int pidfd;
-	long long start_ms;
-	long long created_ms;
-} run_ctx_t;
+
 
 /* ---- the user namespace used to idmap lower layers ---------------------- */
 
@@ -170,13 +152,13 @@ static int loopback_up(void)
 	return r;
 }
 
-static void staging_fail(run_ctx_t *c, lc_error_t *e)
+static void staging_fail(lc_sb_t *c, lc_error_t *e)
 {
 	lc_msg_send_error(c->sp[1], e);
 	_exit(LC_EXIT_RUNTIME);
 }
 
-static void pid1_main(run_ctx_t *c)
+static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
@@ -195,7 +177,7 @@ static void pid1_main(run_ctx_t *c)
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
 
-static void staging_main(run_ctx_t *c)
+static void staging_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
@@ -259,7 +241,7 @@ static void staging_main(run_ctx_t *c)
 
 /* ---- preparation in lcrun ------------------------------------------------ */
 
-static int write_files(run_ctx_t *c, lc_error_t **err)
+static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
@@ -300,7 +282,7 @@ static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_e
 	return 0;
 }
 
-static int prepare_root(run_ctx_t *c, lc_error_t **err)
+static int prepare_root(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
@@ -360,7 +342,7 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	return 0;
 }
 
-static json_t *state_json(run_ctx_t *c, const char *status)
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
@@ -385,12 +367,13 @@ static json_t *state_json(run_ctx_t *c, const char *status)
 	json_object_set_new(j, "layers", json_array());
 	json_object_set_new(j, "keep", json_boolean(s->keep));
 	json_object_set_new(j, "lcrun_pid", json_integer(getpid()));
+	json_object_set_new(j, "spec", lc_spec_to_json(s));
 	return j;
 }
 
-static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 {
-	json_t *j = state_json(c, status);
+	json_t *j = lc_sb_state_json(c, status);
 	int r = lc_state_write(c->id, j, err);
 	json_decref(j);
 	if (r == 0)
@@ -398,7 +381,7 @@ static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
 	return r;
 }
 
-static int link_name(run_ctx_t *c, lc_error_t **err)
+static int link_name(lc_sb_t *c, lc_error_t **err)
 {
 	const char *name = c->spec->name;
 	if (!name)
@@ -429,11 +412,11 @@ static int link_name(run_ctx_t *c, lc_error_t **err)
 	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
 }
 
-static int validate(run_ctx_t *c, lc_error_t **err)
+static int validate(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	struct stat st;
-	if (!s->argv || !s->argv[0])
+	if (!c->no_command && (!s->argv || !s->argv[0]))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "no command given");
 	if (s->rootfs) {
 		if (stat(s->rootfs, &st) < 0)
@@ -475,7 +458,7 @@ static int validate(run_ctx_t *c, lc_error_t **err)
 
 /* ---- teardown ------------------------------------------------------------- */
 
-static void teardown(run_ctx_t *c, bool keep)
+void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
 		if (c->cg.path)
@@ -518,7 +501,7 @@ static void teardown(run_ctx_t *c, bool keep)
 	}
 }
 
-static void ctx_free(run_ctx_t *c)
+void lc_sb_free(lc_sb_t *c)
 {
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
@@ -538,9 +521,20 @@ static void ctx_free(run_ctx_t *c)
 
 /* ---- lc_run ---------------------------------------------------------------- */
 
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
+{
+	memset(c, 0, sizeof(*c));
+	c->spec = spec;
+	c->sp[0] = c->sp[1] = -1;
+	c->pidfd = -1;
+	c->rootless = geteuid() != 0;
+	c->start_ms = lc_now_ms();
+	c->created_ms = lc_wall_ms();
+}
+
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-static int start(run_ctx_t *c, lc_error_t **err)
+int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
@@ -556,11 +550,11 @@ static int start(run_ctx_t *c, lc_error_t **err)
 	if (prepare_root(c, err) < 0)
 		return -1;
 	c->envp = build_env(s);
-	if (save_state(c, "creating", err) < 0)
+	if (lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
-	if (c->cg.path && save_state(c, "creating", err) < 0)
+	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
@@ -601,14 +595,14 @@ static int start(run_ctx_t *c, lc_error_t **err)
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
 			break;
 		case LC_MSG_READY:
-			return save_state(c, "running", err);
+			return lc_sb_save_state(c, "running", err);
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
 	}
 }
 
-static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
 	const lc_spec_t *s = c->spec;
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
@@ -671,16 +665,10 @@ static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
 
 int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 {
-	run_ctx_t c;
-	memset(&c, 0, sizeof(c));
+	lc_sb_t c;
+	lc_sb_init(&c, spec);
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
-	c.spec = spec;
-	c.sp[0] = c.sp[1] = -1;
-	c.pidfd = -1;
-	c.rootless = geteuid() != 0;
-	c.start_ms = lc_now_ms();
-	c.created_ms = lc_wall_ms();
 
 	sigset_t fwd, old;
 	sigemptyset(&fwd);
@@ -691,23 +679,23 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	}
-	int r = start(&c, err);
+	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
-		wait_loop(&c, res, sigfd);
+		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
 			res->exit_code = 137;
 	}
 	res->wall_us = (lc_now_ms() - c.start_ms) * 1000;
 	if (r == 0 && spec->keep && c.state_written) {
-		json_t *j = state_json(&c, "exited");
+		json_t *j = lc_sb_state_json(&c, "exited");
 		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
 		lc_state_write(c.id, j, NULL);
 		json_decref(j);
 	}
-	teardown(&c, r == 0 && spec->keep);
-	ctx_free(&c);
+	lc_sb_teardown(&c, r == 0 && spec->keep);
+	lc_sb_free(&c);
 	if (sigfd >= 0) {
 		close(sigfd);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
