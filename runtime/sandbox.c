@@ -227,6 +227,8 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
 		staging_fail(c, e);
 	}
+	if (lc_mounts_open_staged(&c->plan, &e) < 0)
+		staging_fail(c, e);
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid < 0) {
@@ -287,20 +289,21 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
-	/* Traversable (0711) down to the sandbox directory, so that pid 1,
-	 * which is not host root, can reach rootfs/ and files/; the layers
-	 * stay in private/ (0700). */
+	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	if (lc_mkdir_p(parent, 0711, err) < 0)
+	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
-	chmod(lc_lib_dir(), 0711);
-	chmod(parent, 0711);
 	c->sbdir = lc_sandbox_dir(c->id);
 	if (mkdir(c->sbdir, 0711) < 0)
 		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 				    "cannot create %s", c->sbdir);
-	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", c->sbdir);
-	if (mkdir(priv, 0700) < 0)
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
+	if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
 	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
 	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
@@ -313,6 +316,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
+	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
 		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
@@ -346,9 +350,9 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/upper", "prefix", ""));
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
