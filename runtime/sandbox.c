@@ -206,7 +206,7 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}
-	if (lc_mounts_stage(&c->plan, &e) < 0)
+	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
@@ -317,6 +317,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
+	c->plan.owner_uid = ou;
+	c->plan.owner_gid = og;
 	if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
 		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
