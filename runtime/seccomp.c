@@ -543,8 +543,6 @@ static int compile_buf(const char *file, const char *text, size_t len, uint64_t 
 	c.f = f;
 	/* A syscall of an architecture the profile does not list ends the process. */
 	seccomp_attr_set(f, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	/* Binary search over syscall numbers instead of a linear chain. */
-	seccomp_attr_set(f, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (add_arches(&c, root, err) < 0)
 		return -1;
 	size_t i;
