@@ -186,3 +186,15 @@ EOF
 	[[ "$output" =~ Seccomp:[[:space:]]+2 ]]
 	[ "$(stat -c %s "${files[0]}")" -eq "$before" ]
 }
+
+@test "lcrun seccomp check: the shipped profile compiles, a bad one is refused" {
+	run "$LCRUN" seccomp check "$BATS_TEST_DIRNAME/../../policies/default.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ default\.json:\ ok,\ [0-9]+\ BPF\ instructions$ ]]
+	printf '{ "defaultAction": "SCMP_ACT_ERRNO",\n  "syscalls": [ { "names": ["mount_everything"], "action": "SCMP_ACT_ALLOW" } ] }\n' > "$TMP/unk.json"
+	run "$LCRUN" seccomp check "$TMP/unk.json"
+	echo "$output"
+	[ "$status" -eq 121 ]
+	[[ "$output" == "lcrun: $TMP/unk.json:2:29: syscalls[0].names[0]: unknown syscall \"mount_everything\""* ]]
+}
