@@ -18,6 +18,21 @@ need_x86_64() {
 	[ "$(uname -m)" = x86_64 ] || skip "syscall numbers in this test are x86_64's (host is $(uname -m))"
 }
 
+# run_bad_profile FILE STATUS TEXT...: `lcrun run --seccomp FILE` must fail
+# with STATUS and print one line "lcrun: ..." holding each TEXT in order.
+run_bad_profile() {
+	run "$LCRUN" run --seccomp "$1" -- true
+	echo "$output"
+	[ "$status" -eq "$2" ]
+	[ "${#lines[@]}" -eq 1 ]
+	local rest="$output" t
+	[[ "$rest" == "lcrun: "* ]]
+	for t in "${@:3}"; do
+		[[ "$rest" == *"$t"* ]]
+		rest=${rest#*"$t"}
+	done
+}
+
 need_tool() {
 	command -v "$1" >/dev/null || skip "$1 is not installed on the host"
 }
@@ -136,37 +151,21 @@ EOF
 
 @test "--seccomp: invalid JSON is one line with file:line:column, exit 121" {
 	printf '{\n  "defaultAction": "SCMP_ACT_ERRNO",\n  "syscalls": [\n    { "names": ["read"] "action": "SCMP_ACT_ALLOW" }\n  ]\n}\n' > "$TMP/bad.json"
-	run "$LCRUN" run --seccomp "$TMP/bad.json" -- true
-	echo "$output"
-	[ "$status" -eq 121 ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "lcrun: "*"$TMP/bad.json:4:"*"invalid JSON"* ]]
+	run_bad_profile "$TMP/bad.json" 121 "$TMP/bad.json:4:" "invalid JSON"
 }
 
 @test "--seccomp: an unknown syscall is named with its position, exit 121" {
 	printf '{\n  "defaultAction": "SCMP_ACT_ERRNO",\n  "syscalls": [\n    { "names": ["read",\n               "frobnicate_at"], "action": "SCMP_ACT_ALLOW" }\n  ]\n}\n' > "$TMP/unk.json"
-	run "$LCRUN" run --seccomp "$TMP/unk.json" -- true
-	echo "$output"
-	[ "$status" -eq 121 ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "lcrun: "*"$TMP/unk.json:5:16: syscalls[0].names[1]: unknown syscall \"frobnicate_at\""* ]]
+	run_bad_profile "$TMP/unk.json" 121 "$TMP/unk.json:5:16: syscalls[0].names[1]: unknown syscall \"frobnicate_at\""
 }
 
 @test "--seccomp: a wrong field type names the JSON path, exit 121" {
 	echo '{ "defaultAction": "SCMP_ACT_ERRNO", "syscalls": [ { "names": ["read"], "action": ["SCMP_ACT_ALLOW"] } ] }' > "$TMP/type.json"
-	run "$LCRUN" run --seccomp "$TMP/type.json" -- true
-	echo "$output"
-	[ "$status" -eq 121 ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "lcrun: "*"$TMP/type.json: syscalls[0].action: expected a string, got an array"* ]]
+	run_bad_profile "$TMP/type.json" 121 "$TMP/type.json: syscalls[0].action: expected a string, got an array"
 }
 
 @test "--seccomp: a missing file exits 122" {
-	run "$LCRUN" run --seccomp "$TMP/nope.json" -- true
-	echo "$output"
-	[ "$status" -eq 122 ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "lcrun: "*"$TMP/nope.json"* ]]
+	run_bad_profile "$TMP/nope.json" 122 "$TMP/nope.json"
 }
 
 @test "the compiled filter is cached under the lib dir, 0600 in a 0700 dir" {
