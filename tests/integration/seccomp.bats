@@ -80,7 +80,7 @@ EOF
 }
 
 @test "default profile: mount -t tmpfs is refused" {
-	run "$LCRUN" run -- mount -t tmpfs x /mnt
+	run "$LCRUN" run -- sh -c 'mkdir -p /mnt; mount -t tmpfs x /mnt'
 	[ "$status" -ne 0 ]
 	# mount(8) prints EPERM as "permission denied"
 	[[ "${output,,}" == *"permission denied"* || "$output" == *"Operation not permitted"* ]]
