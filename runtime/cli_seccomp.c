@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "seccomp.h"
 
-int lc_cli_seccomp(int argc, char **argv)
+int lc_cmd_seccomp(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		printf("usage: lcrun seccomp check FILE…\n"
