@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "seccomp.h"
 
 int lc_cli_fail(lc_error_t *err)
 {
@@ -30,6 +31,7 @@ static const struct {
 	const char *help;
 } verbs[] = {
 	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
+	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };
 
