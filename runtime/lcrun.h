@@ -102,6 +102,10 @@ typedef struct lc_spec {
 
 lc_spec_t *lc_spec_new(void);
 void lc_spec_free(lc_spec_t *spec);
+/* A spec as JSON (kept in state.json so that exec applies the same
+ * identity, capabilities and seccomp profile) and back. */
+json_t *lc_spec_to_json(const lc_spec_t *spec);
+lc_spec_t *lc_spec_from_json(json_t *j);
 /* Default capability set (Docker's list) as a bitmask. */
 uint64_t lc_caps_default(void);
 /* Parse a capability name ("CAP_NET_RAW" or "net_raw"); -1 if unknown. */
@@ -125,6 +129,7 @@ typedef struct lc_result {
 	long long cpu_user_us, cpu_system_us; /* -1 when unknown */
 	long long memory_peak;              /* bytes, -1 when unknown */
 	long long pids_peak;                /* -1 when unknown */
+	char limits_not_applied[128];       /* --limits best-effort: what was skipped */
 } lc_result_t;
 
 /* Run spec->argv in a new sandbox and wait for it; tears everything down

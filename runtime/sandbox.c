@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,25 +39,25 @@
 #include "seccomp.h"
 #include "util.h"
 
-typedef struct run_ctx {
-	const lc_spec_t *spec;
-	char id[LC_ID_LEN + 1];
-	char *sbdir;
-	bool rootless;
-	bool host_image;
-	bool state_written;
-	bool name_linked;
-	lc_rootfs_plan_t plan;
-	lc_cgroup_t cg;
-	lc_seccomp_prog_t prog;
-	char **envp;
-	int sp[2];
-	pid_t staging;
-	pid_t init;
-	int pidfd;
-	long long start_ms;
-	long long created_ms;
-} run_ctx_t;
+
+
+/* LCRUN_TRACE=1: phase timings on stderr, for finding where start-up goes. */
+static void trace(const char *what)
+{
+	static int on = -1;
+	static struct timespec t0;
+	if (on < 0) {
+		const char *v = getenv("LCRUN_TRACE");
+		on = v && *v == '1';
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+	}
+	if (!on)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	fprintf(stderr, "lcrun: trace %8.3f ms %s\n",
+		(double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, what);
+}
 
 /* ---- the user namespace used to idmap lower layers ---------------------- */
 
@@ -90,6 +91,8 @@ static int idmap_userns(lc_error_t **err)
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
+		close(p1[0]);
+		close(p2[1]);
 		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
 		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
 			_exit(1);
@@ -168,13 +171,13 @@ static int loopback_up(void)
 	return r;
 }
 
-static void staging_fail(run_ctx_t *c, lc_error_t *e)
+static void staging_fail(lc_sb_t *c, lc_error_t *e)
 {
 	lc_msg_send_error(c->sp[1], e);
 	_exit(LC_EXIT_RUNTIME);
 }
 
-static void pid1_main(run_ctx_t *c)
+static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
@@ -193,7 +196,7 @@ static void pid1_main(run_ctx_t *c)
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
 
-static void staging_main(run_ctx_t *c)
+static void staging_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
@@ -222,7 +225,7 @@ static void staging_main(run_ctx_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}
-	if (lc_mounts_stage(&c->plan, &e) < 0)
+	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
@@ -243,6 +246,8 @@ static void staging_main(run_ctx_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
 		staging_fail(c, e);
 	}
+	if (lc_mounts_open_staged(&c->plan, &e) < 0)
+		staging_fail(c, e);
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid < 0) {
@@ -257,7 +262,7 @@ static void staging_main(run_ctx_t *c)
 
 /* ---- preparation in lcrun ------------------------------------------------ */
 
-static int write_files(run_ctx_t *c, lc_error_t **err)
+static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
@@ -298,11 +303,13 @@ static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_e
 	return 0;
 }
 
-static int prepare_root(run_ctx_t *c, lc_error_t **err)
+static int prepare_root(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
+	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
@@ -310,8 +317,15 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	if (mkdir(c->sbdir, 0711) < 0)
 		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 				    "cannot create %s", c->sbdir);
-	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", c->sbdir);
-	_cleanup_free_ char *work = lc_strdup_printf("%s/work", c->sbdir);
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
+	if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
+	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
 	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
 		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
@@ -321,6 +335,9 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
+	c->plan.rootfs_fd = c->plan.files_fd = -1;
+	c->plan.owner_uid = ou;
+	c->plan.owner_gid = og;
 	if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
 		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
@@ -330,15 +347,15 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
 			return -1;
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", c->sbdir);
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
 		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
 		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
 		c->plan.usr_overlay = true;
-		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", c->sbdir);
-		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", c->sbdir);
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
+		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
 		if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
 	}
@@ -350,13 +367,13 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	return 0;
 }
 
-static json_t *state_json(run_ctx_t *c, const char *status)
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/upper", "prefix", ""));
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
@@ -374,13 +391,17 @@ static json_t *state_json(run_ctx_t *c, const char *status)
 	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
 	json_object_set_new(j, "layers", json_array());
 	json_object_set_new(j, "keep", json_boolean(s->keep));
+	/* false where the lower layers' filesystem cannot be idmapped (9p,
+	 * tmpfs before 6.3): root inside then cannot write over them. */
+	json_object_set_new(j, "idmapped", json_boolean(c->idmapped));
 	json_object_set_new(j, "lcrun_pid", json_integer(getpid()));
+	json_object_set_new(j, "spec", lc_spec_to_json(s));
 	return j;
 }
 
-static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 {
-	json_t *j = state_json(c, status);
+	json_t *j = lc_sb_state_json(c, status);
 	int r = lc_state_write(c->id, j, err);
 	json_decref(j);
 	if (r == 0)
@@ -388,7 +409,7 @@ static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
 	return r;
 }
 
-static int link_name(run_ctx_t *c, lc_error_t **err)
+static int link_name(lc_sb_t *c, lc_error_t **err)
 {
 	const char *name = c->spec->name;
 	if (!name)
@@ -419,11 +440,11 @@ static int link_name(run_ctx_t *c, lc_error_t **err)
 	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
 }
 
-static int validate(run_ctx_t *c, lc_error_t **err)
+static int validate(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	struct stat st;
-	if (!s->argv || !s->argv[0])
+	if (!c->no_command && (!s->argv || !s->argv[0]))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "no command given");
 	if (s->rootfs) {
 		if (stat(s->rootfs, &st) < 0)
@@ -465,7 +486,7 @@ static int validate(run_ctx_t *c, lc_error_t **err)
 
 /* ---- teardown ------------------------------------------------------------- */
 
-static void teardown(run_ctx_t *c, bool keep)
+void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
 		if (c->cg.path)
@@ -479,6 +500,7 @@ static void teardown(run_ctx_t *c, bool keep)
 		waitpid(c->staging, NULL, 0);
 		c->staging = 0;
 	}
+	trace("teardown");
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
 		if (lc_cgroup_destroy(c->cg.path, &e) < 0) {
@@ -500,6 +522,7 @@ static void teardown(run_ctx_t *c, bool keep)
 			usleep(i < 20 ? 500 : 5000);
 		}
 	}
+	trace("cgroup removed, dirs removed");
 	if (!keep && c->state_written)
 		lc_state_remove(c->id);
 	else if (!keep && c->name_linked) {
@@ -508,7 +531,7 @@ static void teardown(run_ctx_t *c, bool keep)
 	}
 }
 
-static void ctx_free(run_ctx_t *c)
+void lc_sb_free(lc_sb_t *c)
 {
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
@@ -528,15 +551,45 @@ static void ctx_free(run_ctx_t *c)
 
 /* ---- lc_run ---------------------------------------------------------------- */
 
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
+{
+	memset(c, 0, sizeof(*c));
+	c->spec = spec;
+	c->sp[0] = c->sp[1] = -1;
+	c->pidfd = -1;
+	c->rootless = geteuid() != 0;
+	c->start_ms = lc_now_ms();
+	c->created_ms = lc_wall_ms();
+}
+
+static bool single_threaded(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* field 20 is num_threads; the comm field (2) may hold spaces */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	for (; p && *p; p++)
+		if (*p == ' ' && ++field == 20)
+			return atoi(p + 1) == 1;
+	return false;
+}
+
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-static int start(run_ctx_t *c, lc_error_t **err)
+int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
 		return -1;
+	trace("validated");
 	if (lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
 		return -1;
+	trace("seccomp ready");
 	if (s->id)
 		snprintf(c->id, sizeof(c->id), "%s", s->id);
 	else
@@ -545,24 +598,38 @@ static int start(run_ctx_t *c, lc_error_t **err)
 		return -1;
 	if (prepare_root(c, err) < 0)
 		return -1;
+	trace("root prepared");
 	c->envp = build_env(s);
-	if (save_state(c, "creating", err) < 0)
+	if (lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
-	if (c->cg.path && save_state(c, "creating", err) < 0)
+	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
+	trace("cgroup made");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
-	c->staging = fork();
+	/* Moving a process into a cgroup afterwards costs an RCU grace period
+	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
+	 * skips glibc's fork handling, which only matters when other threads
+	 * may hold libc locks (lcd): those take fork() and move the child. */
+	bool moved = false;
+	if (c->cg.dirfd >= 0 && single_threaded()) {
+		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+					 .cgroup = (uint64_t)c->cg.dirfd };
+		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		moved = c->staging >= 0;
+	}
+	if (!moved)
+		c->staging = fork();
 	if (c->staging < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
 	if (c->staging == 0)
 		staging_main(c);
 	close(c->sp[1]);
 	c->sp[1] = -1;
-	if (c->cg.path) {
+	if (c->cg.path && !moved) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%d", c->staging);
 		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", c->cg.path);
@@ -580,25 +647,29 @@ static int start(run_ctx_t *c, lc_error_t **err)
 			lc_error_from_buf(err, m.text, strlen(m.text));
 			return -1;
 		case LC_MSG_USERNS:
+			trace("staged");
+			c->idmapped = m.a != 0;
 			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
 		case LC_MSG_PID:
+			trace("pid 1 cloned");
 			c->init = m.a;
 			waitpid(c->staging, NULL, 0);
 			c->staging = 0;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
 			break;
 		case LC_MSG_READY:
-			return save_state(c, "running", err);
+			trace("pid 1 ready");
+			return lc_sb_save_state(c, "running", err);
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
 	}
 }
 
-static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
 	const lc_spec_t *s = c->spec;
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
@@ -640,6 +711,7 @@ static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
 		if (p[0].revents & POLLIN)
 			break;
 	}
+	trace("pid 1 exited");
 	int status = 0;
 	while (waitpid(c->init, &status, 0) < 0 && errno == EINTR)
 		;
@@ -661,16 +733,10 @@ static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
 
 int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 {
-	run_ctx_t c;
-	memset(&c, 0, sizeof(c));
+	lc_sb_t c;
+	lc_sb_init(&c, spec);
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
-	c.spec = spec;
-	c.sp[0] = c.sp[1] = -1;
-	c.pidfd = -1;
-	c.rootless = geteuid() != 0;
-	c.start_ms = lc_now_ms();
-	c.created_ms = lc_wall_ms();
 
 	sigset_t fwd, old;
 	sigemptyset(&fwd);
@@ -681,23 +747,25 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	}
-	int r = start(&c, err);
+	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
-		wait_loop(&c, res, sigfd);
+		if (c.cg.not_applied)
+			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
+		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
 			res->exit_code = 137;
 	}
 	res->wall_us = (lc_now_ms() - c.start_ms) * 1000;
 	if (r == 0 && spec->keep && c.state_written) {
-		json_t *j = state_json(&c, "exited");
+		json_t *j = lc_sb_state_json(&c, "exited");
 		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
 		lc_state_write(c.id, j, NULL);
 		json_decref(j);
 	}
-	teardown(&c, r == 0 && spec->keep);
-	ctx_free(&c);
+	lc_sb_teardown(&c, r == 0 && spec->keep);
+	lc_sb_free(&c);
 	if (sigfd >= 0) {
 		close(sigfd);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -717,6 +785,8 @@ json_t *lc_result_to_json(const lc_result_t *res)
 	OPT("memory_peak_bytes", res->memory_peak);
 	OPT("pids_peak", res->pids_peak);
 #undef OPT
+	if (res->limits_not_applied[0])
+		json_object_set_new(j, "limits_not_applied", json_string(res->limits_not_applied));
 	return j;
 }
 
