@@ -1,5 +1,8 @@
 /* db.c — SQLite access for lcd: schema, migrations, small query helpers. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -110,6 +113,17 @@ int lcd_db_open(const char *path, lcd_db_t **out, lc_error_t **err)
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&db->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
+	/* Secrets live here: create it 0600 before SQLite does (its -wal and
+	 * -shm files take the database file's mode). */
+	int pfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (pfd < 0 || fchmod(pfd, 0600) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create database %s", path);
+		if (pfd >= 0)
+			close(pfd);
+		lcd_db_close(db);
+		return -1;
+	}
+	close(pfd);
 	int rc = sqlite3_open_v2(path, &db->conn,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
 	if (rc != SQLITE_OK) {

@@ -224,7 +224,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lcd: must run as root (it makes sandboxes and keeps secrets)\n");
 		return LC_EXIT_PERM;
 	}
-	umask(077);
+	/* liblcrun makes sandbox directories the sandbox's own uid must
+	 * reach: keep the usual umask and give lcd's private files explicit
+	 * modes instead (lcd.db 0600, logs 0600 in a 0700 dir). */
+	umask(022);
 	signal(SIGPIPE, SIG_IGN);
 
 	lc_error_t *err = NULL;
@@ -253,9 +256,7 @@ int main(int argc, char **argv)
 	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
 	 * unprivileged host uid) must traverse them to bind its own task
 	 * directory, but nobody can list them; logs/ and lcd.db are 0700/0600. */
-	umask(022);
 	int mk = lc_mkdir_p(lc_lib_dir(), 0755, &err);
-	umask(077);
 	if (mk < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 || lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0)
 		return fail(err);
 	if (chmod(lcd.state_dir, 0711) < 0 || chmod(lcd.tasks_dir, 0711) < 0 || chmod(lcd.logs_dir, 0700) < 0) {
