@@ -21,6 +21,7 @@ setup() {
 
 teardown() {
 	stop_lcd
+	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
 	[ -n "${T:-}" ] && rm -rf "$T"
 }
 
@@ -343,4 +344,43 @@ count() { # ARGS for task list: how many tasks
 	[ -z "$(ls "$LCRUN_ROOT/lcd/logs")" ]
 	run "$LCCTL" app delete demo
 	[ "$status" -eq 120 ]
+}
+
+@test "lcd: tells systemd it is ready; the TCP listener requires the bearer token" {
+	stop_lcd
+	# READY=1 arrives on $NOTIFY_SOCKET once the API answers.
+	socat -u UNIX-RECV:"$T/notify.sock" OPEN:"$T/notify.out",creat,append &
+	socat_pid=$!
+	for _ in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.05; done
+	NOTIFY_SOCKET="$T/notify.sock" start_lcd
+	for _ in $(seq 50); do grep -q READY=1 "$T/notify.out" 2>/dev/null && break; sleep 0.05; done
+	grep -qx 'READY=1' "$T/notify.out"
+	stop_lcd
+	grep -q 'STOPPING=1' "$T/notify.out"
+	kill "$socat_pid"; wait "$socat_pid" 2>/dev/null || true
+
+	# TCP only inside a network namespace of this test's own: nothing leaves it.
+	ns="lcdbats$$"
+	NS="$ns"
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+	echo "bats-token-$RANDOM$RANDOM$RANDOM" >"$T/token"
+	printf '{"listen": "127.0.0.1:7070", "token_file": "%s"}\n' "$T/token" >"$T/lcd.json"
+	ip netns exec "$ns" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" >>"$T/lcd.log" 2>&1 &
+	LCD_PID=$!
+	for _ in $(seq 100); do "$LCCTL" status >/dev/null 2>&1 && break; sleep 0.05; done
+	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7070/v1/apps)
+	[ "$code" = 401 ]
+	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong-token-wrong" http://127.0.0.1:7070/v1/apps)
+	[ "$code" = 401 ]
+	out=$(ip netns exec "$ns" curl -s -H "Authorization: Bearer $(cat "$T/token")" http://127.0.0.1:7070/v1/apps)
+	[ "$(echo "$out" | jq -r '.apps[0].name')" = demo ]
+	stop_lcd
+	ip netns del "$ns"
+	NS=
+	# listen without a token file is refused at start
+	printf '{"listen": "127.0.0.1:7070"}\n' >"$T/lcd.json"
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -eq 123 ]
+	[[ "$output" == *"needs token_file"* ]]
 }
