@@ -219,9 +219,7 @@ static enum MHD_Result h_spawn(call_t *call, const char *appname, const char *fn
 			return FAIL(call, LC_EXIT_INVALID, "args: at most %d argument sets", SPAWN_MAP_MAX);
 		list = json_incref(args);
 	} else {
-		list = json_pack("[O]", args ? args : json_object());
-		if (!args)
-			json_array_set_new(list, 0, json_object());
+		list = json_pack("[o]", args ? json_incref(args) : json_object());
 	}
 	lcd_app_t *app = need_app(call, appname, &r);
 	if (!app)

@@ -255,6 +255,25 @@ static void fmt_time(json_t *v, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* GET a listing: returns its `key` array (owned by *out), or NULL when
+ * there is nothing more to do: printed as JSON (--json) or failed; *code
+ * is then the exit code. */
+static json_t *get_list(const struct opts *o, const char *path, const char *key, json_t **out, int *code)
+{
+	lc_error_t *err = NULL;
+	*code = 0;
+	if (request("GET", path, NULL, NULL, out, false, &err) < 0) {
+		*code = fail(err);
+		return NULL;
+	}
+	json_t *list = json_object_get(*out, key);
+	if (o->json) {
+		print_json(list);
+		return NULL;
+	}
+	return list;
+}
+
 /* ---- verbs ---- */
 
 static int v_deploy(struct opts *o)
@@ -306,13 +325,10 @@ static int v_app(struct opts *o)
 	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {
 		if (only(o, 1u << O_JSON, "app list") || npos(o, 1, 1, "app list [--json]"))
 			return LC_EXIT_USAGE;
-		if (request("GET", "/apps", NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
-		json_t *apps = json_object_get(out, "apps");
-		if (o->json) {
-			print_json(apps);
-			return 0;
-		}
+		int code;
+		json_t *apps = get_list(o, "/apps", "apps", &out, &code);
+		if (!apps)
+			return code;
 		printf("%-20s %-30s %-20s %s\n", "APP", "FUNCTIONS", "SCHEDULES", "MAPS");
 		size_t i;
 		json_t *a;
@@ -407,9 +423,7 @@ static int v_run(struct opts *o)
 	_cleanup_json_ json_t *body = NULL;
 	if (in_list(json_object_get(info, "functions"), name)) {
 		path = lc_strdup_printf("/apps/%s/functions/%s/spawn", eapp, ename);
-		body = json_pack("{s:O}", "args", args ? args : json_object());
-		if (!args)
-			json_object_set_new(body, "args", json_object());
+		body = json_pack("{s:o}", "args", args ? json_incref(args) : json_object());
 	} else if (in_list(json_object_get(info, "schedules"), name)) {
 		if (args)
 			return usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
@@ -460,13 +474,10 @@ static int v_task(struct opts *o)
 				    *l = o->limit ? esc(o->limit) : NULL;
 		snprintf(q, sizeof(q), "/tasks?%s%s%s%s%s%s", a ? "app=" : "", a ? a : "", s ? "&state=" : "", s ? s : "",
 			 l ? "&limit=" : "", l ? l : "");
-		if (request("GET", q, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
-		json_t *tasks = json_object_get(out, "tasks");
-		if (o->json) {
-			print_json(tasks);
-			return 0;
-		}
+		int code;
+		json_t *tasks = get_list(o, q, "tasks", &out, &code);
+		if (!tasks)
+			return code;
 		printf("%-12s %-30s %-10s %-4s %-20s %s\n", "ID", "APP:FUNCTION", "STATE", "EXIT", "CREATED", "SECONDS");
 		size_t i;
 		json_t *t;
@@ -537,13 +548,10 @@ static int v_map(struct opts *o)
 			return LC_EXIT_USAGE;
 		_cleanup_free_ char *p = o->prefix ? esc(o->prefix) : NULL;
 		_cleanup_free_ char *path = lc_strdup_printf("%s%s%s", base, p ? "?prefix=" : "", p ? p : "");
-		if (request("GET", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
-		json_t *keys = json_object_get(out, "keys");
-		if (o->json) {
-			print_json(keys);
-			return 0;
-		}
+		int code;
+		json_t *keys = get_list(o, path, "keys", &out, &code);
+		if (!keys)
+			return code;
 		size_t i;
 		json_t *k;
 		json_array_foreach(keys, i, k)
@@ -598,13 +606,10 @@ static int v_secret(struct opts *o)
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON, "secret ls") || npos(o, 1, 1, "secret ls [--json]"))
 			return LC_EXIT_USAGE;
-		if (request("GET", "/secrets", NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
-		json_t *s = json_object_get(out, "secrets");
-		if (o->json) {
-			print_json(s);
-			return 0;
-		}
+		int code;
+		json_t *s = get_list(o, "/secrets", "secrets", &out, &code);
+		if (!s)
+			return code;
 		size_t i;
 		json_t *e;
 		json_array_foreach(s, i, e)

@@ -62,6 +62,9 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err);
 /* Wait until the task has ended or timeout_ms passed; returns the task. */
 json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err);
 bool lcd_state_final(const char *state);
+/* Wait on cond (with lcd->lock) for at most ms unless lcd is stopping;
+ * returns true when it is stopping. */
+bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms);
 /* At start: tasks left running by a crash are failed or queued again
  * (per retries), their sandboxes killed, their directories removed. */
 int lcd_recover(lcd_t *lcd, lc_error_t **err);

@@ -67,15 +67,17 @@ static int get_int(json_t *obj, const char *key, const char *path, long long min
 	if (!v)
 		return 0;
 	_cleanup_free_ char *p = lc_strdup_printf("%s.%s", path, key);
-	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+	if (!json_is_integer(v) || json_integer_value(v) < min) {
 		if (min == 1)
 			return bad(err, p, "expected a positive integer");
 		if (min == 0)
 			return bad(err, p, "expected a non-negative integer");
 		return bad(err, p, "expected an integer");
 	}
-	if (json_integer_value(v) > max)
-		return bad(err, p, "value too large");
+	if (json_integer_value(v) > max) {
+		_cleanup_free_ char *what = lc_strdup_printf("at most %lld", max);
+		return bad(err, p, what);
+	}
 	*out = json_integer_value(v);
 	return 0;
 }
@@ -164,17 +166,42 @@ static int parse_limits(json_t *v, const char *path, lc_limits_t *l, lc_error_t 
 	return 0;
 }
 
+/* The common start of a named entry (functions.NAME, schedules.NAME, …):
+ * its path, a valid name, an object with only the allowed keys. */
+static int entry_start(const char *section, const char *what, const char *name, json_t *v,
+		       const char *const *keys, char **path, lc_error_t **err)
+{
+	*path = lc_strdup_printf("%s.%s", section, name);
+	if (!lcd_name_valid(name)) {
+		_cleanup_free_ char *m = lc_strdup_printf("bad %s name (lowercase letters, digits, '-', '_'; at most 63)", what);
+		return bad(err, *path, m);
+	}
+	if (!json_is_object(v))
+		return bad(err, *path, "expected an object");
+	return check_keys(v, *path, keys, err);
+}
+
+/* PATH.function: required, naming one of the app's functions. */
+static int function_ref(lcd_app_t *app, json_t *v, const char *path, char **out, lc_error_t **err)
+{
+	json_t *fn = json_object_get(v, "function");
+	_cleanup_free_ char *fp = lc_strdup_printf("%s.function", path);
+	if (!json_is_string(fn))
+		return bad(err, fp, fn ? "expected a string" : "required");
+	if (!lcd_app_function(app, json_string_value(fn)))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: no function '%s' in this app", fp,
+				    json_string_value(fn));
+	*out = strdup(json_string_value(fn));
+	return 0;
+}
+
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
 		"concurrency", "queue", "secrets", "description", NULL };
-	_cleanup_free_ char *path = lc_strdup_printf("functions.%s", name);
+	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
-	if (!lcd_name_valid(name))
-		return bad(err, path, "bad function name (lowercase letters, digits, '-', '_'; at most 63)");
-	if (!json_is_object(v))
-		return bad(err, path, "expected an object");
-	if (check_keys(v, path, keys, err) < 0)
+	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
 		return -1;
 
 	json_t *cmd = json_object_get(v, "command");
@@ -247,19 +274,16 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 	return 0;
 }
 
-static int parse_schedule(lcd_app_t *app, const char *name, json_t *v, lcd_schedule_t *s, lc_error_t **err)
+static int parse_schedule(lcd_app_t *app, const char *name, json_t *v, void *elem, lc_error_t **err)
 {
+	lcd_schedule_t *s = elem;
 	static const char *const keys[] = { "cron", "function", "args", "catchup", "description", NULL };
-	_cleanup_free_ char *path = lc_strdup_printf("schedules.%s", name);
+	_cleanup_free_ char *path = NULL;
 	s->name = strdup(name);
-	if (!lcd_name_valid(name))
-		return bad(err, path, "bad schedule name (lowercase letters, digits, '-', '_'; at most 63)");
+	if (entry_start("schedules", "schedule", name, v, keys, &path, err) < 0)
+		return -1;
 	if (lcd_app_function(app, name))
 		return bad(err, path, "a function has the same name");
-	if (!json_is_object(v))
-		return bad(err, path, "expected an object");
-	if (check_keys(v, path, keys, err) < 0)
-		return -1;
 	json_t *c = json_object_get(v, "cron");
 	_cleanup_free_ char *cp = lc_strdup_printf("%s.cron", path);
 	if (!json_is_string(c))
@@ -269,14 +293,8 @@ static int parse_schedule(lcd_app_t *app, const char *name, json_t *v, lcd_sched
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: bad cron expression '%s': %s", cp,
 				    json_string_value(c), msg ? msg : "invalid");
 	s->cron_expr = strdup(json_string_value(c));
-	json_t *fn = json_object_get(v, "function");
-	_cleanup_free_ char *fp = lc_strdup_printf("%s.function", path);
-	if (!json_is_string(fn))
-		return bad(err, fp, fn ? "expected a string" : "required");
-	if (!lcd_app_function(app, json_string_value(fn)))
-		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: no function '%s' in this app", fp,
-				    json_string_value(fn));
-	s->function = strdup(json_string_value(fn));
+	if (function_ref(app, v, path, &s->function, err) < 0)
+		return -1;
 	json_t *args = json_object_get(v, "args");
 	s->args = args ? json_incref(args) : json_object();
 	json_t *cu = json_object_get(v, "catchup");
@@ -296,25 +314,15 @@ static int parse_schedule(lcd_app_t *app, const char *name, json_t *v, lcd_sched
 	return 0;
 }
 
-static int parse_webhook(lcd_app_t *app, const char *name, json_t *v, lcd_webhook_t *w, lc_error_t **err)
+static int parse_webhook(lcd_app_t *app, const char *name, json_t *v, void *elem, lc_error_t **err)
 {
+	lcd_webhook_t *w = elem;
 	static const char *const keys[] = { "function", "secret", "events", "description", NULL };
-	_cleanup_free_ char *path = lc_strdup_printf("webhooks.%s", name);
+	_cleanup_free_ char *path = NULL;
 	w->name = strdup(name);
-	if (!lcd_name_valid(name))
-		return bad(err, path, "bad webhook name (lowercase letters, digits, '-', '_'; at most 63)");
-	if (!json_is_object(v))
-		return bad(err, path, "expected an object");
-	if (check_keys(v, path, keys, err) < 0)
+	if (entry_start("webhooks", "webhook", name, v, keys, &path, err) < 0 ||
+	    function_ref(app, v, path, &w->function, err) < 0)
 		return -1;
-	json_t *fn = json_object_get(v, "function");
-	_cleanup_free_ char *fp = lc_strdup_printf("%s.function", path);
-	if (!json_is_string(fn))
-		return bad(err, fp, fn ? "expected a string" : "required");
-	if (!lcd_app_function(app, json_string_value(fn)))
-		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: no function '%s' in this app", fp,
-				    json_string_value(fn));
-	w->function = strdup(json_string_value(fn));
 	json_t *sec = json_object_get(v, "secret");
 	if (sec) {
 		if (!json_is_string(sec) || !lcd_secret_name_valid(json_string_value(sec))) {
@@ -328,6 +336,26 @@ static int parse_webhook(lcd_app_t *app, const char *name, json_t *v, lcd_webhoo
 		_cleanup_strv_ char **tmp = NULL;
 		_cleanup_free_ char *p = lc_strdup_printf("%s.events", path);
 		if (get_strv(ev, p, NULL, NULL, &tmp, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* An optional object of named entries (schedules, webhooks): an array of
+ * n elements of `size` bytes, each filled by parse. */
+static int parse_named(lcd_app_t *app, json_t *m, const char *key, size_t size, void **arr, size_t *n,
+		       int (*parse)(lcd_app_t *, const char *, json_t *, void *, lc_error_t **), lc_error_t **err)
+{
+	json_t *obj = json_object_get(m, key);
+	if (!obj)
+		return 0;
+	if (!json_is_object(obj))
+		return bad(err, key, "expected an object");
+	*arr = lc_xmalloc0((json_object_size(obj) + 1) * size);
+	const char *name;
+	json_t *v;
+	json_object_foreach(obj, name, v) {
+		if (parse(app, name, v, (char *)*arr + (*n)++ * size, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -392,31 +420,11 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		}
 	}
 
-	json_t *scheds = json_object_get(m, "schedules");
-	if (scheds) {
-		if (!json_is_object(scheds)) {
-			bad(err, "schedules", "expected an object");
-			goto out;
-		}
-		app->schedules = lc_xmalloc0((json_object_size(scheds) + 1) * sizeof(*app->schedules));
-		json_object_foreach(scheds, key, v) {
-			if (parse_schedule(app, key, v, &app->schedules[app->n_schedules++], err) < 0)
-				goto out;
-		}
-	}
-
-	json_t *hooks = json_object_get(m, "webhooks");
-	if (hooks) {
-		if (!json_is_object(hooks)) {
-			bad(err, "webhooks", "expected an object");
-			goto out;
-		}
-		app->webhooks = lc_xmalloc0((json_object_size(hooks) + 1) * sizeof(*app->webhooks));
-		json_object_foreach(hooks, key, v) {
-			if (parse_webhook(app, key, v, &app->webhooks[app->n_webhooks++], err) < 0)
-				goto out;
-		}
-	}
+	if (parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
+			parse_schedule, err) < 0 ||
+	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,
+			parse_webhook, err) < 0)
+		goto out;
 	r = 0;
 out:
 	if (r < 0) {

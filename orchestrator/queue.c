@@ -131,6 +131,24 @@ void lcd_cancel_app(lcd_t *lcd, const char *app)
 	}
 }
 
+bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&lcd->lock);
+	if (!lcd->stopping)
+		pthread_cond_timedwait(cond, &lcd->lock, &ts);
+	bool stop = lcd->stopping;
+	pthread_mutex_unlock(&lcd->lock);
+	return stop;
+}
+
 json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err)
 {
 	long long deadline = lc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -147,21 +165,7 @@ json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error
 		json_decref(t);
 		/* Re-read at least every second: a broadcast can slip between
 		 * the read above and the wait below. */
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		long long step = left < 1000 ? left : 1000;
-		ts.tv_sec += step / 1000;
-		ts.tv_nsec += (step % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&lcd->lock);
-		if (!lcd->stopping)
-			pthread_cond_timedwait(&lcd->changed, &lcd->lock, &ts);
-		bool stop = lcd->stopping;
-		pthread_mutex_unlock(&lcd->lock);
-		if (stop)
+		if (lcd_sleep(lcd, &lcd->changed, left < 1000 ? left : 1000))
 			return lcd_store_task_get(lcd->db, id, err);
 	}
 }
@@ -517,15 +521,7 @@ void *lcd_dispatcher(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		dispatch_once(lcd);
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_mutex_lock(&lcd->lock);
-		if (!lcd->stopping)
-			pthread_cond_timedwait(&lcd->wake, &lcd->lock, &ts);
-		bool stop = lcd->stopping;
-		pthread_mutex_unlock(&lcd->lock);
-		if (stop)
+		if (lcd_sleep(lcd, &lcd->wake, 1000))
 			return NULL;
 	}
 }

@@ -166,19 +166,7 @@ void *lcd_scheduler(void *arg)
 			lc_error_free(err);
 			last_gc = lc_now_ms();
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += TICK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_mutex_lock(&lcd->lock);
-		if (!lcd->stopping)
-			pthread_cond_timedwait(&lcd->tick, &lcd->lock, &ts);
-		bool stop = lcd->stopping;
-		pthread_mutex_unlock(&lcd->lock);
-		if (stop)
+		if (lcd_sleep(lcd, &lcd->tick, TICK_MS))
 			return NULL;
 	}
 }
