@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -279,14 +280,26 @@ int main(int argc, char **argv)
 		}
 	}
 
-	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0)
+	/* One lcd per state directory: a second one must not "recover" the
+	 * first one's running tasks.  The lock lives as long as the process. */
+	_cleanup_free_ char *lockpath = lc_strdup_printf("%s/lock", lcd.state_dir);
+	int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		lc_error_set(&err, errno == EWOULDBLOCK ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, 0,
+			     "another lcd is running on %s (%s)", lc_lib_dir(), lockpath);
 		return fail(err);
+	}
 
 	_cleanup_free_ char *sock_default = lc_strdup_printf("%s/lcd.sock", lc_run_dir());
 	const char *sock = sock_opt ? sock_opt : cfg.socket ? cfg.socket : sock_default;
 	int fd = open_socket(sock, cfg.socket_group, &err);
 	if (fd < 0)
 		return fail(err);
+
+	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0) {
+		unlink(sock);
+		return fail(err);
+	}
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;

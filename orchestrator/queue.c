@@ -69,36 +69,42 @@ static void kill_sandbox(const char *sandbox_id)
 
 int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err)
 {
-	int r = lcd_store_task_cancel_queued(lcd->db, id, lc_wall_ms(), err);
-	if (r < 0)
-		return -1;
-	char sandbox[LC_ID_LEN + 1] = "";
-	pthread_mutex_lock(&lcd->lock);
-	if (r == 0) {
-		lcd_running_t *run = running_find(lcd, id);
+	/* A task the dispatcher has just marked running may not have its
+	 * worker yet: wait a little for it to appear rather than fail. */
+	for (int tries = 0;; tries++) {
+		int r = lcd_store_task_cancel_queued(lcd->db, id, lc_wall_ms(), err);
+		if (r < 0)
+			return -1;
+		char sandbox[LC_ID_LEN + 1] = "";
+		pthread_mutex_lock(&lcd->lock);
+		lcd_running_t *run = r == 0 ? running_find(lcd, id) : NULL;
 		if (run) {
 			run->cancel = true;
 			snprintf(sandbox, sizeof(sandbox), "%s", run->sandbox_id);
 		}
+		pthread_cond_broadcast(&lcd->changed);
+		pthread_mutex_unlock(&lcd->lock);
+		if (r == 1) {
+			lcd_log("task %s: cancelled while queued", id);
+			return 0;
+		}
+		if (*sandbox) {
+			/* The scheduler tick kills again while the flag is set, which
+			 * covers a sandbox that was still being made. */
+			kill_sandbox(sandbox);
+			lcd_log("task %s: cancel requested, sandbox %s killed", id, sandbox);
+			return 0;
+		}
+		_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, id, err);
+		if (!t)
+			return *err ? -1 : lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no task '%s'", id);
+		const char *state = json_string_value(json_object_get(t, "state"));
+		if (strcmp(state, "running") != 0)
+			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s has already ended (%s)", id, state);
+		if (tries >= 40)
+			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s is starting; try again", id);
+		usleep(50 * 1000);
 	}
-	pthread_cond_broadcast(&lcd->changed);
-	pthread_mutex_unlock(&lcd->lock);
-	if (r == 1) {
-		lcd_log("task %s: cancelled while queued", id);
-		return 0;
-	}
-	if (*sandbox) {
-		/* The scheduler tick kills again while the flag is set, which
-		 * covers a sandbox that was still being made. */
-		kill_sandbox(sandbox);
-		lcd_log("task %s: cancel requested, sandbox %s killed", id, sandbox);
-		return 0;
-	}
-	_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, id, err);
-	if (!t)
-		return *err ? -1 : lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no task '%s'", id);
-	return lc_error_set(err, LC_EXIT_STATE, 0, "task %s has already ended (%s)", id,
-			    json_string_value(json_object_get(t, "state")));
 }
 
 void lcd_kill_running(lcd_t *lcd, bool only_cancelled)
@@ -340,6 +346,12 @@ static void *worker(void *arg)
 		 j->sandbox_id);
 	if (make_spec(j, taskdir, logfd, nullfd, &spec, &err) < 0)
 		goto failed_to_run;
+	pthread_mutex_lock(&lcd->lock);
+	lcd_running_t *me = running_find(lcd, j->id);
+	bool cancelled_early = me && me->cancel;
+	pthread_mutex_unlock(&lcd->lock);
+	if (cancelled_early)
+		goto done; /* cancelled before its sandbox existed */
 	if (lc_run(spec, &res, &err) < 0)
 		goto failed_to_run;
 

@@ -384,3 +384,17 @@ count() { # ARGS for task list: how many tasks
 	[ "$status" -eq 123 ]
 	[[ "$output" == *"needs token_file"* ]]
 }
+
+@test "lcd: a second lcd on the same state is refused and leaves the first one's tasks alone" {
+	id=$("$LCCTL" run -d demo:longrun)
+	wait_state "$id" running
+	run "$LCD" --socket "$T/other.sock" --config "$T/lcd.json"
+	[ "$status" -eq 119 ]
+	[[ "$output" == *"another lcd is running on $LCRUN_ROOT"* ]]
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -eq 119 ]
+	[ "$(state_of "$id")" = running ]
+	"$LCCTL" status
+	"$LCCTL" task cancel "$id"
+	wait_state "$id" cancelled
+}
