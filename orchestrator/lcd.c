@@ -358,6 +358,10 @@ int main(int argc, char **argv)
 	}
 	lcd_apps_free(&lcd);
 	lcd_db_close(lcd.db);
+	free(lcd.state_dir);
+	free(lcd.tasks_dir);
+	free(lcd.logs_dir);
+	free(lcd.clock_file);
 	lcd_log("stopped");
 	return 0;
 }

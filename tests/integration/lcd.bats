@@ -179,6 +179,9 @@ count() { # ARGS for task list: how many tasks
 	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
 	run "$LCCTL" secret ls
 	[ "$output" = DEMO_TOKEN ]
+	id=$("$LCCTL" run -d demo:withsecret)
+	wait_state "$id" running
+	! ps -eo args | grep -q "$SECRET" # not on any command line
 	run "$LCCTL" run demo:withsecret
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jq .len)" -eq "${#SECRET}" ]
