@@ -73,11 +73,45 @@ void lcd_apps_release(lcd_app_t **apps, size_t n)
 	free(apps);
 }
 
+int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err)
+{
+	if (!strcmp(policy, "none"))
+		return 0;
+#ifdef LCD_HAVE_NET_POLICY
+	if (lc_net_policy_load(policy, spec, err) < 0)
+		return lc_error_wrap(err, "functions.%s.net", function);
+	return 0;
+#else
+	return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
+			    "functions.%s.net: network policy '%s' cannot be applied: this lcrun has no policy loader",
+			    function, policy);
+#endif
+}
+
+/* Policies named by functions must load now, not when a task starts. */
+static int check_policies(const lcd_app_t *app, lc_error_t **err)
+{
+	for (size_t i = 0; i < app->n_functions; i++) {
+		lc_net_spec_t net = { 0 };
+		int r = lcd_net_policy(app->functions[i].name, app->functions[i].net, &net, err);
+#ifdef LCD_HAVE_NET_POLICY
+		lc_net_spec_clear(&net);
+#endif
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err)
 {
 	lcd_app_t *app = NULL;
 	if (lcd_app_parse(manifest, &app, err) < 0)
 		return -1;
+	if (check_policies(app, err) < 0) {
+		lcd_app_unref(app);
+		return -1;
+	}
 	_cleanup_free_ char *text = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
 	_cleanup_strv_ char **scheds = NULL;
 	for (size_t i = 0; i < app->n_schedules; i++)

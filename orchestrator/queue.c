@@ -207,14 +207,13 @@ static void log_line(int fd, const char *fmt, ...)
 static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, lc_spec_t **out, lc_error_t **err)
 {
 	const lcd_function_t *f = j->fn;
-	if (strcmp(f->net, "none") != 0)
-		/* liblcrun has no network policy loader yet (lc_net_policy_load). */
-		return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
-				    "function %s: network policy '%s' cannot be applied: this lcrun has no policy loader",
-				    f->name, f->net);
 	lc_spec_t *spec = lc_spec_new();
 	if (!spec)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot make a sandbox spec");
+	if (lcd_net_policy(f->name, f->net, &spec->net, err) < 0) {
+		lc_spec_free(spec);
+		return -1;
+	}
 	for (size_t i = 0; f->argv[i]; i++)
 		lc_strv_push(&spec->argv, f->argv[i]);
 	_cleanup_free_ char *e1 = lc_strdup_printf("LC_TASK_ID=%s", j->id);

@@ -408,3 +408,12 @@ count() { # ARGS for task list: how many tasks
 	"$LCCTL" task cancel "$id"
 	wait_state "$id" cancelled
 }
+
+@test "lcd: a function's network policy must load at deploy" {
+	jq '.functions.hello.net = "no-such-policy"' "$FIXTURES/app.json" >"$T/badnet.json"
+	run "$LCCTL" deploy "$T/badnet.json"
+	[ "$status" -ne 0 ]
+	[[ "$output" == "lcctl: functions.hello.net: "*"no-such-policy"* ]]
+	# the app deployed before is unchanged
+	"$LCCTL" app show demo | jq -e '.functions.hello.net == null'
+}
