@@ -109,27 +109,38 @@ count() { # ARGS for task list: how many tasks
 }
 
 @test "lcd: queue: concurrency 3 and queue 20, 30 spawns: 3 run, 20 wait, 7 refused, 23 finish" {
+	# demo:gated waits until the test puts "go" in its /run/task, i.e. in
+	# $LCRUN_ROOT/lcd/tasks/ID on the host: nothing ends by itself.
 	ids=() refused=0
 	for i in $(seq 30); do
-		if out=$("$LCCTL" run --detach demo:slow 2>"$T/err"); then
+		if out=$("$LCCTL" run --detach demo:gated 2>"$T/err"); then
 			ids+=("$out")
 		else
 			rc=$?
 			[ "$rc" -eq 119 ]
-			grep -q 'demo:slow is full: 3 running, 20 queued' "$T/err"
+			grep -q 'demo:gated is full: [0-9]* running, [0-9]* queued (concurrency 3, queue 20)' "$T/err"
 			refused=$((refused + 1))
 		fi
 	done
 	[ "${#ids[@]}" -eq 23 ]
 	[ "$refused" -eq 7 ]
+	for _ in $(seq 100); do [ "$(count --app demo --state running)" -eq 3 ] && break; sleep 0.1; done
 	[ "$(count --app demo --state running)" -eq 3 ]
 	[ "$(count --app demo --state queued)" -eq 20 ]
 	# the API says 429, at once
-	run api POST /apps/demo/functions/slow/spawn '{}'
+	run api POST /apps/demo/functions/gated/spawn '{}'
 	[ "${lines[1]}" = 429 ]
-	for id in "${ids[@]}"; do wait_state "$id" succeeded 60; done
+	# release them as they start: all 23 finish, never more than 3 at once
+	for _ in $(seq 600); do
+		[ "$(count --app demo --state succeeded)" -eq 23 ] && break
+		running=$("$LCCTL" task list --app demo --state running --json | jq -r '.[].id')
+		[ "$(echo "$running" | grep -c .)" -le 3 ]
+		for id in $running; do touch "$LCRUN_ROOT/lcd/tasks/$id/go" 2>/dev/null || true; done
+		sleep 0.1
+	done
 	[ "$(count --app demo --state succeeded)" -eq 23 ]
 	[ "$(count --app demo)" -eq 23 ] # nothing refused was stored
+	for id in "${ids[@]}"; do "$LCCTL" task logs "$id" | grep -qx released; done
 }
 
 @test "lcd: spawn_map of 50 argument sets: 50 tasks, each with its own arguments" {
@@ -163,9 +174,9 @@ count() { # ARGS for task list: how many tasks
 	w=$(cat "$T"/claim.* | awk '$2 == 0 {print $1}')
 	[ "$("$LCCTL" map get demo/claims issue-7)" = "worker-$w" ]
 
-	"$LCCTL" map set demo/state lease holder --ttl 1
+	"$LCCTL" map set demo/state lease holder --ttl 3
 	[ "$("$LCCTL" map get demo/state lease)" = holder ]
-	sleep 2
+	sleep 4
 	run "$LCCTL" map get demo/state lease
 	[ "$status" -eq 120 ]
 	[ "$("$LCCTL" map ls demo/state --json | jq length)" -eq 0 ]
