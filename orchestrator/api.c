@@ -306,17 +306,13 @@ static ssize_t log_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (!ls->follow)
 			return MHD_CONTENT_READER_END_OF_STREAM;
-		pthread_mutex_lock(&ls->lcd->lock);
-		bool stop = ls->lcd->stopping;
-		pthread_mutex_unlock(&ls->lcd->lock);
-		if (stop)
-			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (task_over(ls->lcd, ls->id)) {
 			/* One more read: lines written just before the end. */
 			n = pread(ls->fd, buf, max, (off_t)pos);
 			return n > 0 ? n : MHD_CONTENT_READER_END_OF_STREAM;
 		}
-		usleep(100 * 1000);
+		if (lcd_sleep(ls->lcd, &ls->lcd->changed, 100))
+			return MHD_CONTENT_READER_END_OF_STREAM;
 	}
 }
 
@@ -353,9 +349,8 @@ static enum MHD_Result h_logs(call_t *call, const char *id)
 		ls->fd = -1;
 		while (!task_over(call->lcd, id)) {
 			ls->fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (ls->fd >= 0)
+			if (ls->fd >= 0 || lcd_sleep(call->lcd, &call->lcd->changed, 100))
 				break;
-			usleep(100 * 1000);
 		}
 		if (ls->fd < 0)
 			ls->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -199,6 +199,9 @@ static int request(const char *method, const char *path, json_t *body, long *sta
 		free(b.data);
 		if (rc == CURLE_COULDNT_CONNECT)
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot reach lcd at %s (is it running?)", sock_path);
+		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd at %s closed the connection early (is it stopping?)",
+					    sock_path);
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "talking to lcd at %s: %s", sock_path, curl_easy_strerror(rc));
 	}
 	if (stream && rc == CURLE_HTTP_RETURNED_ERROR) {

@@ -339,18 +339,21 @@ int main(int argc, char **argv)
 	unlink(sock);
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
-	/* Running tasks end now: failed (or queued again, per retries). */
-	lcd_kill_running(&lcd, false);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += STOP_WAIT_S;
-	pthread_mutex_lock(&lcd.lock);
-	while (lcd.workers > 0) {
-		if (pthread_cond_timedwait(&lcd.idle, &lcd.lock, &until) == ETIMEDOUT)
+	/* Running tasks end now: failed (or queued again, per retries).  Kill
+	 * again while waiting: a sandbox still being made was not there yet. */
+	int left;
+	for (int i = 0; i < STOP_WAIT_S * 2; i++) {
+		lcd_kill_running(&lcd, false);
+		struct timespec ts;
+		lcd_deadline(&ts, 500);
+		pthread_mutex_lock(&lcd.lock);
+		if (lcd.workers > 0)
+			pthread_cond_timedwait(&lcd.idle, &lcd.lock, &ts);
+		left = lcd.workers;
+		pthread_mutex_unlock(&lcd.lock);
+		if (left == 0)
 			break;
 	}
-	int left = lcd.workers;
-	pthread_mutex_unlock(&lcd.lock);
 	if (left > 0) {
 		/* Their rows stay "running": the next start recovers them. */
 		lcd_log("%d task(s) did not end within %d s; the next start recovers them", left, STOP_WAIT_S);

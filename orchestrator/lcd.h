@@ -5,6 +5,7 @@
 #define LCD_H
 
 #include <pthread.h>
+#include <time.h>
 #include <stdbool.h>
 #include <jansson.h>
 
@@ -75,6 +76,8 @@ bool lcd_state_final(const char *state);
 /* Wait on cond (with lcd->lock) for at most ms unless lcd is stopping;
  * returns true when it is stopping. */
 bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms);
+/* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
+void lcd_deadline(struct timespec *ts, long long ms);
 /* At start: tasks left running by a crash are failed or queued again
  * (per retries), their sandboxes killed, their directories removed. */
 int lcd_recover(lcd_t *lcd, lc_error_t **err);

@@ -137,16 +137,21 @@ void lcd_cancel_app(lcd_t *lcd, const char *app)
 	}
 }
 
+void lcd_deadline(struct timespec *ts, long long ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	lcd_deadline(&ts, ms);
 	pthread_mutex_lock(&lcd->lock);
 	if (!lcd->stopping)
 		pthread_cond_timedwait(cond, &lcd->lock, &ts);
