@@ -361,6 +361,8 @@ static void *worker(void *arg)
 
 	result = read_result(taskdir, &note);
 	exit_code = res.exit_code;
+	if (!result) /* no result.json: the exit status is the result */
+		result = lc_strdup_printf("%d", res.exit_code);
 	if (res.timed_out) {
 		state = "timed-out";
 		error = lc_strdup_printf("timed out after %d s", j->fn->timeout);

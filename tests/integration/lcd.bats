@@ -97,6 +97,8 @@ count() { # ARGS for task list: how many tasks
 	run "$LCCTL" run demo:fail
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"lcctl: task "*" failed: exited with status 3"* ]]
+	id=$("$LCCTL" task list --json | jq -r '.[0].id')
+	"$LCCTL" task show "$id" | jq -e '.result == 3' # no result.json: the exit status
 	run "$LCCTL" run demo:sleeper
 	[ "$status" -eq 124 ]
 	id=$("$LCCTL" task list --json | jq -r '.[0].id')
