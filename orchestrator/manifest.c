@@ -498,3 +498,37 @@ bool lcd_app_has_map(const lcd_app_t *app, const char *name)
 			return true;
 	return false;
 }
+
+size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
+			long long *newest, size_t *skipped)
+{
+	size_t n = 0, total = 0;
+	*newest = 0;
+	*skipped = 0;
+	if (max == 0)
+		return 0;
+	/* Keep the newest max slots in out as a sliding window. */
+	for (long long t = last;;) {
+		long long next = lcd_cron_next(&s->cron, (time_t)t);
+		if (next < 0 || next > now)
+			break;
+		if (n == max) {
+			memmove(out, out + 1, (n - 1) * sizeof(*out));
+			n--;
+		}
+		out[n++] = next;
+		total++;
+		t = next;
+	}
+	if (n == 0)
+		return 0;
+	*newest = out[n - 1];
+	size_t first = 0;
+	if (s->catchup == LCD_CATCHUP_ONE)
+		first = n - 1;
+	else if (s->catchup == LCD_CATCHUP_NONE)
+		first = now - *newest < 60 ? n - 1 : n; /* only a slot due this very minute */
+	memmove(out, out + first, (n - first) * sizeof(*out));
+	*skipped = total - (n - first);
+	return n - first;
+}

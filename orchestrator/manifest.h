@@ -57,6 +57,13 @@ int lcd_app_parse(json_t *manifest, lcd_app_t **out, lc_error_t **err);
 lcd_app_t *lcd_app_ref(lcd_app_t *app);
 void lcd_app_unref(lcd_app_t *app);
 
+/* The slots of s due in (last, now] (epoch seconds) and which of them to
+ * fire under its catch-up policy: at most max, oldest first, into out.
+ * Returns how many to fire; *newest is the latest due slot (0: none),
+ * *skipped how many due slots are not fired. */
+size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
+			long long *newest, size_t *skipped);
+
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
 bool lcd_app_has_map(const lcd_app_t *app, const char *name);

@@ -72,33 +72,14 @@ static void tick_schedule(lcd_t *lcd, const lcd_app_t *app, const lcd_schedule_t
 			lcd_store_schedule_set_slot(lcd->db, app->name, s->name, minute, NULL);
 		return;
 	}
-	long long *due = NULL;
-	size_t n = 0, skipped = 0;
-	long long t = last;
-	for (;;) {
-		long long next = lcd_cron_next(&s->cron, (time_t)t);
-		if (next < 0 || next > now)
-			break;
-		due = realloc(due, (n + 1) * sizeof(*due));
-		due[n++] = next;
-		t = next;
-		if (n > (size_t)lcd->catchup_max) {
-			/* keep the newest catchup_max */
-			memmove(due, due + 1, (n - 1) * sizeof(*due));
-			n--;
-			skipped++;
-		}
-	}
-	if (n == 0) {
+	long long *due = lc_xmalloc0(((size_t)lcd->catchup_max + 1) * sizeof(*due));
+	long long newest;
+	size_t skipped;
+	size_t n = lcd_schedule_due(s, last, now, (size_t)lcd->catchup_max, due, &newest, &skipped);
+	if (newest == 0) {
 		free(due);
 		return;
 	}
-	long long newest = due[n - 1];
-	size_t first = 0;
-	if (s->catchup == LCD_CATCHUP_ONE)
-		first = n - 1;
-	else if (s->catchup == LCD_CATCHUP_NONE)
-		first = now - newest < 60 ? n - 1 : n; /* only a slot that is due right now */
 	lc_error_t *err = NULL;
 	if (lcd_store_schedule_set_slot(lcd->db, app->name, s->name, newest, &err) < 0) {
 		lcd_log("schedule %s:%s: %s", app->name, s->name, err->msg);
@@ -106,9 +87,9 @@ static void tick_schedule(lcd_t *lcd, const lcd_app_t *app, const lcd_schedule_t
 		free(due);
 		return;
 	}
-	if (skipped || first > 0)
-		lcd_log("schedule %s:%s: %zu missed slot(s) not fired (catchup)", app->name, s->name, skipped + first);
-	for (size_t i = first; i < n; i++) {
+	if (skipped)
+		lcd_log("schedule %s:%s: %zu missed slot(s) not fired (catchup)", app->name, s->name, skipped);
+	for (size_t i = 0; i < n; i++) {
 		_cleanup_json_ json_t *ids = json_array();
 		char when[32];
 		time_t tt = (time_t)due[i];

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "manifest.h"
 
@@ -119,12 +120,60 @@ START_TEST(test_paths)
 }
 END_TEST
 
+static time_t at(int y, int mon, int d, int h, int mi)
+{
+	struct tm tm = { .tm_year = y - 1900, .tm_mon = mon - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi };
+	return timegm(&tm);
+}
+
+START_TEST(test_schedule_due)
+{
+	lcd_schedule_t s = { 0 };
+	ck_assert_int_eq(lcd_cron_parse("0 3 * * *", &s.cron, NULL), 0);
+	long long out[10], newest;
+	size_t skipped;
+	/* nothing due yet */
+	ck_assert_uint_eq(lcd_schedule_due(&s, at(2030, 1, 1, 2, 0), at(2030, 1, 1, 2, 59), 10, out, &newest, &skipped), 0);
+	ck_assert_int_eq(newest, 0);
+	/* on time: one slot */
+	ck_assert_uint_eq(lcd_schedule_due(&s, at(2030, 1, 1, 2, 59), at(2030, 1, 1, 3, 0) + 5, 10, out, &newest, &skipped), 1);
+	ck_assert_int_eq(out[0], at(2030, 1, 1, 3, 0));
+	ck_assert_uint_eq(skipped, 0);
+	/* the last slot is not due again */
+	ck_assert_uint_eq(lcd_schedule_due(&s, at(2030, 1, 1, 3, 0), at(2030, 1, 1, 3, 0) + 50, 10, out, &newest, &skipped), 0);
+	/* down for 5 days, catchup all: each missed slot once, oldest first */
+	long long last = at(2030, 1, 1, 3, 0), now = at(2030, 1, 6, 12, 0);
+	ck_assert_uint_eq(lcd_schedule_due(&s, last, now, 10, out, &newest, &skipped), 5);
+	ck_assert_int_eq(out[0], at(2030, 1, 2, 3, 0));
+	ck_assert_int_eq(out[4], at(2030, 1, 6, 3, 0));
+	ck_assert_int_eq(newest, at(2030, 1, 6, 3, 0));
+	/* ... but no more than max, the newest ones */
+	ck_assert_uint_eq(lcd_schedule_due(&s, last, now, 3, out, &newest, &skipped), 3);
+	ck_assert_int_eq(out[0], at(2030, 1, 4, 3, 0));
+	ck_assert_uint_eq(skipped, 2);
+	/* catchup one: a single run for all of them */
+	s.catchup = LCD_CATCHUP_ONE;
+	ck_assert_uint_eq(lcd_schedule_due(&s, last, now, 10, out, &newest, &skipped), 1);
+	ck_assert_int_eq(out[0], at(2030, 1, 6, 3, 0));
+	ck_assert_uint_eq(skipped, 4);
+	/* catchup none: missed slots are skipped, a slot due this minute fires */
+	s.catchup = LCD_CATCHUP_NONE;
+	ck_assert_uint_eq(lcd_schedule_due(&s, last, now, 10, out, &newest, &skipped), 0);
+	ck_assert_uint_eq(skipped, 5);
+	ck_assert_int_eq(newest, at(2030, 1, 6, 3, 0)); /* still recorded as done */
+	ck_assert_uint_eq(lcd_schedule_due(&s, last, at(2030, 1, 6, 3, 0) + 30, 10, out, &newest, &skipped), 1);
+	ck_assert_int_eq(out[0], at(2030, 1, 6, 3, 0));
+	ck_assert_uint_eq(skipped, 4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("manifest");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_paths);
+	tcase_add_test(tc, test_schedule_due);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
