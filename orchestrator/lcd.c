@@ -235,6 +235,10 @@ int main(int argc, char **argv)
 	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
+	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30)) {
+		fprintf(stderr, "lcd: config: catchup_max is at most 100000 and max_body at most 1 GiB\n");
+		return LC_EXIT_INVALID;
+	}
 
 	lcd_t lcd = { 0 };
 	pthread_mutex_init(&lcd.lock, NULL);
