@@ -208,7 +208,8 @@ static void log_line(int fd, const char *fmt, ...)
 	(void)lc_write_all(fd, buf, (size_t)n);
 }
 
-/* Build the sandbox description.  Secrets go into spec->env only. */
+/* Build the sandbox description.  Secrets go into spec->secret_env only,
+ * which liblcrun gives to the command and never writes down. */
 static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, lc_spec_t **out, lc_error_t **err)
 {
 	const lcd_function_t *f = j->fn;
@@ -236,7 +237,7 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 					    f->name);
 		}
 		_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", f->secrets[i], v);
-		lc_strv_push(&spec->env, kv);
+		lc_strv_push(&spec->secret_env, kv);
 		explicit_bzero(kv, strlen(kv));
 		explicit_bzero(v, strlen(v));
 	}
