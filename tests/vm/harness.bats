@@ -49,14 +49,21 @@ setup() {
 	[ ! -e "/usr/$name" ]
 }
 
-@test "run-vm: a working directory under the guest's fresh /tmp is the host's" {
-	mkdir -p "$BATS_TEST_TMPDIR/cwd"
+@test "run-vm: the working directory and --share DIR under the guest's fresh /tmp are the host's" {
+	mkdir -p "$BATS_TEST_TMPDIR/cwd" "$BATS_TEST_TMPDIR/other dir"
 	echo "from the host $$" >"$BATS_TEST_TMPDIR/cwd/f"
+	echo "shared $$" >"$BATS_TEST_TMPDIR/other dir/f"
+	echo "not shared" >"$BATS_TEST_TMPDIR/f"
 	cd "$BATS_TEST_TMPDIR/cwd"
-	run "$RUN_VM" -- sh -c 'pwd; cat f; echo x >g'
+	run "$RUN_VM" --share "$BATS_TEST_TMPDIR/other dir" -- sh -c 'pwd; cat f "$1/other dir/f"; echo x >g; ls "$1"' sh "$BATS_TEST_TMPDIR"
+	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "$BATS_TEST_TMPDIR/cwd" ]
 	[ "${lines[1]}" = "from the host $$" ]
+	[ "${lines[2]}" = "shared $$" ]
+	[ "${lines[3]}" = "cwd" ]
+	[ "${lines[4]}" = "other dir" ]
+	[ "${#lines[@]}" -eq 5 ]
 	[ ! -e "$BATS_TEST_TMPDIR/cwd/g" ]
 }
 
