@@ -96,6 +96,15 @@ lines|unset|*|x y||/root|0" ]
 	[[ "$output" == *"did not finish within 6s"* ]]
 }
 
+@test "run-vm: a boot that hangs is stopped by the boot watchdog, tried again, then 125" {
+	# under TCG the kernel alone needs more than a second
+	start=$SECONDS
+	LCRUN_VM_ACCEL=tcg LCRUN_VM_BOOT_TIMEOUT=1 run "$RUN_VM" --timeout 60 -- true
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"did not boot within 1s; trying once more"* ]]
+	[ "$((SECONDS - start))" -lt 30 ]
+}
+
 @test "run-vm: a kernel that does not boot gives 125" {
 	kernel=$(ls /boot/vmlinuz-* | head -1)
 	fake=$BATS_TEST_TMPDIR/${kernel##*/}
