@@ -145,3 +145,15 @@ lines|unset|*|x y||/root|0" ]
 	[ "${lines[2]}" = veth ]
 	[ "${lines[3]}" = "table inet harness" ]
 }
+
+@test "check-vm: runs bats in the VM, streams the TAP and sums it up" {
+	# any executable will do as the lcrun that the sample does not run
+	LCRUN=/bin/true run "$BATS_TEST_DIRNAME/check-vm" "$BATS_TEST_DIRNAME/fixtures/check-vm-sample"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "1..3" ]
+	[[ "$output" == *"ok 1 sample: runs in the VM with LCRUN set"* ]]
+	[[ "$output" == *"ok 2 sample: skips # skip a sample skip"* ]]
+	[[ "$output" == *"not ok 3 sample: fails"* ]]
+	[ "${lines[-1]}" = "vm: 1 passed, 1 failed, 1 skipped" ]
+}
