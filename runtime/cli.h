@@ -10,4 +10,6 @@ typedef int (*lc_verb_fn)(int argc, char **argv);
 int lc_cli_fail(lc_error_t *err); /* print once, free, return its exit code */
 int lc_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+int lc_cmd_image(int argc, char **argv);
+
 #endif
