@@ -29,6 +29,7 @@ static const struct {
 	lc_verb_fn fn;
 	const char *help;
 } verbs[] = {
+	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
 	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
 	{ NULL, NULL, NULL },
 };

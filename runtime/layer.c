@@ -23,43 +23,6 @@
 
 #define IO_BUF (1 << 20)
 
-/* ---- configuration ------------------------------------------------------ */
-
-static uid_t cfg_base = 1000000000;
-static unsigned cfg_count = 65536;
-
-static void load_config(void)
-{
-	static bool loaded;
-	if (loaded)
-		return;
-	loaded = true;
-	const char *path = getenv("LCRUN_CONFIG");
-	if (!path || !*path)
-		path = "/etc/lcrun/lcrun.json";
-	_cleanup_json_ json_t *j = json_load_file(path, 0, NULL);
-	if (!j)
-		return;
-	json_t *v = json_object_get(j, "uid_base");
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 4000000000LL)
-		cfg_base = (uid_t)json_integer_value(v);
-	v = json_object_get(j, "uid_count");
-	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 1 << 30)
-		cfg_count = (unsigned)json_integer_value(v);
-}
-
-uid_t lc_uid_base(void)
-{
-	load_config();
-	return cfg_base;
-}
-
-unsigned lc_uid_count(void)
-{
-	load_config();
-	return cfg_count;
-}
-
 /* ---- sha256 ------------------------------------------------------------- */
 
 static EVP_MD_CTX *sha_new(void)

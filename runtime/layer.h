@@ -25,7 +25,7 @@
 
 /* Host id that root inside a sandbox maps to (1000000000 unless
  * /etc/lcrun/lcrun.json, or the file named by LCRUN_CONFIG, says "uid_base"),
- * and how many ids a sandbox gets (65536, or "uid_count"). */
+ * and how many ids a sandbox gets (65536, or "uid_count").  In config.c. */
 uid_t lc_uid_base(void);
 unsigned lc_uid_count(void);
 

@@ -96,6 +96,8 @@ typedef struct lc_spec {
 	int ttl;         /* seconds (create) */
 	int idle_timeout;/* seconds (create) */
 	int stdio[3];    /* fds for the command; -1: inherit lcrun's own */
+	bool forward_signals; /* lc_run forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH
+				 it receives to the command (the CLI sets it) */
 } lc_spec_t;
 
 lc_spec_t *lc_spec_new(void);
@@ -106,6 +108,10 @@ uint64_t lc_caps_default(void);
 int lc_cap_from_name(const char *name);
 /* "RLIMIT=soft[:hard]" as --ulimit takes it (nofile=1024:2048). */
 int lc_rlimit_parse(const char *s, lc_rlimit_t *out, lc_error_t **err);
+
+/* Apply the named limit set from policies/limits.json ("best-effort" only
+ * sets best_effort). */
+int lc_limits_load(const char *name, lc_limits_t *lim, lc_error_t **err);
 
 /* ---- running ------------------------------------------------------------ */
 
