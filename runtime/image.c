@@ -371,23 +371,12 @@ static int img_load(const char *name, struct img *im, lc_error_t **err)
 
 /* ---- unpacking ------------------------------------------------------------ */
 
-/* Unpack blob into layers/<diff_hex> unless it is there; one unpacker per
- * layer, written to a temp dir and renamed, so nobody sees half a layer. */
-static int unpack_layer(const char *blob_hex, const char *diff_hex, unsigned flags, lc_error_t **err)
+/* Unpack blob into layers/<diff_hex>: into a temp dir, then renamed, so
+ * nobody sees half a layer. */
+static int unpack_layer_locked(const char *blob_hex, const char *diff_hex, const char *final, unsigned flags,
+			       lc_error_t **err)
 {
 	_cleanup_free_ char *layers = lc_image_layers_dir();
-	_cleanup_free_ char *final = lc_strdup_printf("%s/%s", layers, diff_hex);
-	struct stat st;
-	if (stat(final, &st) == 0)
-		return 0;
-	_cleanup_free_ char *lpath = lc_strdup_printf("%s/.lock-%s", layers, diff_hex);
-	_cleanup_close_ int lk = lock_file(lpath, LOCK_EX, err);
-	if (lk < 0)
-		return -1;
-	if (stat(final, &st) == 0) {
-		unlink(lpath);
-		return 0;
-	}
 	_cleanup_free_ char *tmp = lc_strdup_printf("%s/.tmp-%s-XXXXXX", layers, diff_hex);
 	if (!mkdtemp(tmp))
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", tmp);
@@ -400,22 +389,39 @@ static int unpack_layer(const char *blob_hex, const char *diff_hex, unsigned fla
 	char got_blob[LC_HEX_LEN + 1], got_diff[LC_HEX_LEN + 1];
 	if (lc_layer_extract(fd, tmp, flags, got_blob, got_diff, err) < 0) {
 		lc_rm_rf(tmp, NULL);
-		return lc_error_wrap(err, "layer sha256:%s", blob_hex);
+		return lc_error_wrap(err, "layer sha256:%.12s", blob_hex);
 	}
 	if (strcmp(got_blob, blob_hex) || (got_diff[0] && strcmp(got_diff, diff_hex))) {
 		lc_rm_rf(tmp, NULL);
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "layer blob sha256:%s is corrupt (hashes to %s)",
 				    blob_hex, got_blob);
 	}
+	struct stat st;
 	if (chmod(tmp, 0755) < 0 || rename(tmp, final) < 0) {
 		int e = errno;
 		lc_rm_rf(tmp, NULL);
 		if (stat(final, &st) == 0)
-			return 0;
+			return 0; /* another unpacker won */
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot move layer into %s", final);
 	}
-	unlink(lpath);
 	return 0;
+}
+
+/* Unpack a layer unless it is there; one unpacker per layer at a time. */
+static int unpack_layer(const char *blob_hex, const char *diff_hex, unsigned flags, lc_error_t **err)
+{
+	_cleanup_free_ char *layers = lc_image_layers_dir();
+	_cleanup_free_ char *final = lc_strdup_printf("%s/%s", layers, diff_hex);
+	struct stat st;
+	if (stat(final, &st) == 0)
+		return 0;
+	_cleanup_free_ char *lpath = lc_strdup_printf("%s/.lock-%s", layers, diff_hex);
+	_cleanup_close_ int lk = lock_file(lpath, LOCK_EX, err);
+	if (lk < 0)
+		return -1;
+	int r = stat(final, &st) == 0 ? 0 : unpack_layer_locked(blob_hex, diff_hex, final, flags, err);
+	unlink(lpath);
+	return r;
 }
 
 static bool desc_trusted(json_t *desc)
@@ -1210,7 +1216,7 @@ static int tar_add_buf(struct archive *a, const char *path, const void *data, si
 	archive_entry_set_filetype(e, len == (size_t)-1 ? AE_IFDIR : AE_IFREG);
 	archive_entry_set_perm(e, len == (size_t)-1 ? 0755 : 0644);
 	archive_entry_set_size(e, len == (size_t)-1 ? 0 : (la_int64_t)len);
-	archive_entry_set_mtime(e, time(NULL), 0);
+	archive_entry_set_mtime(e, 0, 0); /* reproducible archives */
 	int r = archive_write_header(a, e);
 	archive_entry_free(e);
 	if (r < ARCHIVE_WARN || (len != (size_t)-1 && len && archive_write_data(a, data, len) < 0))
@@ -1232,7 +1238,7 @@ static int tar_add_blob(struct archive *a, const char *hex, lc_error_t **err)
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
 	archive_entry_set_size(e, st.st_size);
-	archive_entry_set_mtime(e, st.st_mtime, 0);
+	archive_entry_set_mtime(e, 0, 0);
 	int r = archive_write_header(a, e);
 	archive_entry_free(e);
 	if (r < ARCHIVE_WARN)

@@ -384,7 +384,7 @@ static int extract_entry(struct extract *x, struct archive_entry *e, lc_error_t 
 	if (hardlink) {
 		_cleanup_free_ char *trel = NULL;
 		if (clean_path(hardlink, name, &trel, err) < 0)
-			return lc_error_wrap(err, "hardlink target");
+			return -1;
 		if (!*trel)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "layer entry '%s' is a hardlink to the root", name);
 		const char *tdir, *tbase;

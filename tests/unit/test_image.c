@@ -58,7 +58,7 @@ static size_t count_entries(const char *dir)
 	size_t n = 0;
 	struct dirent *de;
 	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
 	closedir(d);
 	return n;
 }
