@@ -5,7 +5,6 @@
  * WINCH to the command, and exits with the command's status (128+N for a
  * signal).  It is non-dumpable, so the command cannot ptrace it or read its
  * memory even as root in the sandbox. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <grp.h>
 #include <signal.h>
@@ -28,11 +27,14 @@ extern char **environ;
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-static void die_child(int code, const char *fmt, const char *arg, int errnum)
+static void __attribute__((noreturn, format(printf, 2, 0))) die_child(int code, const char *fmt, const char *arg, int errnum)
 {
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "lcrun: ");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	n += snprintf(buf + n, sizeof(buf) - (size_t)n, fmt, arg);
+#pragma GCC diagnostic pop
 	if (errnum)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, ": %s", strerror(errnum));
 	snprintf(buf + n, sizeof(buf) - (size_t)n, "\n");
@@ -69,7 +71,8 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	if (lc_caps_drop_bounding(spec->caps, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	gid_t gid = spec->gid;
-	if (setgroups(1, &gid) < 0 && setgroups(0, NULL) < 0)
+	/* A rootless sandbox has setgroups denied: its one group is all it has. */
+	if (setgroups(1, &gid) < 0 && setgroups(0, NULL) < 0 && errno != EPERM)
 		die_child(LC_EXIT_RUNTIME, "cannot set supplementary groups%s", "", errno);
 	if (setresgid(spec->gid, spec->gid, spec->gid) < 0)
 		die_child(LC_EXIT_RUNTIME, "cannot switch to the sandbox group%s", "", errno);

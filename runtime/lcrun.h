@@ -102,6 +102,10 @@ typedef struct lc_spec {
 
 lc_spec_t *lc_spec_new(void);
 void lc_spec_free(lc_spec_t *spec);
+/* A spec as JSON (kept in state.json so that exec applies the same
+ * identity, capabilities and seccomp profile) and back. */
+json_t *lc_spec_to_json(const lc_spec_t *spec);
+lc_spec_t *lc_spec_from_json(json_t *j);
 /* Default capability set (Docker's list) as a bitmask. */
 uint64_t lc_caps_default(void);
 /* Parse a capability name ("CAP_NET_RAW" or "net_raw"); -1 if unknown. */

@@ -80,19 +80,22 @@ static int mount_overlay(const char *target, const char *lowers, const char *upp
 
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 {
-	if (chdir(plan->sbdir) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", plan->sbdir);
+	/* The layers live in sbdir/private (0700, host root only); pid 1
+	 * later needs only sbdir/rootfs and sbdir/files. */
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", plan->sbdir);
+	if (chdir(priv) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", priv);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make the staging mounts private");
-	if (mkdir("lower", 0700) < 0 && errno != EEXIST)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/lower", plan->sbdir);
+	if (mkdir("ovl/lower", 0700) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/private/ovl/lower", plan->sbdir);
 
 	plan->idmap_ok = true;
 	/* Relative paths keep the overlay option string short. */
 	_cleanup_free_ char *lowers = strdup("");
 	size_t n = lc_strv_len(plan->lowers);
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *dst = lc_strdup_printf("lower/%zu", i);
+		_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/%zu", i);
 		const char *use = plan->lowers[i];
 		if (plan->lower_idmap && plan->lower_idmap[i] && !plan->rootless) {
 			int r = attach_lower(plan->lowers[i], dst, plan->idmap_userns_fd, err);
@@ -106,26 +109,37 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		free(lowers);
 		lowers = nl;
 	}
-	if (mount_overlay("rootfs", lowers, "upper", "work", plan->rootless, err) < 0)
+	if (mount_overlay("../rootfs", lowers, "ovl/upper", "ovl/work", plan->rootless, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
 		const char *usr_lower = "/usr";
 		if (!plan->rootless) {
-			int r = attach_lower("/usr", "lower/usr", plan->idmap_userns_fd, err);
+			int r = attach_lower("/usr", "ovl/lower/usr", plan->idmap_userns_fd, err);
 			if (r < 0)
 				return -1;
 			if (r == 0)
 				plan->idmap_ok = false;
-			usr_lower = "lower/usr";
+			usr_lower = "ovl/lower/usr";
 		}
-		if (mount_overlay("rootfs/usr", usr_lower, "usr-upper", "usr-work", plan->rootless, err) < 0)
+		if (mount_overlay("../rootfs/usr", usr_lower, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */
-	if (mkdir("rootfs/sys", 0755) < 0 && errno != EEXIST)
+	if (mkdir("../rootfs/sys", 0755) < 0 && errno != EEXIST)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /sys in the sandbox");
-	if (mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	if (mount("sysfs", "../rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount sysfs");
+	return 0;
+}
+
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err)
+{
+	/* Relative to the staging cwd (sbdir/private, 0711), so that no host
+	 * directory above has to be searchable by the sandbox's root. */
+	plan->rootfs_fd = open("../rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	plan->files_fd = open("../files", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (plan->rootfs_fd < 0 || plan->files_fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
 	return 0;
 }
 
@@ -224,8 +238,13 @@ static int bind_into(int rootfd, const char *src, const char *dst, bool ro, lc_e
 	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
 	if (mount(src, t, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind %s to %s", src, dst);
-	if (ro && remount_ro(t) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	if (ro) {
+		/* The fd still names what lies under the new mount: look again. */
+		_cleanup_close_ int top = open_in_root(rootfd, dst, O_PATH);
+		_cleanup_free_ char *tt = lc_strdup_printf("/proc/self/fd/%d", top);
+		if (top < 0 || remount_ro(tt) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	}
 	return 0;
 }
 
@@ -327,11 +346,16 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make mounts private");
-	if (mount(plan->rootfs, plan->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind the root at %s", plan->rootfs);
-	_cleanup_close_ int rootfd = open(plan->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A fresh copy of the staged tree, attached on top of it: pid 1 owns
+	 * that mount, so it can pivot_root into it.  Everything goes through
+	 * the fds the staging process opened; pid 1 need not be able to walk
+	 * the host path to the sandbox directory. */
+	_cleanup_close_ int rootfd = sys_open_tree(plan->rootfs_fd, "",
+						   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (rootfd < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", plan->rootfs);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot copy the root mount");
+	if (sys_move_mount(rootfd, "", plan->rootfs_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot attach the root mount");
 
 	if (mount_in(rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
@@ -353,7 +377,7 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 	/* hosts, hostname and resolv.conf are pinned read-only. */
 	static const char *files[] = { "hosts", "hostname", "resolv.conf" };
 	for (int i = 0; i < 3; i++) {
-		_cleanup_free_ char *src = lc_strdup_printf("%s/files/%s", plan->sbdir, files[i]);
+		_cleanup_free_ char *src = lc_strdup_printf("/proc/self/fd/%d/%s", plan->files_fd, files[i]);
 		_cleanup_free_ char *dst = lc_strdup_printf("/etc/%s", files[i]);
 		if (bind_into(rootfd, src, dst, true, err) < 0)
 			return -1;

@@ -38,25 +38,7 @@
 #include "seccomp.h"
 #include "util.h"
 
-typedef struct run_ctx {
-	const lc_spec_t *spec;
-	char id[LC_ID_LEN + 1];
-	char *sbdir;
-	bool rootless;
-	bool host_image;
-	bool state_written;
-	bool name_linked;
-	lc_rootfs_plan_t plan;
-	lc_cgroup_t cg;
-	lc_seccomp_prog_t prog;
-	char **envp;
-	int sp[2];
-	pid_t staging;
-	pid_t init;
-	int pidfd;
-	long long start_ms;
-	long long created_ms;
-} run_ctx_t;
+
 
 /* ---- the user namespace used to idmap lower layers ---------------------- */
 
@@ -90,6 +72,8 @@ static int idmap_userns(lc_error_t **err)
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
+		close(p1[0]);
+		close(p2[1]);
 		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
 		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
 			_exit(1);
@@ -168,13 +152,13 @@ static int loopback_up(void)
 	return r;
 }
 
-static void staging_fail(run_ctx_t *c, lc_error_t *e)
+static void staging_fail(lc_sb_t *c, lc_error_t *e)
 {
 	lc_msg_send_error(c->sp[1], e);
 	_exit(LC_EXIT_RUNTIME);
 }
 
-static void pid1_main(run_ctx_t *c)
+static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
@@ -193,7 +177,7 @@ static void pid1_main(run_ctx_t *c)
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
 
-static void staging_main(run_ctx_t *c)
+static void staging_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
@@ -243,6 +227,8 @@ static void staging_main(run_ctx_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
 		staging_fail(c, e);
 	}
+	if (lc_mounts_open_staged(&c->plan, &e) < 0)
+		staging_fail(c, e);
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid < 0) {
@@ -257,7 +243,7 @@ static void staging_main(run_ctx_t *c)
 
 /* ---- preparation in lcrun ------------------------------------------------ */
 
-static int write_files(run_ctx_t *c, lc_error_t **err)
+static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
@@ -298,11 +284,13 @@ static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_e
 	return 0;
 }
 
-static int prepare_root(run_ctx_t *c, lc_error_t **err)
+static int prepare_root(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
+	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
@@ -310,8 +298,15 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	if (mkdir(c->sbdir, 0711) < 0)
 		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 				    "cannot create %s", c->sbdir);
-	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", c->sbdir);
-	_cleanup_free_ char *work = lc_strdup_printf("%s/work", c->sbdir);
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
+	if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
+	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
 	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
 		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
@@ -321,6 +316,7 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
+	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
 		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
@@ -330,15 +326,15 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
 			return -1;
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", c->sbdir);
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
 		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
 		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
 		c->plan.usr_overlay = true;
-		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", c->sbdir);
-		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", c->sbdir);
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
+		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
 		if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
 	}
@@ -350,13 +346,13 @@ static int prepare_root(run_ctx_t *c, lc_error_t **err)
 	return 0;
 }
 
-static json_t *state_json(run_ctx_t *c, const char *status)
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/upper", "prefix", ""));
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
@@ -375,12 +371,13 @@ static json_t *state_json(run_ctx_t *c, const char *status)
 	json_object_set_new(j, "layers", json_array());
 	json_object_set_new(j, "keep", json_boolean(s->keep));
 	json_object_set_new(j, "lcrun_pid", json_integer(getpid()));
+	json_object_set_new(j, "spec", lc_spec_to_json(s));
 	return j;
 }
 
-static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 {
-	json_t *j = state_json(c, status);
+	json_t *j = lc_sb_state_json(c, status);
 	int r = lc_state_write(c->id, j, err);
 	json_decref(j);
 	if (r == 0)
@@ -388,7 +385,7 @@ static int save_state(run_ctx_t *c, const char *status, lc_error_t **err)
 	return r;
 }
 
-static int link_name(run_ctx_t *c, lc_error_t **err)
+static int link_name(lc_sb_t *c, lc_error_t **err)
 {
 	const char *name = c->spec->name;
 	if (!name)
@@ -419,11 +416,11 @@ static int link_name(run_ctx_t *c, lc_error_t **err)
 	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
 }
 
-static int validate(run_ctx_t *c, lc_error_t **err)
+static int validate(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	struct stat st;
-	if (!s->argv || !s->argv[0])
+	if (!c->no_command && (!s->argv || !s->argv[0]))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "no command given");
 	if (s->rootfs) {
 		if (stat(s->rootfs, &st) < 0)
@@ -465,7 +462,7 @@ static int validate(run_ctx_t *c, lc_error_t **err)
 
 /* ---- teardown ------------------------------------------------------------- */
 
-static void teardown(run_ctx_t *c, bool keep)
+void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
 		if (c->cg.path)
@@ -508,7 +505,7 @@ static void teardown(run_ctx_t *c, bool keep)
 	}
 }
 
-static void ctx_free(run_ctx_t *c)
+void lc_sb_free(lc_sb_t *c)
 {
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
@@ -528,9 +525,20 @@ static void ctx_free(run_ctx_t *c)
 
 /* ---- lc_run ---------------------------------------------------------------- */
 
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
+{
+	memset(c, 0, sizeof(*c));
+	c->spec = spec;
+	c->sp[0] = c->sp[1] = -1;
+	c->pidfd = -1;
+	c->rootless = geteuid() != 0;
+	c->start_ms = lc_now_ms();
+	c->created_ms = lc_wall_ms();
+}
+
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-static int start(run_ctx_t *c, lc_error_t **err)
+int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
@@ -546,11 +554,11 @@ static int start(run_ctx_t *c, lc_error_t **err)
 	if (prepare_root(c, err) < 0)
 		return -1;
 	c->envp = build_env(s);
-	if (save_state(c, "creating", err) < 0)
+	if (lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
-	if (c->cg.path && save_state(c, "creating", err) < 0)
+	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
@@ -591,14 +599,14 @@ static int start(run_ctx_t *c, lc_error_t **err)
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
 			break;
 		case LC_MSG_READY:
-			return save_state(c, "running", err);
+			return lc_sb_save_state(c, "running", err);
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
 	}
 }
 
-static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
 	const lc_spec_t *s = c->spec;
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
@@ -661,16 +669,10 @@ static void wait_loop(run_ctx_t *c, lc_result_t *res, int sigfd)
 
 int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 {
-	run_ctx_t c;
-	memset(&c, 0, sizeof(c));
+	lc_sb_t c;
+	lc_sb_init(&c, spec);
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
-	c.spec = spec;
-	c.sp[0] = c.sp[1] = -1;
-	c.pidfd = -1;
-	c.rootless = geteuid() != 0;
-	c.start_ms = lc_now_ms();
-	c.created_ms = lc_wall_ms();
 
 	sigset_t fwd, old;
 	sigemptyset(&fwd);
@@ -681,23 +683,23 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	}
-	int r = start(&c, err);
+	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
-		wait_loop(&c, res, sigfd);
+		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
 			res->exit_code = 137;
 	}
 	res->wall_us = (lc_now_ms() - c.start_ms) * 1000;
 	if (r == 0 && spec->keep && c.state_written) {
-		json_t *j = state_json(&c, "exited");
+		json_t *j = lc_sb_state_json(&c, "exited");
 		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
 		lc_state_write(c.id, j, NULL);
 		json_decref(j);
 	}
-	teardown(&c, r == 0 && spec->keep);
-	ctx_free(&c);
+	lc_sb_teardown(&c, r == 0 && spec->keep);
+	lc_sb_free(&c);
 	if (sigfd >= 0) {
 		close(sigfd);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "lcrun.h"
+#include "seccomp.h"
 
 /* ---- caps.c */
 int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err);
@@ -95,10 +96,51 @@ typedef struct lc_rootfs_plan {
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
+	int rootfs_fd;     /* O_PATH fds opened by the staging process */
+	int files_fd;
 } lc_rootfs_plan_t;
 /* In the staging process (own mount namespace, host root or rootless). */
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err);
+/* In the staging process after its last unshare: O_PATH fds of the staged
+ * root and files, valid in pid 1's mount namespace. */
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+
+/* ---- sandbox.c: one sandbox being started, run and torn down */
+typedef struct lc_sb {
+	const lc_spec_t *spec;
+	char id[LC_ID_LEN + 1];
+	char *sbdir;
+	bool rootless;
+	bool host_image;
+	bool state_written;
+	bool name_linked;
+	lc_rootfs_plan_t plan;
+	lc_cgroup_t cg;
+	lc_seccomp_prog_t prog;
+	char **envp;
+	int sp[2];
+	pid_t staging;
+	pid_t init;
+	int pidfd;
+	long long start_ms;
+	long long created_ms;
+	bool no_command; /* create: pid 1 idles, commands come by exec */
+} lc_sb_t;
+
+/* Fill defaults (before lc_sb_start). */
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
+/* Validate, build the root, start pid 1; returns once pid 1 is READY.  The
+ * caller becomes pid 1's parent (it must be the process that waits). */
+int lc_sb_start(lc_sb_t *c, lc_error_t **err);
+/* Wait for the command (or pid 1) to end, honouring spec->timeout and
+ * forwarding signals read from sigfd (-1: none). */
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd);
+/* Kill what is left; remove cgroup, directories and state unless keep. */
+void lc_sb_teardown(lc_sb_t *c, bool keep);
+void lc_sb_free(lc_sb_t *c);
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status);
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err);
 
 #endif
