@@ -31,6 +31,8 @@ static const struct {
 } verbs[] = {
 	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
 	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
+	{ "snapshot", lc_cmd_snapshot, "save a sandbox's changes as a new image" },
+	{ "fork", lc_cmd_fork, "start N sandboxes from one image in parallel" },
 	{ NULL, NULL, NULL },
 };
 

@@ -608,8 +608,44 @@ static void config_add_layer(json_t *config, const char *diff_hex, const char *c
 	json_array_append_new(hist, json_pack("{s:s, s:s}", "created", now, "created_by", created_by));
 }
 
-int lc_image_commit_ex(const char *parent_name, bool base_host, const lc_upper_t *uppers, size_t n,
-		       uid_t uid_base, gid_t gid_base, const char *new_name, json_t *config_changes,
+/* Write a tree as a layer blob; its descriptor is appended to layers and
+ * its diff_id to config.  *created: the blob is new (the caller removes it
+ * if the image is not recorded after all). */
+static int add_layer(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid_base, unsigned flags,
+		     json_t *layers, json_t *config, const char *created_by, char *hex, bool *created,
+		     lc_error_t **err)
+{
+	_cleanup_free_ char *tmp = NULL;
+	_cleanup_close_ int fd = make_tmp_file(&tmp, err);
+	*created = false;
+	if (fd < 0)
+		return -1;
+	uint64_t size = 0;
+	if (lc_layer_write(uppers, n, uid_base, gid_base, flags, fd, hex, &size, err) < 0 || fsync(fd) < 0) {
+		if (!err || !*err)
+			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write %s", tmp);
+		unlink(tmp);
+		return -1;
+	}
+	if (put_blob_file(tmp, hex, created, err) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	json_array_append_new(layers, layer_desc(MT_LAYER, hex, size, true));
+	config_add_layer(config, hex, created_by);
+	return 0;
+}
+
+static void drop_blob(const char *hex, bool created)
+{
+	if (created) {
+		_cleanup_free_ char *bp = blob_path(hex);
+		unlink(bp);
+	}
+}
+
+int lc_image_commit_ex(const char *parent_name, bool base_host, const char *rootfs_dir, const lc_upper_t *uppers,
+		       size_t n, uid_t uid_base, gid_t gid_base, const char *new_name, json_t *config_changes,
 		       const char *created_by, json_t *annotations, lc_error_t **err)
 {
 	if (check_new_name(new_name, err) < 0)
@@ -644,31 +680,22 @@ int lc_image_commit_ex(const char *parent_name, bool base_host, const lc_upper_t
 		}
 		json_object_update(c, config_changes);
 	}
-
-	_cleanup_free_ char *tmp = NULL;
-	_cleanup_close_ int fd = make_tmp_file(&tmp, err);
-	if (fd < 0)
-		return -1;
-	char hex[LC_HEX_LEN + 1];
-	uint64_t size = 0;
-	if (lc_layer_write(uppers, n, uid_base, gid_base, 0, fd, hex, &size, err) < 0 || fsync(fd) < 0) {
-		if (!err || !*err)
-			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write %s", tmp);
-		unlink(tmp);
+	char rhex[LC_HEX_LEN + 1] = "", hex[LC_HEX_LEN + 1];
+	bool rcreated = false, created = false;
+	if (rootfs_dir && !parent_name && !base_host) {
+		lc_upper_t r = { .dir = rootfs_dir, .prefix = "" };
+		if (add_layer(&r, 1, 0, 0, LC_LAYER_RAW_IDS, layers, config, "lcrun snapshot: --rootfs", rhex,
+			      &rcreated, err) < 0)
+			return lc_error_wrap(err, "cannot write the rootfs layer of %s", new_name);
+	}
+	if (add_layer(uppers, n, uid_base, gid_base, 0, layers, config, created_by ? created_by : "lcrun snapshot",
+		      hex, &created, err) < 0) {
+		drop_blob(rhex, rcreated);
 		return lc_error_wrap(err, "cannot write the layer of %s", new_name);
 	}
-	bool created;
-	if (put_blob_file(tmp, hex, &created, err) < 0) {
-		unlink(tmp);
-		return -1;
-	}
-	json_array_append_new(layers, layer_desc(MT_LAYER, hex, size, true));
-	config_add_layer(config, hex, created_by ? created_by : "lcrun snapshot");
 	if (record_image(new_name, config, layers, ann, err) < 0) {
-		if (created) {
-			_cleanup_free_ char *bp = blob_path(hex);
-			unlink(bp);
-		}
+		drop_blob(hex, created);
+		drop_blob(rhex, rcreated);
 		return -1;
 	}
 	return 0;
@@ -677,8 +704,8 @@ int lc_image_commit_ex(const char *parent_name, bool base_host, const lc_upper_t
 int lc_image_commit(const char *parent_name, bool base_host, const lc_upper_t *uppers, size_t n, uid_t uid_base,
 		    gid_t gid_base, const char *new_name, lc_error_t **err)
 {
-	return lc_image_commit_ex(parent_name, base_host, uppers, n, uid_base, gid_base, new_name, NULL, NULL, NULL,
-				  err);
+	return lc_image_commit_ex(parent_name, base_host, NULL, uppers, n, uid_base, gid_base, new_name, NULL, NULL,
+				  NULL, err);
 }
 
 /* ---- listing -------------------------------------------------------------- */

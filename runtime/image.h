@@ -47,13 +47,19 @@ void lc_image_resolved_free(lc_image_resolved_t *img);
  * exist yet (LC_EXIT_BUSY). */
 int lc_image_commit(const char *parent_name, bool base_host, const lc_upper_t *uppers, size_t n,
 		    uid_t uid_base, gid_t gid_base, const char *new_name, lc_error_t **err);
-/* Same, with the config changed by a JSON object of OCI config fields
- * ({"Env": [...], "WorkingDir": ..., "User": ..., "Entrypoint": ..., "Cmd": ...};
- * NULL: the parent's), a history line (NULL: "lcrun snapshot"), and extra
- * manifest annotations (NULL: none). */
-int lc_image_commit_ex(const char *parent_name, bool base_host, const lc_upper_t *uppers, size_t n,
-		       uid_t uid_base, gid_t gid_base, const char *new_name, json_t *config_changes,
+/* Same, plus: rootfs_dir (a --rootfs sandbox's lower directory, ids as on
+ * disk) becomes the bottom layer when there is no parent and no host base;
+ * the config is changed by a JSON object of OCI config fields ({"Env": [...],
+ * "WorkingDir", "User", "Entrypoint", "Cmd"}; NULL: the parent's); a history
+ * line (NULL: "lcrun snapshot"); extra manifest annotations (NULL: none). */
+int lc_image_commit_ex(const char *parent_name, bool base_host, const char *rootfs_dir, const lc_upper_t *uppers,
+		       size_t n, uid_t uid_base, gid_t gid_base, const char *new_name, json_t *config_changes,
 		       const char *created_by, json_t *annotations, lc_error_t **err);
+
+/* lcrun snapshot: freeze the sandbox (if it runs and is not paused), sync,
+ * write its uppers as a new layer on top of what it ran on, thaw it (also
+ * on error), and record image new_name.  The sandbox keeps running. */
+int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t **err);
 
 /* ---- store verbs ---------------------------------------------------------- */
 
