@@ -41,13 +41,19 @@ static int bad_option(const char *verb, char **argv)
 
 static int cmd_ls(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
-	bool json = false;
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false, all = false;
 	int c;
 	reset_getopt();
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+a", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
+		else if (c == 'a')
+			all = true;
 		else
 			return bad_option("ls", argv);
 	}
@@ -57,6 +63,11 @@ static int cmd_ls(int argc, char **argv)
 	_cleanup_json_ json_t *list = NULL;
 	if (lc_image_list(&list, &err) < 0)
 		return lc_cli_fail(err);
+	/* build cache steps are images too, shown with --all */
+	for (size_t k = json_array_size(list); !all && k-- > 0;)
+		if (!strncmp(json_string_value(json_object_get(json_array_get(list, k), "name")), LC_IMAGE_CACHE_PREFIX,
+			     strlen(LC_IMAGE_CACHE_PREFIX)))
+			json_array_remove(list, k);
 	if (json) {
 		json_dumpf(list, stdout, JSON_INDENT(2));
 		fputc('\n', stdout);
@@ -186,19 +197,38 @@ static int cmd_export(int argc, char **argv)
 
 static int cmd_prune(int argc, char **argv)
 {
-	static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
-	bool json = false;
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "cache", no_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool json = false, cache = false;
 	int c;
 	reset_getopt();
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		if (c == 'j')
 			json = true;
+		else if (c == 'c')
+			cache = true;
 		else
 			return bad_option("prune", argv);
 	}
 	if (optind < argc)
 		return lc_cli_usage_error("image prune takes no arguments");
 	lc_error_t *err = NULL;
+	if (cache) {
+		_cleanup_json_ json_t *list = NULL;
+		if (lc_image_list(&list, &err) < 0)
+			return lc_cli_fail(err);
+		size_t i;
+		json_t *row;
+		json_array_foreach(list, i, row) {
+			const char *n = json_string_value(json_object_get(row, "name"));
+			if (!strncmp(n, LC_IMAGE_CACHE_PREFIX, strlen(LC_IMAGE_CACHE_PREFIX)) &&
+			    lc_image_remove(n, &err) < 0)
+				return lc_cli_fail(err);
+		}
+	}
 	lc_prune_stats_t st;
 	if (lc_image_prune(&st, &err) < 0)
 		return lc_cli_fail(err);
@@ -213,6 +243,49 @@ static int cmd_prune(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_build(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "secret", required_argument, NULL, 's' },
+		{ "trusted", no_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = NULL;
+	unsigned flags = 0;
+	_cleanup_strv_ char **secrets = NULL;
+	int c;
+	reset_getopt();
+	while ((c = getopt_long(argc, argv, "n:", opts, NULL)) != -1) {
+		if (c == 'n') {
+			name = optarg;
+		} else if (c == 't') {
+			flags |= LC_LAYER_TRUSTED;
+		} else if (c == 's') {
+			if (strchr(optarg, '=')) {
+				lc_strv_push(&secrets, optarg);
+			} else {
+				const char *v = getenv(optarg);
+				if (!v)
+					return lc_cli_usage_error("--secret '%s': expected NAME=VALUE (or NAME set in lcrun's "
+								  "environment)", optarg);
+				_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", optarg, v);
+				lc_strv_push(&secrets, kv);
+			}
+		} else {
+			return bad_option("build", argv);
+		}
+	}
+	if (optind != argc - 1)
+		return lc_cli_usage_error("usage: lcrun image build FILE.json [--name NAME] [--secret NAME=VALUE]");
+	lc_error_t *err = NULL;
+	_cleanup_free_ char *out = NULL;
+	if (lc_image_build(argv[optind], name, secrets, flags, stderr, &out, &err) < 0)
+		return lc_cli_fail(err);
+	printf("%s\n", out);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	lc_verb_fn fn;
@@ -224,7 +297,8 @@ static const struct {
 	{ "tag", cmd_tag, "SRC NEW: a second name for an image" },
 	{ "import", cmd_import, "FILE.tar|DIR|- [--name NAME] [--trusted]: rootfs tarball, directory or OCI archive" },
 	{ "export", cmd_export, "NAME > FILE.tar: write an OCI archive" },
-	{ "prune", cmd_prune, "remove blobs and unpacked layers nothing uses" },
+	{ "prune", cmd_prune, "[--cache] remove blobs and unpacked layers nothing uses (--cache: and the build cache)" },
+	{ "build", cmd_build, "FILE.json [--name NAME] [--secret NAME=VALUE] [--trusted]: build an image" },
 	{ NULL, NULL, NULL },
 };
 

@@ -688,8 +688,20 @@ int lc_image_commit_ex(const char *parent_name, bool base_host, const char *root
 			      &rcreated, err) < 0)
 			return lc_error_wrap(err, "cannot write the rootfs layer of %s", new_name);
 	}
-	if (add_layer(uppers, n, uid_base, gid_base, 0, layers, config, created_by ? created_by : "lcrun snapshot",
-		      hex, &created, err) < 0) {
+	if (n == 0 && !uppers) {
+		/* a config change only */
+		_cleanup_free_ char *now = now_rfc3339();
+		json_object_set_new(config, "created", json_string(now));
+		json_t *hist = json_object_get(config, "history");
+		if (!json_is_array(hist)) {
+			hist = json_array();
+			json_object_set_new(config, "history", hist);
+		}
+		json_array_append_new(hist, json_pack("{s:s, s:s, s:b}", "created", now, "created_by",
+						      created_by ? created_by : "lcrun", "empty_layer", 1));
+		hex[0] = '\0';
+	} else if (add_layer(uppers, n, uid_base, gid_base, 0, layers, config,
+			     created_by ? created_by : "lcrun snapshot", hex, &created, err) < 0) {
 		drop_blob(rhex, rcreated);
 		return lc_error_wrap(err, "cannot write the layer of %s", new_name);
 	}

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <jansson.h>
 
 #include "error.h"
@@ -55,6 +56,16 @@ int lc_image_commit(const char *parent_name, bool base_host, const lc_upper_t *u
 int lc_image_commit_ex(const char *parent_name, bool base_host, const char *rootfs_dir, const lc_upper_t *uppers,
 		       size_t n, uid_t uid_base, gid_t gid_base, const char *new_name, json_t *config_changes,
 		       const char *created_by, json_t *annotations, lc_error_t **err);
+
+/* lcrun image build FILE.json (see build.c for the format): each step is
+ * cached as an image build-cache/<key>; the result is named name_override,
+ * else the definition's "name", else the file's base name (replacing an
+ * older image of that name).  secrets: K=V for run steps' environment only.
+ * Progress lines go to log.  Returns 1 when a step ran, 0 when everything
+ * came from the cache, negative on error. */
+int lc_image_build(const char *file, const char *name_override, char **secrets, unsigned flags, FILE *log,
+		   char **out_name, lc_error_t **err);
+#define LC_IMAGE_CACHE_PREFIX "build-cache/"
 
 /* lcrun snapshot: freeze the sandbox (if it runs and is not paused), sync,
  * write its uppers as a new layer on top of what it ran on, thaw it (also
