@@ -1,9 +1,11 @@
 /* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "seccomp.h"
 
 int lc_cli_fail(lc_error_t *err)
 {
@@ -33,6 +35,7 @@ static const struct {
 	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
 	{ "snapshot", lc_cmd_snapshot, "save a sandbox's changes as a new image" },
 	{ "fork", lc_cmd_fork, "start N sandboxes from one image in parallel" },
+	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -45,6 +48,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* libcrypto only hashes here: skip reading openssl.cnf at start-up. */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	if (argc < 2) {
 		usage(stderr);
 		return LC_EXIT_USAGE;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -342,6 +343,39 @@ static int setup_dev(int rootfd, bool rootless, lc_error_t **err)
 	return 0;
 }
 
+int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
+{
+	bool any = false;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		any |= !spec->mounts[i].tmpfs;
+	if (!any)
+		return 0;
+	_cleanup_close_ int rootfd = open("../rootfs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
+	/* Mount points the binds need are made as the sandbox's root, so
+	 * that they belong to it inside. */
+	int r = 0;
+	for (size_t i = 0; i < spec->n_mounts && r == 0; i++) {
+		const lc_mount_t *m = &spec->mounts[i];
+		if (m->tmpfs)
+			continue;
+		/* Open the source as host root, then switch the fs ids. */
+		_cleanup_close_ int sfd = open(m->src, O_PATH | O_CLOEXEC);
+		if (sfd < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
+		_cleanup_free_ char *via = lc_strdup_printf("/proc/self/fd/%d", sfd);
+		uid_t ou = (uid_t)setfsuid(plan->owner_uid);
+		gid_t og = (gid_t)setfsgid(plan->owner_gid);
+		r = bind_into(rootfd, via, m->dst, m->ro, err);
+		setfsuid(ou);
+		setfsgid(og);
+		if (r < 0)
+			lc_error_wrap(err, "--bind %s", m->src);
+	}
+	return r;
+}
+
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -384,13 +418,9 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 	}
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		const lc_mount_t *m = &spec->mounts[i];
-		if (m->tmpfs) {
-			if (mount_in(rootfd, m->dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->ro ? MS_RDONLY : 0),
-				     "mode=755", err) < 0)
-				return -1;
-		} else if (bind_into(rootfd, m->src, m->dst, m->ro, err) < 0) {
+		if (m->tmpfs && mount_in(rootfd, m->dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->ro ? MS_RDONLY : 0),
+					 "mode=755", err) < 0)
 			return -1;
-		}
 	}
 	for (int i = 0; masked_paths[i]; i++)
 		if (mask_path(rootfd, masked_paths[i], err) < 0)
