@@ -524,6 +524,77 @@ void lc_image_resolved_free(lc_image_resolved_t *img)
 	free(img);
 }
 
+/* Is the image's env variable K (from "K=V") set by the spec already? */
+static bool env_has(char **env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t kl = eq ? (size_t)(eq - kv) : strlen(kv);
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], kv, kl) && (env[i][kl] == '=' || env[i][kl] == '\0'))
+			return true;
+	return false;
+}
+
+int lc_image_apply_config(lc_spec_t *spec, const lc_image_resolved_t *img, lc_error_t **err)
+{
+	const lc_image_config_t *c = &img->config;
+	/* env: the image's, then the spec's on top */
+	char **env = NULL;
+	for (size_t i = 0; c->env && c->env[i]; i++)
+		if (!env_has(spec->env, c->env[i]))
+			lc_strv_push(&env, c->env[i]);
+	for (size_t i = 0; spec->env && spec->env[i]; i++)
+		lc_strv_push(&env, spec->env[i]);
+	lc_strv_free(spec->env);
+	spec->env = env;
+	if (!spec->workdir && c->workdir)
+		spec->workdir = strdup(c->workdir);
+	if (!spec->user_set && c->user && *c->user) {
+		char *end;
+		errno = 0;
+		unsigned long uid = strtoul(c->user, &end, 10), gid = uid;
+		if (!errno && end != c->user && *end == ':') {
+			char *g = end + 1;
+			gid = strtoul(g, &end, 10);
+			if (end == g)
+				end = g - 1; /* makes the check below fail */
+		}
+		if (errno || end == c->user || *end || uid > 65535 || gid > 65535)
+			return lc_error_set(err, LC_EXIT_INVALID, 0,
+					    "image %s: user '%s' is not UID[:GID] in numbers (give --user)", img->name,
+					    c->user);
+		spec->uid = (uid_t)uid;
+		spec->gid = (gid_t)gid;
+		spec->user_set = true;
+	}
+	/* command: entrypoint + (the given command, else the image's cmd) */
+	char **argv = NULL;
+	for (size_t i = 0; c->entrypoint && c->entrypoint[i]; i++)
+		lc_strv_push(&argv, c->entrypoint[i]);
+	char **rest = spec->argv && spec->argv[0] ? spec->argv : c->cmd;
+	for (size_t i = 0; rest && rest[i]; i++)
+		lc_strv_push(&argv, rest[i]);
+	lc_strv_free(spec->argv);
+	spec->argv = argv;
+	return 0;
+}
+
+int lc_image_lowers(const lc_image_resolved_t *img, char ***root_lowers, char ***usr_lowers, lc_error_t **err)
+{
+	*root_lowers = NULL;
+	*usr_lowers = NULL;
+	for (size_t i = img->n_layers; i-- > 0;) {
+		lc_strv_push(root_lowers, img->layer_dirs[i]);
+		if (!img->base_host)
+			continue;
+		_cleanup_free_ char *u = lc_strdup_printf("%s/usr", img->layer_dirs[i]);
+		struct stat st;
+		if (lstat(u, &st) == 0 && S_ISDIR(st.st_mode))
+			lc_strv_push(usr_lowers, u);
+	}
+	return 0;
+}
+
 /* ---- writing images ------------------------------------------------------- */
 
 static const char *oci_arch(void)

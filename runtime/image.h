@@ -42,6 +42,17 @@ typedef struct lc_image_resolved {
 int lc_image_resolve(const char *name, lc_image_resolved_t **out, lc_error_t **err);
 void lc_image_resolved_free(lc_image_resolved_t *img);
 
+struct lc_spec;
+/* Apply an image's config to a spec: env (the spec's own entries win),
+ * workdir and user when the spec sets none (user must be numeric
+ * UID[:GID]), argv = entrypoint + (spec argv, else cmd).  Call once, on
+ * the spec lc_run will use. */
+int lc_image_apply_config(struct lc_spec *spec, const lc_image_resolved_t *img, lc_error_t **err);
+/* Lower directories for the sandbox's overlays, TOP first: every layer for
+ * the root overlay; for a host-based image also each layer's usr/ (where
+ * it has one) to stack above the host's /usr in the /usr overlay. */
+int lc_image_lowers(const lc_image_resolved_t *img, char ***root_lowers, char ***usr_lowers, lc_error_t **err);
+
 /* Write uppers as a new layer and record image new_name = parent's layers
  * (or the host base) + it.  parent_name: the image the sandbox ran on, or
  * NULL for a --rootfs/host sandbox (base_host decides).  new_name must not
