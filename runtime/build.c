@@ -359,6 +359,22 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "run: nothing to run on yet (from scratch: copy a shell in first)");
 	}
 	s->image = parent ? strdup(parent) : NULL;
+	if (parent) {
+		/* the image's env, workdir and user apply; its entrypoint does not */
+		lc_image_resolved_t *img = NULL;
+		if (lc_image_resolve(parent, &img, err) < 0) {
+			lc_spec_free(s);
+			return -1;
+		}
+		lc_strv_free(img->config.entrypoint);
+		img->config.entrypoint = NULL;
+		int r = lc_image_apply_config(s, img, err);
+		lc_image_resolved_free(img);
+		if (r < 0) {
+			lc_spec_free(s);
+			return -1;
+		}
+	}
 	s->keep = true;
 	s->net.mode = LC_NET_OPEN;
 	for (size_t i = 0; b->secrets && b->secrets[i]; i++)

@@ -136,7 +136,8 @@ int lc_cmd_fork(int argc, char **argv)
 	/* unpack once, before any sandbox wants it */
 	lc_error_t *err = NULL;
 	lc_image_resolved_t *img = NULL;
-	if (lc_image_resolve(image, &img, &err) < 0) {
+	if (lc_image_resolve(image, &img, &err) < 0 || lc_image_apply_config(s, img, &err) < 0) {
+		lc_image_resolved_free(img);
 		lc_spec_free(s);
 		return lc_cli_fail(err);
 	}
