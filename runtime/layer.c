@@ -666,22 +666,17 @@ static char *host_path(struct writer *w, const char *rel)
 	return lc_strdup_printf("%s/%s", w->uppers[w->cur].dir, rel + skip);
 }
 
-static int shift_ids(struct writer *w, struct archive_entry *e, const struct stat *st, const char *rel,
-		     lc_error_t **err)
+/* Host ids back to the sandbox's.  An id outside the sandbox's range (a
+ * mount point the runtime made as host root, say) is what the sandbox saw
+ * as the overflow id, 65534, and is recorded so. */
+static void shift_ids(struct writer *w, struct archive_entry *e, const struct stat *st)
 {
 	if (w->flags & LC_LAYER_RAW_IDS)
-		return 0;
-	if (st->st_uid < w->ubase || st->st_uid - w->ubase >= w->count ||
-	    st->st_gid < w->gbase || st->st_gid - w->gbase >= w->count) {
-		_cleanup_free_ char *hp = host_path(w, rel);
-		return lc_error_set(err, LC_EXIT_INVALID, 0,
-				    "%s is owned by host %u:%u, outside the sandbox's ids %u..%u", hp,
-				    (unsigned)st->st_uid, (unsigned)st->st_gid, (unsigned)w->ubase,
-				    (unsigned)w->ubase + w->count - 1);
-	}
-	archive_entry_set_uid(e, st->st_uid - w->ubase);
-	archive_entry_set_gid(e, st->st_gid - w->gbase);
-	return 0;
+		return;
+	bool uid_in = st->st_uid >= w->ubase && st->st_uid - w->ubase < w->count;
+	bool gid_in = st->st_gid >= w->gbase && st->st_gid - w->gbase < w->count;
+	archive_entry_set_uid(e, uid_in ? st->st_uid - w->ubase : LC_OVERFLOW_ID);
+	archive_entry_set_gid(e, gid_in ? st->st_gid - w->gbase : LC_OVERFLOW_ID);
 }
 
 /* Copy xattrs (but overlay's own); report opaque markers. */
@@ -846,8 +841,7 @@ static int emit(struct writer *w, int dfd, const char *name, const char *rel, co
 	archive_entry_unset_birthtime(e);
 	if (!S_ISREG(st->st_mode))
 		archive_entry_set_size(e, 0);
-	if (shift_ids(w, e, st, rel, err) < 0)
-		goto out;
+	shift_ids(w, e, st);
 	bool opaque = false;
 	if (read_xattrs(w, dfd, name, rel, e, &opaque, err) < 0)
 		goto out;
@@ -995,8 +989,9 @@ int lc_layer_write(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid
 			archive_entry_unset_atime(e);
 			archive_entry_unset_ctime(e);
 			archive_entry_set_size(e, 0);
-			int r = shift_ids(&w, e, &st, prefix, err);
-			if (r == 0 && archive_write_header(w.a, e) < ARCHIVE_WARN)
+			shift_ids(&w, e, &st);
+			int r = 0;
+			if (archive_write_header(w.a, e) < ARCHIVE_WARN)
 				r = archive_fail(&w, prefix, err);
 			archive_entry_free(e);
 			if (r < 0)

@@ -60,10 +60,14 @@ int lc_layer_extract(int fd, const char *dir, unsigned flags, char *blob_hex, ch
 int lc_layer_decompress(const char *path, int out_fd, char *hex, uint64_t *size,
 			const char **media_type, lc_error_t **err);
 
+#define LC_OVERFLOW_ID 65534
+
 /* Write the uppers (in order) as one uncompressed POSIX (pax) tar to fd.
  * hex receives the sha256 of the written stream (also its diff_id), size
- * its length.  Ids outside [base, base + lc_uid_count()) are an error that
- * names the file, unless flags has LC_LAYER_RAW_IDS. */
+ * its length.  Ids in [base, base + lc_uid_count()) are shifted down by
+ * base; ids outside it (files the runtime made as host root, mount points)
+ * become LC_OVERFLOW_ID, as the sandbox saw them.  LC_LAYER_RAW_IDS keeps
+ * ids as they are on disk. */
 int lc_layer_write(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid_base,
 		   unsigned flags, int fd, char *hex, uint64_t *size, lc_error_t **err);
 
