@@ -237,3 +237,168 @@ EOF
 	[ "$status" -eq 0 ]
 	[ "$(stat -c %a "$(layer_dir trusted)/bin/rootshell")" = 4755 ]
 }
+
+# ---- snapshots, forks and builds: these start sandboxes ----------------------
+
+# A busybox image made here from the host's static busybox; skips when the
+# runtime cannot run on images yet, or busybox is missing.
+busybox_image() {
+	[ -x /bin/busybox ] || skip "no /bin/busybox (busybox-static)"
+	mkdir -p "$T/bb/bin" "$T/bb/etc" "$T/bb/opt/olddir" "$T/bb/tmp"
+	cp /bin/busybox "$T/bb/bin/"
+	for a in $(/bin/busybox --list); do [ "$a" = busybox ] || ln -sf busybox "$T/bb/bin/$a"; done
+	echo motd >"$T/bb/etc/motd"
+	echo bye >"$T/bb/etc/removeme"
+	echo old >"$T/bb/opt/olddir/a"
+	echo marker >"$T/bb/marker"
+	"$LCRUN" image import "$T/bb" --name "$1" >/dev/null
+	out=$(timeout -k 2 60 "$LCRUN" run --image "$1" -- cat /marker 2>&1) || true
+	[ "$out" = marker ] || skip "lcrun run --image does not run on images here: $out"
+}
+
+# What a sandbox sees: path, type, mode, owner, size, content hash, link target.
+LIST='cd / && find bin etc opt data 2>/dev/null | sort | while read -r p; do
+	t=$(stat -c "%F|%a|%u:%g|%s" "$p"); h=-; l=-
+	[ -f "$p" ] && [ ! -L "$p" ] && h=$(sha256sum "$p" | cut -c1-16)
+	[ -L "$p" ] && l=$(readlink "$p")
+	echo "$p|$t|$h|$l"
+done'
+
+@test "snapshot: a sandbox's changes come back identical in a sandbox run from it" {
+	busybox_image base
+	change='set -e
+		mkdir -p /data/sub
+		echo created >/data/new
+		echo more >>/etc/motd
+		chmod 640 /data/new
+		chown 1000:1000 /data/new
+		ln /data/new /data/hard
+		ln -s ../etc/motd /data/sym
+		ln -s /etc/motd /data/abs
+		rm /etc/removeme
+		rm -rf /opt/olddir && mkdir /opt/olddir && echo fresh >/opt/olddir/only
+		chmod 2755 /data/sub
+		mkfifo /data/fifo
+		dd if=/dev/zero of=/data/sparse bs=1 count=0 seek=5M 2>/dev/null
+		echo tail >>/data/sparse'
+	timeout -k 2 60 "$LCRUN" run --keep --name snapsrc --image base -- sh -c "$change; $LIST" >"$T/before"
+	grep -q '^data/new|regular file|640|1000:1000|' "$T/before"
+	! grep -q removeme "$T/before"
+	run "$LCRUN" snapshot snapsrc snap
+	[ "$status" -eq 0 ]
+	[ "$output" = snap ]
+	timeout -k 2 60 "$LCRUN" run --image snap -- sh -c "$LIST" >"$T/after"
+	diff "$T/before" "$T/after"
+	[ ! -e "$T/outside" ]
+	# the snapshot is the parent's layers plus one
+	[ "$("$LCRUN" image inspect snap | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["layers"]))')" = 2 ]
+	run "$LCRUN" snapshot snapsrc snap
+	[ "$status" -eq 119 ]
+	run "$LCRUN" snapshot nosuchsandbox snap2
+	[ "$status" -eq 120 ]
+	id=$(readlink "$LCRUN_STATE_DIR/names/snapsrc")
+	rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/snapsrc"
+}
+
+@test "snapshot of a host-image sandbox runs on the host's /usr with its changes" {
+	busybox_image probe
+	timeout -k 2 60 "$LCRUN" run --keep --name hostsrc -- sh -c \
+		'echo tool >/usr/local/bin/lcrun-test-tool && chmod 755 /usr/local/bin/lcrun-test-tool && echo conf >/etc/lcrun-test.conf && mkdir -p /root/work && echo w >/root/work/f'
+	"$LCRUN" snapshot hostsrc hostsnap
+	[ "$("$LCRUN" image inspect hostsnap | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["base"], len(j["layers"]))')" = "host 1" ]
+	run timeout -k 2 60 "$LCRUN" run --image hostsnap -- sh -c 'cat /usr/local/bin/lcrun-test-tool /etc/lcrun-test.conf /root/work/f; test -x /usr/bin/env && echo host-usr'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'tool\nconf\nw\nhost-usr')" ]
+	[ ! -e /usr/local/bin/lcrun-test-tool ] && [ ! -e /etc/lcrun-test.conf ]
+	id=$(readlink "$LCRUN_STATE_DIR/names/hostsrc")
+	rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/hostsrc"
+}
+
+@test "snapshot while the command is still writing: frozen, consistent, thawed" {
+	busybox_image base
+	# each round appends i to the log, then writes i to count: a frozen
+	# moment has count = last logged or one less, never further behind
+	timeout -k 2 120 "$LCRUN" run --name writer --image base -- sh -c \
+		'mkdir -p /data; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo $i >>/data/log; echo $i >/data/count; done' &
+	for _ in $(seq 100); do [ -e "$LCRUN_STATE_DIR/names/writer" ] && break; sleep 0.1; done
+	sleep 1
+	id=$(readlink "$LCRUN_STATE_DIR/names/writer")
+	cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup"])' "$LCRUN_STATE_DIR/$id/state.json")
+	for n in 1 2 3; do
+		run "$LCRUN" snapshot writer "mid$n"
+		[ "$status" -eq 0 ]
+		[ "$(cat "$cg/cgroup.freeze")" = 0 ]   # thawed
+		d=$(layer_dir "mid$n")
+		last=$(tail -n1 "$d/data/log")
+		count=$(cat "$d/data/count")
+		echo "snapshot $n: last=$last count=$count"
+		[ -n "$last" ] && [ -n "$count" ]
+		[ $((last - count)) -ge 0 ] && [ $((last - count)) -le 1 ]
+		[ "$(wc -l <"$d/data/log")" -eq "$last" ]
+	done
+	# it kept running: the log grew after the last snapshot
+	sleep 0.5
+	grown=$(wc -l <"$LCRUN_ROOT/sandboxes/$id/private/ovl/upper/data/log" 2>/dev/null || echo 0)
+	kill %1 2>/dev/null || true
+	wait || true
+	[ "$grown" -gt "$last" ] || [ "$grown" -eq 0 ]
+}
+
+@test "fork 10 from one image: each its own upper, each status reported, unpacked once" {
+	busybox_image base
+	before=$(ls "$LCRUN_ROOT/layers" | wc -l)
+	run timeout -k 2 120 "$LCRUN" fork base --count 10 --result "$T/r.json" -- sh -c \
+		'test ! -e /mine && hostname >/mine && test -e /marker'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c 'exited 0')" -eq 10 ]
+	python3 - "$T/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r) == 10, r
+assert all(x["exit_code"] == 0 for x in r), r
+assert len({x["id"] for x in r}) == 10, r
+PY
+	[ "$(ls "$LCRUN_ROOT/layers" | wc -l)" -eq "$before" ]
+	run timeout -k 2 120 "$LCRUN" fork base --count 3 -- sh -c 'exit 3'
+	[ "$status" -eq 3 ]
+	[ "$(echo "$output" | grep -c 'exited 3')" -eq 3 ]
+	run "$LCRUN" fork base -- true
+	[ "$status" -eq 123 ]
+	run "$LCRUN" fork nosuch --count 2 -- true
+	[ "$status" -eq 120 ]
+}
+
+@test "build: images/busybox.json builds, runs, and a second build runs no step" {
+	busybox_image probe
+	cp -r "$BATS_TEST_DIRNAME/../../images" "$T/images"
+	run timeout -k 2 300 "$LCRUN" image build "$T/images/busybox.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = busybox ]
+	run timeout -k 2 60 "$LCRUN" run --image busybox -- sh -c 'echo $HOME; wget --help >/dev/null 2>&1 && echo applets'
+	[ "$output" = "$(printf '/root\napplets')" ]
+	run "$LCRUN" image build "$T/images/busybox.json"
+	[ "$status" -eq 0 ]
+	steps=$(echo "$output" | grep -c '^lcrun build: step [2-9]')
+	[ "$(echo "$output" | grep -c ': cached$')" -eq "$steps" ]
+	# a changed step runs again, the ones before it stay cached
+	python3 - "$T/images/busybox.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["steps"].append({"env": {"EXTRA": "1"}})
+json.dump(d, open(sys.argv[1], "w"))
+PY
+	run "$LCRUN" image build "$T/images/busybox.json"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -v ': cached$' | grep -c 'step [2-9]')" -eq 1 ]
+	# secrets reach the run step's environment, never the image
+	cat >"$T/images/secret.json" <<'JSON'
+{"name": "secret-test", "from": "busybox", "steps": [{"run": "test \"$TOKEN\" = s3cr3t && echo ok >/ran"}]}
+JSON
+	run timeout -k 2 60 "$LCRUN" image build "$T/images/secret.json" --secret TOKEN=s3cr3t
+	[ "$status" -eq 0 ]
+	! grep -rq s3cr3t "$STORE/blobs"
+	run timeout -k 2 60 "$LCRUN" run --image secret-test -- sh -c 'cat /ran; echo "[$TOKEN]"'
+	[ "$output" = "$(printf 'ok\n[]')" ]
+}
