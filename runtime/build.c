@@ -150,7 +150,10 @@ static int build_from(struct build *b, const char *from, char *key, char **paren
 	/* a rootfs tarball beside the definition, or an image */
 	_cleanup_free_ char *path = from[0] == '/' ? strdup(from) : lc_strdup_printf("%s/%s", b->def_dir, from);
 	struct stat st;
-	if (strstr(from, ".tar") || strstr(from, ".tgz") || stat(path, &st) == 0) {
+	int is_image = lc_image_name_valid(from) ? lc_image_exists(from, err) : 0;
+	if (is_image < 0)
+		return -1;
+	if (!is_image && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 		char fh[LC_HEX_LEN + 1];
 		if (lc_sha256_file(path, fh, NULL, err) < 0)
 			return lc_error_wrap(err, "from");

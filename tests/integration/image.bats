@@ -328,13 +328,14 @@ done'
 		run "$LCRUN" snapshot writer "mid$n"
 		[ "$status" -eq 0 ]
 		[ "$(cat "$cg/cgroup.freeze")" = 0 ]   # thawed
-		d=$(layer_dir "mid$n")
-		last=$(tail -n1 "$d/data/log")
-		count=$(cat "$d/data/count")
+		# read the layer blob the snapshot wrote
+		blob=$STORE/blobs/sha256/$("$LCRUN" image inspect "mid$n" | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"][7:])')
+		last=$(tar -xOf "$blob" data/log | tail -n1)
+		count=$(tar -xOf "$blob" data/count)
 		echo "snapshot $n: last=$last count=$count"
 		[ -n "$last" ] && [ -n "$count" ]
 		[ $((last - count)) -ge 0 ] && [ $((last - count)) -le 1 ]
-		[ "$(wc -l <"$d/data/log")" -eq "$last" ]
+		[ "$(tar -xOf "$blob" data/log | wc -l)" -eq "$last" ]
 	done
 	# it kept running: the log grew after the last snapshot
 	sleep 0.5
