@@ -316,10 +316,11 @@ done'
 
 @test "snapshot while the command is still writing: frozen, consistent, thawed" {
 	busybox_image base
-	# each round appends i to the log, then writes i to count: a frozen
-	# moment has count = last logged or one less, never further behind
+	# each round appends i to the log, then renames a file holding i over
+	# count: a frozen moment has count = last logged or one less, never
+	# further behind (an unfrozen read of count, then log, would be)
 	timeout -k 2 120 "$LCRUN" run --name writer --image base -- sh -c \
-		'mkdir -p /data; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo $i >>/data/log; echo $i >/data/count; done' &
+		'mkdir -p /data; echo 0 >/data/count; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); echo $i >>/data/log; echo $i >/data/c.tmp; mv /data/c.tmp /data/count; done' &
 	for _ in $(seq 100); do [ -e "$LCRUN_STATE_DIR/names/writer" ] && break; sleep 0.1; done
 	sleep 1
 	id=$(readlink "$LCRUN_STATE_DIR/names/writer")
