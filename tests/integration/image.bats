@@ -320,8 +320,8 @@ done'
 	# frozen moment has the files' last values non-increasing and at most
 	# one apart; a layer read while the writer runs sees later files ahead
 	timeout -k 2 120 "$LCRUN" run --name writer --image base -- sh -c \
-		'mkdir -p /data; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); for f in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19; do echo $i >>/data/f$f; done; done' &
-	for _ in $(seq 100); do [ -e "$LCRUN_STATE_DIR/names/writer" ] && break; sleep 0.1; done
+		'mkdir -p /data; i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); for f in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19; do echo $i >>/data/f$f; done; done' &
+	for _ in $(seq 100); do [ -L "$LCRUN_STATE_DIR/names/writer" ] && break; sleep 0.1; done
 	sleep 1
 	id=$(readlink "$LCRUN_STATE_DIR/names/writer")
 	cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cgroup"])' "$LCRUN_STATE_DIR/$id/state.json")
