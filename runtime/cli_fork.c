@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,8 +27,12 @@ static const char fork_help[] =
 	"exited 0, else with the first failing sandbox's code.  Takes the options\n"
 	"of lcrun run except --image, --rootfs, --name and --id.\n";
 
-static void child(lc_spec_t *s, int fd)
+static void child(lc_spec_t *s, int fd, pid_t parent)
 {
+	/* if lcrun fork dies, its sandboxes end too (lc_run forwards TERM) */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(0);
 	lc_result_t res;
 	lc_error_t *err = NULL;
 	json_t *j;
@@ -146,6 +152,7 @@ int lc_cmd_fork(int argc, char **argv)
 	pid_t pids[FORK_MAX];
 	int fds[FORK_MAX];
 	fflush(NULL);
+	pid_t self = getpid();
 	for (long i = 0; i < count; i++) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0) {
@@ -156,7 +163,7 @@ int lc_cmd_fork(int argc, char **argv)
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			close(p[0]);
-			child(s, p[1]);
+			child(s, p[1], self);
 		}
 		close(p[1]);
 		if (pids[i] < 0) {
