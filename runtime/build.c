@@ -44,6 +44,21 @@ static void hash_str(const char *s, char *hex)
 	lc_sha256_buf(s, strlen(s), hex);
 }
 
+/* A fresh directory lc_lib_dir()/tmp/PREFIX-XXXXXX (prune removes leftovers). */
+static char *make_tmp_dir(const char *prefix, lc_error_t **err)
+{
+	_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
+	if (lc_mkdir_p(tmpd, 0700, err) < 0)
+		return NULL;
+	char *dir = lc_strdup_printf("%s/%s-XXXXXX", tmpd, prefix);
+	if (!mkdtemp(dir)) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
 /* Run argv (a host tool), wait; 0 when it exited 0. */
 static int spawn_wait(char *const argv[], lc_error_t **err)
 {
@@ -131,12 +146,9 @@ static int build_from(struct build *b, const char *from, char *key, char **paren
 			return 0;
 		}
 		say(b, "from", from, false);
-		_cleanup_free_ char *dir = lc_strdup_printf("%s/tmp/debootstrap-XXXXXX", lc_lib_dir());
-		_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
-		if (lc_mkdir_p(tmpd, 0700, err) < 0)
+		_cleanup_free_ char *dir = make_tmp_dir("debootstrap", err);
+		if (!dir)
 			return -1;
-		if (!mkdtemp(dir))
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 		char *argv[] = { "debootstrap", "--variant=minbase", (char *)suite, dir, mirror, NULL };
 		int r = spawn_wait(argv, err);
 		/* debootstrap leaves device nodes in /dev; the sandbox brings its own */
@@ -276,12 +288,9 @@ static int step_copy(struct build *b, const char *parent, json_t *step, const ch
 	if (stat(src, &st) < 0)
 		return lc_error_set(err, LC_EXIT_NOENT, errno, "copy: %s", src);
 	/* what is copied is part of the key: stage it, then hash the layer */
-	_cleanup_free_ char *stage = lc_strdup_printf("%s/tmp/copy-XXXXXX", lc_lib_dir());
-	_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
-	if (lc_mkdir_p(tmpd, 0700, err) < 0)
+	_cleanup_free_ char *stage = make_tmp_dir("copy", err);
+	if (!stage)
 		return -1;
-	if (!mkdtemp(stage))
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", stage);
 	int ret = -1;
 	_cleanup_free_ char *dst = lc_strdup_printf("%s%s", stage, to);
 	_cleanup_free_ char *dst_parent = strdup(dst);

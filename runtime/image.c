@@ -889,17 +889,27 @@ int lc_image_inspect(const char *name, json_t **out, lc_error_t **err)
 	return 0;
 }
 
-int lc_image_remove(const char *name, lc_error_t **err)
+/* Lock the index, load it, find name; *lk and *idx are the caller's to
+ * release.  Returns the entry's position. */
+static ssize_t index_edit(const char *name, int *lk, json_t **idx, lc_error_t **err)
 {
-	_cleanup_close_ int lk = lock_named("index", LOCK_EX, err);
-	if (lk < 0)
+	*idx = NULL;
+	*lk = lock_named("index", LOCK_EX, err);
+	if (*lk < 0 || index_load(idx, err) < 0)
 		return -1;
-	_cleanup_json_ json_t *idx = NULL;
-	if (index_load(&idx, err) < 0)
-		return -1;
-	ssize_t i = index_find(idx, name);
+	ssize_t i = index_find(*idx, name);
 	if (i < 0)
 		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no image named %s (see lcrun image ls)", name);
+	return i;
+}
+
+int lc_image_remove(const char *name, lc_error_t **err)
+{
+	_cleanup_close_ int lk = -1;
+	_cleanup_json_ json_t *idx = NULL;
+	ssize_t i = index_edit(name, &lk, &idx, err);
+	if (i < 0)
+		return -1;
 	json_array_remove(json_object_get(idx, "manifests"), (size_t)i);
 	return index_save(idx, err);
 }
@@ -908,15 +918,11 @@ int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
 {
 	if (!lc_image_name_valid(dst))
 		return check_new_name(dst, err);
-	_cleanup_close_ int lk = lock_named("index", LOCK_EX, err);
-	if (lk < 0)
-		return -1;
+	_cleanup_close_ int lk = -1;
 	_cleanup_json_ json_t *idx = NULL;
-	if (index_load(&idx, err) < 0)
-		return -1;
-	ssize_t i = index_find(idx, src);
+	ssize_t i = index_edit(src, &lk, &idx, err);
 	if (i < 0)
-		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no image named %s (see lcrun image ls)", src);
+		return -1;
 	if (index_find(idx, dst) >= 0)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", dst);
 	json_t *ms = json_object_get(idx, "manifests");
