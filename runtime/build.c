@@ -59,11 +59,16 @@ static char *make_tmp_dir(const char *prefix, lc_error_t **err)
 	return dir;
 }
 
-/* Run argv (a host tool), wait; 0 when it exited 0. */
+/* Run argv (a host tool, its output on our stderr), wait; 0 when it
+ * exited 0. */
 static int spawn_wait(char *const argv[], lc_error_t **err)
 {
 	pid_t pid;
-	int r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+	int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, r, "cannot run %s", argv[0]);
 	int status;
