@@ -394,6 +394,7 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 	}
 	s->keep = true;
 	s->net.mode = LC_NET_OPEN;
+	s->stdio[1] = STDERR_FILENO; /* stdout is for the image name */
 	for (size_t i = 0; b->secrets && b->secrets[i]; i++)
 		lc_strv_push(&s->env, b->secrets[i]);
 	lc_result_t res;
