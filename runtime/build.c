@@ -2,6 +2,7 @@
  *
  *   { "name": "busybox",
  *     "from": "host" | "scratch" | "IMAGE" | "rootfs.tar.gz" | "debootstrap:SUITE",
+ *     "hosts": ["deb.debian.org", …],   (pinned in run steps' /etc/hosts)
  *     "steps": [ {"run": "sh command" | ["argv", …]},
  *                {"copy": "path/in/the/definition/folder" | "host:/abs/path", "to": "/dest"},
  *                {"env": {"K": "V"}}, {"workdir": "/w"}, {"user": "1000:1000"},
@@ -14,7 +15,9 @@
  * write a layer directly; the others change the config only.  Build-time
  * secrets reach a run step's environment and nothing else (not the key, not
  * the config). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <spawn.h>
@@ -59,11 +62,16 @@ static char *make_tmp_dir(const char *prefix, lc_error_t **err)
 	return dir;
 }
 
-/* Run argv (a host tool), wait; 0 when it exited 0. */
+/* Run argv (a host tool, its output on our stderr), wait; 0 when it
+ * exited 0. */
 static int spawn_wait(char *const argv[], lc_error_t **err)
 {
 	pid_t pid;
-	int r = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+	int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (r != 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, r, "cannot run %s", argv[0]);
 	int status;
@@ -103,6 +111,7 @@ static char *debian_mirror(void)
 
 struct build {
 	const char *def_dir;
+	json_t *hosts; /* names to pin in run steps' /etc/hosts */
 	char **secrets; /* K=V */
 	unsigned flags;
 	FILE *log;
@@ -389,6 +398,30 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 	}
 	s->keep = true;
 	s->net.mode = LC_NET_OPEN;
+	s->stdio[1] = STDERR_FILENO; /* stdout is for the image name */
+	/* --net open has no resolver: the names a step needs are looked up
+	 * here and pinned in its /etc/hosts */
+	size_t hi;
+	json_t *h;
+	json_array_foreach(b->hosts, hi, h) {
+		const char *hn = json_string_value(h);
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res = NULL;
+		int gr = hn ? getaddrinfo(hn, NULL, &hints, &res) : EAI_NONAME;
+		if (gr != 0) {
+			lc_spec_free(s);
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "hosts: cannot resolve %s: %s", hn ? hn : "(not a string)",
+					    gai_strerror(gr));
+		}
+		char ip[INET_ADDRSTRLEN];
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, ip, sizeof(ip));
+		freeaddrinfo(res);
+		s->net.hosts = realloc(s->net.hosts, (s->net.n_hosts + 1) * sizeof(*s->net.hosts));
+		if (!s->net.hosts)
+			abort();
+		s->net.hosts[s->net.n_hosts].name = strdup(hn);
+		s->net.hosts[s->net.n_hosts].ip = strdup(ip);
+		s->net.n_hosts++;
+	}
 	for (size_t i = 0; b->secrets && b->secrets[i]; i++)
 		lc_strv_push(&s->env, b->secrets[i]);
 	lc_result_t res;
@@ -438,7 +471,10 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	if (!lc_image_name_valid(name))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid image name '%s'", name);
 
-	struct build b = { .def_dir = dcopy, .secrets = secrets, .flags = flags, .log = log ? log : stderr,
+	json_t *hosts = json_object_get(def, "hosts");
+	if (hosts && !json_is_array(hosts))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: \"hosts\" must be a list of names", file);
+	struct build b = { .def_dir = dcopy, .hosts = hosts, .secrets = secrets, .flags = flags, .log = log ? log : stderr,
 			   .n_steps = json_array_size(steps) + 1 };
 	char key[LC_HEX_LEN + 1];
 	_cleanup_free_ char *parent = NULL;

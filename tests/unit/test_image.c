@@ -277,6 +277,55 @@ START_TEST(test_bad_import_leaves_nothing)
 }
 END_TEST
 
+START_TEST(test_apply_config)
+{
+	lc_image_resolved_t img = { .name = "t" };
+	char *env[] = { "PATH=/img/bin", "A=image", NULL };
+	char *ep[] = { "/entry", "--flag", NULL };
+	char *cmd[] = { "default", NULL };
+	img.config.env = env;
+	img.config.entrypoint = ep;
+	img.config.cmd = cmd;
+	img.config.workdir = "/work";
+	img.config.user = "1000:100";
+	lc_spec_t *s = lc_spec_new();
+	lc_strv_push(&s->env, "A=mine");
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lc_image_apply_config(s, &img, &err), 0);
+	ck_assert_str_eq(s->env[0], "PATH=/img/bin");
+	ck_assert_str_eq(s->env[1], "A=mine");
+	ck_assert_ptr_null(s->env[2]);
+	ck_assert_str_eq(s->argv[0], "/entry");
+	ck_assert_str_eq(s->argv[2], "default");
+	ck_assert_str_eq(s->workdir, "/work");
+	ck_assert_int_eq(s->uid, 1000);
+	ck_assert_int_eq(s->gid, 100);
+	lc_spec_free(s);
+
+	/* the given command replaces cmd; given workdir and user win */
+	s = lc_spec_new();
+	lc_strv_push(&s->argv, "given");
+	s->workdir = strdup("/mine");
+	s->user_set = true;
+	ck_assert_int_eq(lc_image_apply_config(s, &img, &err), 0);
+	ck_assert_str_eq(s->argv[0], "/entry");
+	ck_assert_str_eq(s->argv[2], "given");
+	ck_assert_ptr_null(s->argv[3]);
+	ck_assert_str_eq(s->workdir, "/mine");
+	ck_assert_int_eq(s->uid, 0);
+	lc_spec_free(s);
+
+	/* a user name cannot be resolved without the image's passwd: said so */
+	img.config.user = "postgres";
+	s = lc_spec_new();
+	ck_assert_int_lt(lc_image_apply_config(s, &img, &err), 0);
+	ck_assert_int_eq(err->exit_code, LC_EXIT_INVALID);
+	ck_assert_ptr_nonnull(strstr(err->msg, "postgres"));
+	lc_error_free(err);
+	lc_spec_free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("image");
@@ -288,6 +337,7 @@ int main(void)
 	tcase_add_test(tc, test_commit_on_parent_and_host);
 	tcase_add_test(tc, test_tag_rm_prune);
 	tcase_add_test(tc, test_bad_import_leaves_nothing);
+	tcase_add_test(tc, test_apply_config);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
