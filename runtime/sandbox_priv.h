@@ -132,6 +132,7 @@ typedef struct lc_sb {
 	long long start_ms;
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
+	bool idmapped;   /* the staging process could idmap the lower layers */
 } lc_sb_t;
 
 /* Fill defaults (before lc_sb_start). */
