@@ -423,7 +423,7 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 		s->net.n_hosts++;
 	}
 	for (size_t i = 0; b->secrets && b->secrets[i]; i++)
-		lc_strv_push(&s->env, b->secrets[i]);
+		lc_strv_push(&s->secret_env, b->secrets[i]);
 	lc_result_t res;
 	memset(&res, 0, sizeof(res));
 	int r = lc_run(s, &res, err);

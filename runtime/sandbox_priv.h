@@ -133,6 +133,7 @@ typedef struct lc_sb {
 	long long start_ms;
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
+	bool idmapped;   /* the staging process could idmap the lower layers */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
 

@@ -411,3 +411,26 @@ JSON
 	run timeout -k 2 60 "$LCRUN" run --image secret-test -- sh -c 'cat /ran; echo "[$TOKEN]"'
 	[ "$output" = "$(printf 'ok\n[]')" ]
 }
+
+@test "build: debian-12 and agent-cli from Debian's mirror and npm (takes minutes)" {
+	[ -z "${LCRUN_SKIP_SLOW:-}" ] || skip "LCRUN_SKIP_SLOW is set"
+	busybox_image probe
+	curl -sf -m 10 -o /dev/null http://deb.debian.org/debian/dists/bookworm/Release ||
+		skip "Debian's mirror cannot be reached from this host"
+	curl -sf -m 10 -o /dev/null https://registry.npmjs.org/@anthropic-ai%2fclaude-code ||
+		skip "the npm registry cannot be reached from this host"
+	ip=$(getent ahostsv4 deb.debian.org | awk '{print $1; exit}')
+	out=$(timeout -k 2 60 "$LCRUN" run --net open -- curl -sf -m 10 -o /dev/null --resolve "deb.debian.org:80:$ip" \
+		http://deb.debian.org/debian/dists/bookworm/Release 2>&1) ||
+		skip "a sandbox with --net open cannot reach Debian's mirror: $out"
+	run timeout -k 2 1800 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/debian-12.json"
+	[ "$status" -eq 0 ]
+	run timeout -k 2 60 "$LCRUN" run --image debian-12 -- sh -c '. /etc/os-release; echo $VERSION_ID'
+	[ "$output" = 12 ]
+	run timeout -k 2 1800 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/agent-cli.json"
+	echo "$output" | tail -20
+	[ "$status" -eq 0 ]
+	run timeout -k 2 60 "$LCRUN" run --image agent-cli -- sh -c \
+		'pwd; echo $IS_SANDBOX; for c in claude codex git rg node; do command -v $c >/dev/null || echo missing $c; done'
+	[ "$output" = "$(printf '/workspace\n1')" ]
+}
