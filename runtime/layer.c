@@ -680,14 +680,15 @@ static void shift_ids(struct writer *w, struct archive_entry *e, const struct st
 }
 
 /* Copy xattrs (but overlay's own); report opaque markers. */
-static int read_xattrs(struct writer *w, int dfd, const char *name, const char *rel, struct archive_entry *e,
-		       bool *opaque, lc_error_t **err)
+static int read_xattrs(struct writer *w, int dfd, int fd, const char *name, const char *rel,
+		       struct archive_entry *e, bool *opaque, lc_error_t **err)
 {
 	*opaque = false;
 	char proc[64 + 256];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dfd, name);
 	char list[8192];
-	ssize_t n = llistxattr(proc, list, sizeof(list));
+	/* through the file's own fd when there is one (cheaper than a path) */
+	ssize_t n = fd >= 0 ? flistxattr(fd, list, sizeof(list)) : llistxattr(proc, list, sizeof(list));
 	if (n < 0) {
 		if (errno == ENOTSUP)
 			return 0;
@@ -696,7 +697,7 @@ static int read_xattrs(struct writer *w, int dfd, const char *name, const char *
 	}
 	for (char *k = list; k < list + n; k += strlen(k) + 1) {
 		char val[65536];
-		ssize_t vn = lgetxattr(proc, k, val, sizeof(val));
+		ssize_t vn = fd >= 0 ? fgetxattr(fd, k, val, sizeof(val)) : lgetxattr(proc, k, val, sizeof(val));
 		if (vn < 0)
 			continue; /* vanished, or not ours to read */
 		if (xattr_is_overlay(k)) {
@@ -842,8 +843,16 @@ static int emit(struct writer *w, int dfd, const char *name, const char *rel, co
 	if (!S_ISREG(st->st_mode))
 		archive_entry_set_size(e, 0);
 	shift_ids(w, e, st);
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		if (fd < 0) {
+			_cleanup_free_ char *hp = host_path(w, rel);
+			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", hp);
+			goto out;
+		}
+	}
 	bool opaque = false;
-	if (read_xattrs(w, dfd, name, rel, e, &opaque, err) < 0)
+	if (read_xattrs(w, dfd, fd, name, rel, e, &opaque, err) < 0)
 		goto out;
 	if (S_ISLNK(st->st_mode)) {
 		char target[PATH_MAX + 1];
@@ -856,16 +865,8 @@ static int emit(struct writer *w, int dfd, const char *name, const char *rel, co
 		target[n] = '\0';
 		archive_entry_copy_symlink(e, target);
 	}
-	if (S_ISREG(st->st_mode)) {
-		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			_cleanup_free_ char *hp = host_path(w, rel);
-			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", hp);
-			goto out;
-		}
-		if ((off_t)st->st_blocks * 512 < st->st_size)
-			sparse_map(fd, st->st_size, e);
-	}
+	if (S_ISREG(st->st_mode) && (off_t)st->st_blocks * 512 < st->st_size)
+		sparse_map(fd, st->st_size, e);
 	struct archive_entry *spare = NULL;
 	archive_entry_linkify(w->lr, &e, &spare);
 	if (spare)
@@ -909,15 +910,22 @@ static int walk(struct writer *w, int dfd, const char *rel, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot read directory %s", rel);
 	}
 	_cleanup_strv_ char **names = NULL;
-	size_t n = 0;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (!*rel && is_other_prefix(w, de->d_name))
 			continue;
-		lc_strv_push(&names, de->d_name);
-		n++;
+		if (n + 1 >= cap) {
+			cap = cap ? cap * 2 : 64;
+			char **nn = realloc(names, cap * sizeof(char *));
+			if (!nn)
+				abort();
+			names = nn;
+		}
+		names[n++] = strdup(de->d_name);
+		names[n] = NULL;
 	}
 	if (n)
 		qsort(names, n, sizeof(char *), cmp_str);
@@ -961,6 +969,7 @@ int lc_layer_write(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid
 	w.a = archive_write_new();
 	archive_write_set_format_pax_restricted(w.a);
 	archive_write_add_filter_none(w.a);
+	archive_write_set_bytes_per_block(w.a, 1 << 16); /* fewer, larger writes */
 	archive_write_set_bytes_in_last_block(w.a, 1);
 	w.lr = archive_entry_linkresolver_new();
 	archive_entry_linkresolver_set_strategy(w.lr, archive_format(w.a));
