@@ -76,6 +76,16 @@ static int lock_named(const char *which, int op, lc_error_t **err)
 	return lock_file(p, op, err);
 }
 
+static int store_init(lc_error_t **err);
+
+/* The store, made if missing, held against prune: returns the lock fd. */
+static int store_hold(lc_error_t **err)
+{
+	if (store_init(err) < 0)
+		return -1;
+	return lock_named("gc", LOCK_SH, err);
+}
+
 /* Make the layout if it is missing. */
 static int store_init(lc_error_t **err)
 {
@@ -348,6 +358,7 @@ static int img_load_manifest(struct img *im, lc_error_t **err)
 	return 0;
 }
 
+/* Load a named image; on failure *im is left empty. */
 static int img_load(const char *name, struct img *im, lc_error_t **err)
 {
 	memset(im, 0, sizeof(*im));
@@ -360,10 +371,14 @@ static int img_load(const char *name, struct img *im, lc_error_t **err)
 	im->desc = json_deep_copy(json_array_get(json_object_get(idx, "manifests"), (size_t)i));
 	im->name = strdup(name);
 	const char *mt = json_string_value(json_object_get(im->desc, "mediaType"));
-	if (mt && strcmp(mt, MT_MANIFEST) && strcmp(mt, MT_DOCKER_MANIFEST))
-		return lc_error_set(err, LC_EXIT_INVALID, 0, "image %s is a %s, not an image manifest", name, mt);
+	if (mt && strcmp(mt, MT_MANIFEST) && strcmp(mt, MT_DOCKER_MANIFEST)) {
+		lc_error_set(err, LC_EXIT_INVALID, 0, "image %s is a %s, not an image manifest", name, mt);
+		img_clear(im);
+		return -1;
+	}
 	if (img_load_manifest(im, err) < 0) {
 		lc_error_wrap(err, "image %s", name);
+		img_clear(im);
 		return -1;
 	}
 	return 0;
@@ -453,14 +468,12 @@ int lc_image_resolve(const char *name, lc_image_resolved_t **out, lc_error_t **e
 {
 	if (!name || !*name)
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "empty image name");
-	_cleanup_close_ int gc = -1;
-	if (store_init(err) < 0 || (gc = lock_named("gc", LOCK_SH, err)) < 0)
+	_cleanup_close_ int gc = store_hold(err);
+	if (gc < 0)
 		return -1;
 	struct img im;
-	if (img_load(name, &im, err) < 0) {
-		img_clear(&im);
+	if (img_load(name, &im, err) < 0)
 		return -1;
-	}
 	lc_image_resolved_t *r = lc_xmalloc0(sizeof(*r));
 	r->name = strdup(name);
 	r->manifest_digest = lc_strdup_printf("sha256:%s", im.manifest_hex);
@@ -727,10 +740,8 @@ int lc_image_commit_ex(const char *parent_name, bool base_host, const char *root
 	struct img parent = { 0 };
 	_cleanup_json_ json_t *config = NULL, *layers = NULL, *ann = json_object();
 	if (parent_name) {
-		if (img_load(parent_name, &parent, err) < 0) {
-			img_clear(&parent);
+		if (img_load(parent_name, &parent, err) < 0)
 			return -1;
-		}
 		config = json_deep_copy(parent.config);
 		layers = json_deep_copy(json_object_get(parent.manifest, "layers"));
 		base_host = parent.base_host;
@@ -850,10 +861,8 @@ int lc_image_list(json_t **out, lc_error_t **err)
 int lc_image_inspect(const char *name, json_t **out, lc_error_t **err)
 {
 	struct img im;
-	if (img_load(name, &im, err) < 0) {
-		img_clear(&im);
+	if (img_load(name, &im, err) < 0)
 		return -1;
-	}
 	json_t *layers = json_array();
 	json_t *diffs = json_object_get(json_object_get(im.config, "rootfs"), "diff_ids");
 	_cleanup_free_ char *ldir = lc_image_layers_dir();
@@ -1072,6 +1081,26 @@ static json_t *pick_platform(json_t *index)
 	return NULL;
 }
 
+/* A JSON blob of an unpacked OCI layout, checked against its digest and
+ * copied into the store verbatim (so digests that name it stay valid). */
+static int take_layout_json(const char *layout, const char *hex, const char *what, json_t **out,
+			    lc_error_t **err)
+{
+	_cleanup_free_ char *p = lc_strdup_printf("%s/blobs/sha256/%s", layout, hex);
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	if (lc_read_file(p, &data, &len, err) < 0)
+		return lc_error_wrap(err, "OCI archive: %s", what);
+	char got[LC_HEX_LEN + 1];
+	lc_sha256_buf(data, len, got);
+	if (strcmp(got, hex))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: %s sha256:%s is corrupt", what, hex);
+	*out = json_loadb(data, len, 0, NULL);
+	if (!*out)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: %s sha256:%s is not JSON", what, hex);
+	return put_blob_buf(data, len, got, err);
+}
+
 /* Copy one image (manifest descriptor desc) from an unpacked OCI layout. */
 static int import_oci_image(const char *layout, json_t *desc, const char *name, unsigned flags, lc_error_t **err)
 {
@@ -1079,20 +1108,12 @@ static int import_oci_image(const char *layout, json_t *desc, const char *name, 
 	json_t *d = desc;
 	for (int depth = 0;; depth++) {
 		const char *hex = desc_hex(d, err);
-		if (!hex)
+		json_t *j = NULL;
+		if (!hex || take_layout_json(layout, hex, "manifest", &j, err) < 0) {
+			if (j)
+				json_decref(j);
 			return -1;
-		_cleanup_free_ char *p = lc_strdup_printf("%s/blobs/sha256/%s", layout, hex);
-		_cleanup_free_ char *data = NULL;
-		size_t len;
-		if (lc_read_file(p, &data, &len, err) < 0)
-			return lc_error_wrap(err, "OCI archive");
-		char got[LC_HEX_LEN + 1];
-		lc_sha256_buf(data, len, got);
-		if (strcmp(got, hex))
-			return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: blob sha256:%s is corrupt", hex);
-		json_t *j = json_loadb(data, len, 0, NULL);
-		if (!j)
-			return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: blob sha256:%s is not JSON", hex);
+		}
 		const char *mt = json_string_value(json_object_get(j, "mediaType"));
 		if (mt && !strcmp(mt, MT_INDEX) && depth < 2) {
 			if (nested)
@@ -1105,31 +1126,11 @@ static int import_oci_image(const char *layout, json_t *desc, const char *name, 
 			continue;
 		}
 		manifest = j;
-		/* store the manifest blob verbatim, so the digest stays */
-		char mhex[LC_HEX_LEN + 1];
-		if (put_blob_buf(data, len, mhex, err) < 0)
-			return -1;
 		break;
 	}
-	json_t *cdesc = json_object_get(manifest, "config");
-	const char *chex = desc_hex(cdesc, err);
-	if (!chex)
+	const char *chex = desc_hex(json_object_get(manifest, "config"), err);
+	if (!chex || take_layout_json(layout, chex, "config", &config, err) < 0)
 		return -1;
-	{
-		_cleanup_free_ char *p = lc_strdup_printf("%s/blobs/sha256/%s", layout, chex);
-		_cleanup_free_ char *data = NULL;
-		size_t len;
-		if (lc_read_file(p, &data, &len, err) < 0)
-			return lc_error_wrap(err, "OCI archive: config");
-		char got[LC_HEX_LEN + 1];
-		if (put_blob_buf(data, len, got, err) < 0)
-			return -1;
-		if (strcmp(got, chex))
-			return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: config sha256:%s is corrupt", chex);
-		config = json_loadb(data, len, 0, NULL);
-		if (!config)
-			return lc_error_set(err, LC_EXIT_INVALID, 0, "OCI archive: config is not JSON");
-	}
 	json_t *layers = json_object_get(manifest, "layers");
 	json_t *diffs = json_object_get(json_object_get(config, "rootfs"), "diff_ids");
 	if (!json_is_array(layers) || json_array_size(layers) != json_array_size(diffs))
@@ -1253,9 +1254,7 @@ int lc_image_import(const char *src, const char *name, unsigned flags, json_t **
 {
 	if (name && !lc_image_name_valid(name))
 		return check_new_name(name, err);
-	if (store_init(err) < 0)
-		return -1;
-	_cleanup_close_ int gc = lock_named("gc", LOCK_SH, err);
+	_cleanup_close_ int gc = store_hold(err);
 	if (gc < 0)
 		return -1;
 	_cleanup_free_ char *stdin_copy = NULL;
@@ -1379,14 +1378,12 @@ static int tar_add_blob(struct archive *a, const char *hex, lc_error_t **err)
 
 int lc_image_export(const char *name, int fd, lc_error_t **err)
 {
-	_cleanup_close_ int gc = -1;
-	if (store_init(err) < 0 || (gc = lock_named("gc", LOCK_SH, err)) < 0)
+	_cleanup_close_ int gc = store_hold(err);
+	if (gc < 0)
 		return -1;
 	struct img im;
-	if (img_load(name, &im, err) < 0) {
-		img_clear(&im);
+	if (img_load(name, &im, err) < 0)
 		return -1;
-	}
 	int ret = -1;
 	static const char layout[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
 	_cleanup_json_ json_t *desc = json_deep_copy(im.desc);
