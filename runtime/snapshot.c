@@ -59,7 +59,10 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "state of sandbox %s: an upper without a path", id);
 		}
 	}
-	const char *image = json_string_value(json_object_get(st, "image"));
+	/* the manifest it ran on (a name may have moved since), else the name */
+	const char *image = json_string_value(json_object_get(st, "image_digest"));
+	if (!image)
+		image = json_string_value(json_object_get(st, "image"));
 	const char *rootfs = json_string_value(json_object_get(st, "rootfs"));
 	bool host = json_is_true(json_object_get(st, "host_image"));
 	json_t *ub = json_object_get(st, "uid_base"), *gb = json_object_get(st, "gid_base");
