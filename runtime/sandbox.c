@@ -421,6 +421,8 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	for (size_t i = 0; c->img && i < c->img->n_layers; i++)
 		json_array_append_new(layers, json_string(c->img->diff_ids[i]));
 	json_object_set_new(j, "layers", layers);
+	if (c->img)
+		json_object_set_new(j, "image_digest", json_string(c->img->manifest_digest));
 	json_object_set_new(j, "keep", json_boolean(s->keep));
 	/* false where the lower layers' filesystem cannot be idmapped (9p,
 	 * tmpfs before 6.3): root inside then cannot write over them. */
