@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -245,8 +246,17 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 	spec->mounts[0].src = strdup(taskdir);
 	spec->mounts[0].dst = strdup("/run/task");
 	spec->n_mounts = 1;
-	if (f->image)
+	if (f->image && strcmp(f->image, "host") != 0) {
 		spec->image = strdup(f->image);
+		/* the image's env, workdir, user and entrypoint, as lcrun run does */
+		lc_image_resolved_t *img = NULL;
+		if (lc_image_resolve(spec->image, &img, err) < 0 || lc_image_apply_config(spec, img, err) < 0) {
+			lc_image_resolved_free(img);
+			lc_spec_free(spec);
+			return -1;
+		}
+		lc_image_resolved_free(img);
+	}
 	long long default_pids = spec->limits.pids;
 	spec->limits = f->limits;
 	if (spec->limits.pids < 0) /* keep lc_spec_new's default */

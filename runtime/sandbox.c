@@ -406,11 +406,12 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
 	static const char *modes[] = { "none", "allow", "open" };
-	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:b, s:b, s:I, s:I, s:s, s:s}",
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:s, s:s}",
 			      "id", c->id, "status", status, "created", (json_int_t)c->created_ms,
 			      "pid", (int)c->init, "uppers", uppers, "argv", argv,
 			      "host_image", c->host_image, "rootless", c->rootless,
 			      "uid_base", (json_int_t)(c->rootless ? geteuid() : lc_uid_base()),
+			      "gid_base", (json_int_t)(c->rootless ? getegid() : lc_uid_base()),
 			      "uid_count", (json_int_t)(c->rootless ? 1 : lc_uid_count()),
 			      "sandbox_dir", c->sbdir, "net", modes[s->net.mode]);
 	json_object_set_new(j, "name", s->name ? json_string(s->name) : json_null());
@@ -710,41 +711,59 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
 	bool got_exit = false, killed = false;
 	int code = 0, sig = 0;
+	int sync_fd = c->sp[0];
 	for (;;) {
-		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { c->sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 } };
-		int timeout = -1;
+		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */
+		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { sync_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
+		int timeout = c->pidfd < 0 ? 10 : -1;
 		if (deadline >= 0 && !killed) {
 			long long left = deadline - lc_now_ms();
-			timeout = left > 0 ? (int)left : 0;
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
 		}
 		int n = poll(p, sigfd >= 0 ? 3 : 2, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && !killed) {
+		if (deadline >= 0 && !killed && lc_now_ms() >= deadline) {
 			res->timed_out = true;
 			killed = true;
 			if (c->cg.path)
 				lc_cgroup_kill(c->cg.path);
-			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			if (c->pidfd >= 0)
+				syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			else
+				kill(c->init, SIGKILL);
 			continue;
 		}
-		if (p[1].revents & POLLIN) {
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			lc_msg_t m;
-			if (lc_msg_recv(c->sp[0], &m) == 1 && m.type == LC_MSG_EXIT) {
-				got_exit = true;
-				code = m.a;
-				sig = m.b;
+			if (lc_msg_recv(sync_fd, &m) == 1) {
+				if (m.type == LC_MSG_EXIT) {
+					got_exit = true;
+					code = m.a;
+					sig = m.b;
+				}
 			} else {
-				p[1].fd = -1;
+				sync_fd = -1; /* pid 1 hung up: only its exit is left to see */
 			}
 		}
 		if (sigfd >= 0 && (p[2].revents & POLLIN)) {
 			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof(si)) == sizeof(si))
-				syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
+			if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+				if (c->pidfd >= 0)
+					syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
+				else
+					kill(c->init, (int)si.ssi_signo);
+			}
 		}
-		if (p[0].revents & POLLIN)
+		if (c->pidfd >= 0 && (p[0].revents & POLLIN))
 			break;
+		if (c->pidfd < 0) {
+			siginfo_t si;
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_PID, (id_t)c->init, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->init)
+				break;
+		}
 	}
 	trace("pid 1 exited");
 	int status = 0;
