@@ -122,7 +122,10 @@ typedef struct lc_sb {
 	long long start_ms;
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
+	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 } lc_sb_t;
+/* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
+char **lc_build_env(const lc_spec_t *spec);
 
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
