@@ -156,6 +156,21 @@ static int prepare_parent(const char *root, lc_error_t **err)
 	return 0;
 }
 
+static bool usable(const struct want *w, const lc_limits_t *lim, char **skipped, lc_error_t **err, int *st)
+{
+	if (lc_cgroup_has_controller(w->controller))
+		return true;
+	if (!lim->best_effort) {
+		missing_controller(w, err);
+		*st = -1;
+		return false;
+	}
+	char *n = lc_strdup_printf("%s%s%s", *skipped ? *skipped : "", *skipped ? ", " : "", w->flag);
+	free(*skipped);
+	*skipped = n;
+	return false;
+}
+
 static int set_knob(const char *cg, const char *knob, const char *val, lc_error_t **err)
 {
 	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", cg, knob);
@@ -182,76 +197,57 @@ int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc
 	wants(lim, w);
 	char buf[64];
 	_cleanup_free_ char *skipped = NULL;
-#define SKIP_OR_FAIL(i)                                                                 \
-	do {                                                                            \
-		if (!lc_cgroup_has_controller(w[i].controller)) {                       \
-			if (w[i].requested && !lim->best_effort) {                      \
-				missing_controller(&w[i], err);                         \
-				goto fail;                                              \
-			}                                                               \
-			if (w[i].requested) {                                           \
-				char *n = lc_strdup_printf("%s%s%s", skipped ? skipped : "", \
-							   skipped ? ", " : "", w[i].flag); \
-				free(skipped);                                          \
-				skipped = n;                                            \
-			}                                                               \
-			break;                                                          \
-		}                                                                       \
-	} while (0)
-	if (lim->memory >= 0 || lim->memory_swap >= 0) {
-		do {
-			SKIP_OR_FAIL(0);
-			if (lim->memory >= 0) {
-				snprintf(buf, sizeof(buf), "%lld", lim->memory);
-				if (set_knob(cg->path, "memory.max", buf, err) < 0)
-					goto fail;
-			}
-			snprintf(buf, sizeof(buf), "%lld", lim->memory_swap >= 0 ? lim->memory_swap : 0);
-			_cleanup_free_ char *sw = lc_strdup_printf("%s/memory.swap.max", cg->path);
-			if (access(sw, F_OK) == 0 && set_knob(cg->path, "memory.swap.max", buf, err) < 0)
+	/* usable(i): the controller exists; else fail, or note the skip
+	 * under best-effort. */
+	int st = 0;
+#define USABLE(i) usable(&w[i], lim, &skipped, err, &st)
+	if ((lim->memory >= 0 || lim->memory_swap >= 0) && USABLE(0)) {
+		if (lim->memory >= 0) {
+			snprintf(buf, sizeof(buf), "%lld", lim->memory);
+			if (set_knob(cg->path, "memory.max", buf, err) < 0)
 				goto fail;
-		} while (0);
-	}
-	{
-		/* pids: requested value, else the default 4096 where the controller exists. */
-		long long pids = lim->pids >= 0 ? lim->pids : 4096;
-		if (lc_cgroup_has_controller("pids")) {
-			snprintf(buf, sizeof(buf), "%lld", pids);
-			if (set_knob(cg->path, "pids.max", buf, err) < 0)
-				goto fail;
-		} else {
-			do { SKIP_OR_FAIL(1); } while (0);
 		}
+		snprintf(buf, sizeof(buf), "%lld", lim->memory_swap >= 0 ? lim->memory_swap : 0);
+		_cleanup_free_ char *sw = lc_strdup_printf("%s/memory.swap.max", cg->path);
+		if (access(sw, F_OK) == 0 && set_knob(cg->path, "memory.swap.max", buf, err) < 0)
+			goto fail;
 	}
-	if (lim->cpus > 0) {
-		do {
-			SKIP_OR_FAIL(2);
-			long quota = (long)(lim->cpus * 100000.0 + 0.5);
-			if (quota < 1000)
-				quota = 1000;
-			snprintf(buf, sizeof(buf), "%ld 100000", quota);
-			if (set_knob(cg->path, "cpu.max", buf, err) < 0)
-				goto fail;
-		} while (0);
+	if (st < 0)
+		goto fail;
+	/* pids: the requested value, else the default 4096 where it can be set. */
+	if (lim->pids >= 0 ? USABLE(1) : lc_cgroup_has_controller("pids")) {
+		snprintf(buf, sizeof(buf), "%lld", lim->pids >= 0 ? lim->pids : 4096);
+		if (set_knob(cg->path, "pids.max", buf, err) < 0)
+			goto fail;
 	}
-	if (lim->cpu_weight > 0) {
-		do {
-			SKIP_OR_FAIL(3);
-			snprintf(buf, sizeof(buf), "%d", lim->cpu_weight);
-			if (set_knob(cg->path, "cpu.weight", buf, err) < 0)
-				goto fail;
-		} while (0);
+	if (st < 0)
+		goto fail;
+	if (lim->cpus > 0 && USABLE(2)) {
+		long quota = (long)(lim->cpus * 100000.0 + 0.5);
+		if (quota < 1000)
+			quota = 1000;
+		snprintf(buf, sizeof(buf), "%ld 100000", quota);
+		if (set_knob(cg->path, "cpu.max", buf, err) < 0)
+			goto fail;
 	}
-	if (lim->io_weight > 0) {
-		do {
-			SKIP_OR_FAIL(4);
-			snprintf(buf, sizeof(buf), "default %d", lim->io_weight);
-			_cleanup_free_ char *p = lc_strdup_printf("%s/io.weight", cg->path);
-			if (access(p, F_OK) == 0 && set_knob(cg->path, "io.weight", buf, err) < 0)
-				goto fail;
-		} while (0);
+	if (st < 0)
+		goto fail;
+	if (lim->cpu_weight > 0 && USABLE(3)) {
+		snprintf(buf, sizeof(buf), "%d", lim->cpu_weight);
+		if (set_knob(cg->path, "cpu.weight", buf, err) < 0)
+			goto fail;
 	}
-#undef SKIP_OR_FAIL
+	if (st < 0)
+		goto fail;
+	if (lim->io_weight > 0 && USABLE(4)) {
+		snprintf(buf, sizeof(buf), "default %d", lim->io_weight);
+		_cleanup_free_ char *p = lc_strdup_printf("%s/io.weight", cg->path);
+		if (access(p, F_OK) == 0 && set_knob(cg->path, "io.weight", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+#undef USABLE
 	cg->dirfd = open(cg->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cg->dirfd < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open cgroup %s", cg->path);

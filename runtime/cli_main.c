@@ -1,9 +1,11 @@
 /* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "seccomp.h"
 
 int lc_cli_fail(lc_error_t *err)
 {
@@ -42,6 +44,7 @@ static const struct {
 	{ "start", lc_cmd_start, "start a stopped sandbox again" },
 	{ "rm", lc_cmd_rm, "remove a sandbox (-f: even a running one)" },
 	{ "gc", lc_cmd_gc, "remove what crashed lcrun processes left behind" },
+	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -54,6 +57,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* libcrypto only hashes here: skip reading openssl.cnf at start-up. */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	if (argc < 2) {
 		usage(stderr);
 		return LC_EXIT_USAGE;

@@ -353,8 +353,7 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 			}
 		}
 		if (e) {
-			_cleanup_free_ char *where = lc_strdup_printf("%s:%s", sb->id, sb->path);
-			lc_error_wrap(&e, "%s", where);
+			lc_error_wrap(&e, "in sandbox %s", sb->id);
 			lc_msg_send_error(es[1], e);
 			_exit(1);
 		}

@@ -299,7 +299,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 			if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
 				if (si.ssi_signo == SIGWINCH) {
 					struct winsize ws;
-					if (master >= 0 && ioctl(in, TIOCGWINSZ, &ws) == 0)
+					if (master >= 0 && (ioctl(in, TIOCGWINSZ, &ws) == 0 || ioctl(out, TIOCGWINSZ, &ws) == 0))
 						ioctl(master, TIOCSWINSZ, &ws);
 				} else if (cmdfd >= 0) {
 					syscall(SYS_pidfd_send_signal, cmdfd, (int)si.ssi_signo, NULL, 0);

@@ -72,7 +72,8 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	if (lc_caps_drop_bounding(spec->caps, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	gid_t gid = spec->gid;
-	if (setgroups(1, &gid) < 0 && setgroups(0, NULL) < 0)
+	/* A rootless sandbox has setgroups denied: its one group is all it has. */
+	if (setgroups(1, &gid) < 0 && setgroups(0, NULL) < 0 && errno != EPERM)
 		die_child(LC_EXIT_RUNTIME, "cannot set supplementary groups%s", "", errno);
 	if (setresgid(spec->gid, spec->gid, spec->gid) < 0)
 		die_child(LC_EXIT_RUNTIME, "cannot switch to the sandbox group%s", "", errno);

@@ -129,6 +129,7 @@ typedef struct lc_result {
 	long long cpu_user_us, cpu_system_us; /* -1 when unknown */
 	long long memory_peak;              /* bytes, -1 when unknown */
 	long long pids_peak;                /* -1 when unknown */
+	char limits_not_applied[128];       /* --limits best-effort: what was skipped */
 } lc_result_t;
 
 /* Run spec->argv in a new sandbox and wait for it; tears everything down

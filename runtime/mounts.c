@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -87,15 +88,15 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", priv);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make the staging mounts private");
-	if (mkdir("lower", 0700) < 0 && errno != EEXIST)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/lower", plan->sbdir);
+	if (mkdir("ovl/lower", 0700) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/private/ovl/lower", plan->sbdir);
 
 	plan->idmap_ok = true;
 	/* Relative paths keep the overlay option string short. */
 	_cleanup_free_ char *lowers = strdup("");
 	size_t n = lc_strv_len(plan->lowers);
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *dst = lc_strdup_printf("lower/%zu", i);
+		_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/%zu", i);
 		const char *use = plan->lowers[i];
 		if (plan->lower_idmap && plan->lower_idmap[i] && !plan->rootless) {
 			int r = attach_lower(plan->lowers[i], dst, plan->idmap_userns_fd, err);
@@ -109,19 +110,19 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		free(lowers);
 		lowers = nl;
 	}
-	if (mount_overlay("../rootfs", lowers, "upper", "work", plan->rootless, err) < 0)
+	if (mount_overlay("../rootfs", lowers, "ovl/upper", "ovl/work", plan->rootless, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
 		const char *usr_lower = "/usr";
 		if (!plan->rootless) {
-			int r = attach_lower("/usr", "lower/usr", plan->idmap_userns_fd, err);
+			int r = attach_lower("/usr", "ovl/lower/usr", plan->idmap_userns_fd, err);
 			if (r < 0)
 				return -1;
 			if (r == 0)
 				plan->idmap_ok = false;
-			usr_lower = "lower/usr";
+			usr_lower = "ovl/lower/usr";
 		}
-		if (mount_overlay("../rootfs/usr", usr_lower, "usr-upper", "usr-work", plan->rootless, err) < 0)
+		if (mount_overlay("../rootfs/usr", usr_lower, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */
@@ -129,6 +130,17 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /sys in the sandbox");
 	if (mount("sysfs", "../rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount sysfs");
+	return 0;
+}
+
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err)
+{
+	/* Relative to the staging cwd (sbdir/private, 0711), so that no host
+	 * directory above has to be searchable by the sandbox's root. */
+	plan->rootfs_fd = open("../rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	plan->files_fd = open("../files", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (plan->rootfs_fd < 0 || plan->files_fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
 	return 0;
 }
 
@@ -331,15 +343,53 @@ static int setup_dev(int rootfd, bool rootless, lc_error_t **err)
 	return 0;
 }
 
+int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
+{
+	bool any = false;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		any |= !spec->mounts[i].tmpfs;
+	if (!any)
+		return 0;
+	_cleanup_close_ int rootfd = open("../rootfs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
+	/* Mount points the binds need are made as the sandbox's root, so
+	 * that they belong to it inside. */
+	int r = 0;
+	for (size_t i = 0; i < spec->n_mounts && r == 0; i++) {
+		const lc_mount_t *m = &spec->mounts[i];
+		if (m->tmpfs)
+			continue;
+		/* Open the source as host root, then switch the fs ids. */
+		_cleanup_close_ int sfd = open(m->src, O_PATH | O_CLOEXEC);
+		if (sfd < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
+		_cleanup_free_ char *via = lc_strdup_printf("/proc/self/fd/%d", sfd);
+		uid_t ou = (uid_t)setfsuid(plan->owner_uid);
+		gid_t og = (gid_t)setfsgid(plan->owner_gid);
+		r = bind_into(rootfd, via, m->dst, m->ro, err);
+		setfsuid(ou);
+		setfsgid(og);
+		if (r < 0)
+			lc_error_wrap(err, "--bind %s", m->src);
+	}
+	return r;
+}
+
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make mounts private");
-	if (mount(plan->rootfs, plan->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind the root at %s", plan->rootfs);
-	_cleanup_close_ int rootfd = open(plan->rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* A fresh copy of the staged tree, attached on top of it: pid 1 owns
+	 * that mount, so it can pivot_root into it.  Everything goes through
+	 * the fds the staging process opened; pid 1 need not be able to walk
+	 * the host path to the sandbox directory. */
+	_cleanup_close_ int rootfd = sys_open_tree(plan->rootfs_fd, "",
+						   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (rootfd < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", plan->rootfs);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot copy the root mount");
+	if (sys_move_mount(rootfd, "", plan->rootfs_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot attach the root mount");
 
 	if (mount_in(rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
@@ -361,20 +411,16 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 	/* hosts, hostname and resolv.conf are pinned read-only. */
 	static const char *files[] = { "hosts", "hostname", "resolv.conf" };
 	for (int i = 0; i < 3; i++) {
-		_cleanup_free_ char *src = lc_strdup_printf("%s/files/%s", plan->sbdir, files[i]);
+		_cleanup_free_ char *src = lc_strdup_printf("/proc/self/fd/%d/%s", plan->files_fd, files[i]);
 		_cleanup_free_ char *dst = lc_strdup_printf("/etc/%s", files[i]);
 		if (bind_into(rootfd, src, dst, true, err) < 0)
 			return -1;
 	}
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		const lc_mount_t *m = &spec->mounts[i];
-		if (m->tmpfs) {
-			if (mount_in(rootfd, m->dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->ro ? MS_RDONLY : 0),
-				     "mode=755", err) < 0)
-				return -1;
-		} else if (bind_into(rootfd, m->src, m->dst, m->ro, err) < 0) {
+		if (m->tmpfs && mount_in(rootfd, m->dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->ro ? MS_RDONLY : 0),
+					 "mode=755", err) < 0)
 			return -1;
-		}
 	}
 	for (int i = 0; masked_paths[i]; i++)
 		if (mask_path(rootfd, masked_paths[i], err) < 0)

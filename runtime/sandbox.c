@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +40,24 @@
 #include "util.h"
 
 
+
+/* LCRUN_TRACE=1: phase timings on stderr, for finding where start-up goes. */
+static void trace(const char *what)
+{
+	static int on = -1;
+	static struct timespec t0;
+	if (on < 0) {
+		const char *v = getenv("LCRUN_TRACE");
+		on = v && *v == '1';
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+	}
+	if (!on)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	fprintf(stderr, "lcrun: trace %8.3f ms %s\n",
+		(double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, what);
+}
 
 /* ---- the user namespace used to idmap lower layers ---------------------- */
 
@@ -206,7 +225,7 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}
-	if (lc_mounts_stage(&c->plan, &e) < 0)
+	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
@@ -227,6 +246,8 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
 		staging_fail(c, e);
 	}
+	if (lc_mounts_open_staged(&c->plan, &e) < 0)
+		staging_fail(c, e);
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid < 0) {
@@ -287,17 +308,18 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
-	/* Traversable (0711) down to the sandbox directory, so that pid 1,
-	 * which is not host root, can reach rootfs/ and files/; the layers
-	 * stay in private/ (0700). */
+	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	if (lc_mkdir_p(parent, 0711, err) < 0)
+	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
-	chmod(lc_lib_dir(), 0711);
-	chmod(parent, 0711);
 	if (!c->sbdir)
 		c->sbdir = lc_sandbox_dir(c->id);
-	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", c->sbdir);
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
 	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
 	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
@@ -314,7 +336,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		if (mkdir(c->sbdir, 0711) < 0)
 			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 					    "cannot create %s", c->sbdir);
-		if (mkdir(priv, 0700) < 0)
+		if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
 		if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
@@ -325,6 +347,9 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
+	c->plan.rootfs_fd = c->plan.files_fd = -1;
+	c->plan.owner_uid = ou;
+	c->plan.owner_gid = og;
 	if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
 		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
@@ -360,9 +385,9 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/upper", "prefix", ""));
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
@@ -488,6 +513,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		waitpid(c->staging, NULL, 0);
 		c->staging = 0;
 	}
+	trace("teardown");
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
 		if (lc_cgroup_destroy(c->cg.path, &e) < 0) {
@@ -509,6 +535,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			usleep(i < 20 ? 500 : 5000);
 		}
 	}
+	trace("cgroup removed, dirs removed");
 	if (!keep && c->state_written)
 		lc_state_remove(c->id);
 	else if (!keep && c->name_linked) {
@@ -548,6 +575,23 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->created_ms = lc_wall_ms();
 }
 
+static bool single_threaded(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* field 20 is num_threads; the comm field (2) may hold spaces */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	for (; p && *p; p++)
+		if (*p == ' ' && ++field == 20)
+			return atoi(p + 1) == 1;
+	return false;
+}
+
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
 int lc_sb_start(lc_sb_t *c, lc_error_t **err)
@@ -555,8 +599,10 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
 		return -1;
+	trace("validated");
 	if (lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
 		return -1;
+	trace("seccomp ready");
 	if (s->id)
 		snprintf(c->id, sizeof(c->id), "%s", s->id);
 	else
@@ -580,21 +626,35 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		return -1;
 	if (prepare_root(c, err) < 0)
 		return -1;
+	trace("root prepared");
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
 	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
+	trace("cgroup made");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
-	c->staging = fork();
+	/* Moving a process into a cgroup afterwards costs an RCU grace period
+	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
+	 * skips glibc's fork handling, which only matters when other threads
+	 * may hold libc locks (lcd): those take fork() and move the child. */
+	bool moved = false;
+	if (c->cg.dirfd >= 0 && single_threaded()) {
+		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+					 .cgroup = (uint64_t)c->cg.dirfd };
+		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		moved = c->staging >= 0;
+	}
+	if (!moved)
+		c->staging = fork();
 	if (c->staging < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
 	if (c->staging == 0)
 		staging_main(c);
 	close(c->sp[1]);
 	c->sp[1] = -1;
-	if (c->cg.path) {
+	if (c->cg.path && !moved) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%d", c->staging);
 		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", c->cg.path);
@@ -612,17 +672,20 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			lc_error_from_buf(err, m.text, strlen(m.text));
 			return -1;
 		case LC_MSG_USERNS:
+			trace("staged");
 			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
 		case LC_MSG_PID:
+			trace("pid 1 cloned");
 			c->init = m.a;
 			waitpid(c->staging, NULL, 0);
 			c->staging = 0;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
 			break;
 		case LC_MSG_READY:
+			trace("pid 1 ready");
 			return lc_sb_save_state(c, "running", err);
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
@@ -672,6 +735,7 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 		if (p[0].revents & POLLIN)
 			break;
 	}
+	trace("pid 1 exited");
 	int status = 0;
 	while (waitpid(c->init, &status, 0) < 0 && errno == EINTR)
 		;
@@ -710,6 +774,8 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
+		if (c.cg.not_applied)
+			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
@@ -743,6 +809,8 @@ json_t *lc_result_to_json(const lc_result_t *res)
 	OPT("memory_peak_bytes", res->memory_peak);
 	OPT("pids_peak", res->pids_peak);
 #undef OPT
+	if (res->limits_not_applied[0])
+		json_object_set_new(j, "limits_not_applied", json_string(res->limits_not_applied));
 	return j;
 }
 

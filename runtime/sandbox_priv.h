@@ -96,9 +96,19 @@ typedef struct lc_rootfs_plan {
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
+	uid_t owner_uid;   /* host ids of the sandbox's root */
+	gid_t owner_gid;
+	int rootfs_fd;     /* O_PATH fds opened by the staging process */
+	int files_fd;
 } lc_rootfs_plan_t;
 /* In the staging process (own mount namespace, host root or rootless). */
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err);
+/* In the staging process, still host root: the --bind mounts, so that
+ * any path root can read can be bound (read-only binds stay locked). */
+int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+/* In the staging process after its last unshare: O_PATH fds of the staged
+ * root and files, valid in pid 1's mount namespace. */
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
 

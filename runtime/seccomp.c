@@ -543,8 +543,6 @@ static int compile_buf(const char *file, const char *text, size_t len, uint64_t 
 	c.f = f;
 	/* A syscall of an architecture the profile does not list ends the process. */
 	seccomp_attr_set(f, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-	/* Binary search over syscall numbers instead of a linear chain. */
-	seccomp_attr_set(f, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (add_arches(&c, root, err) < 0)
 		return -1;
 	size_t i;
@@ -636,9 +634,14 @@ static int cache_load(const char *path, lc_seccomp_prog_t *prog)
 
 static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error_t **err)
 {
+	/* The lib dir is shared with the rest of lcrun: only ours is private. */
 	_cleanup_free_ char *dir = strdup(path);
 	*strrchr(dir, '/') = '\0';
-	if (lc_mkdir_p(dir, 0700, err) < 0 || chmod(dir, 0700) < 0)
+	if (lc_mkdir_p(lc_lib_dir(), 0755, err) < 0)
+		return -1;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", dir);
+	if (chmod(dir, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s private", dir);
 	size_t bytes = prog->len * sizeof(struct sock_filter);
 	struct cache_header h = { .n_insns = prog->len };

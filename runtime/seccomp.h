@@ -54,4 +54,7 @@ int lc_seccomp_compile_file(const char *path, lc_seccomp_prog_t *prog, lc_error_
  * bytes buf[0..len) and caps (malloc'd; tests and diagnostics). */
 char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error_t **err);
 
+/* The `lcrun seccomp` verb (cli_seccomp.c): `check FILE…`. */
+int lc_cmd_seccomp(int argc, char **argv);
+
 #endif

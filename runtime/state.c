@@ -1,5 +1,6 @@
 /* state.c — /run/lcrun/ID/state.json, written atomically, and names. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,15 @@ int lc_state_write(const char *id, json_t *state, lc_error_t **err)
 	_cleanup_free_ char *s = json_dumps(state, JSON_INDENT(2) | JSON_SORT_KEYS);
 	if (!s)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot serialize state of %s", id);
-	return lc_write_file_atomic(path, s, strlen(s), 0600, err);
+	/* /run is volatile: rename is all the atomicity it needs, no fsync. */
+	_cleanup_free_ char *tmp = lc_strdup_printf("%s.tmp.%d", path, getpid());
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || lc_write_all(fd, s, strlen(s)) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot write %s", path);
+	}
+	return 0;
 }
 
 json_t *lc_state_read(const char *id, lc_error_t **err)

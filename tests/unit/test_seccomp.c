@@ -295,6 +295,45 @@ START_TEST(test_caps_conditions)
 }
 END_TEST
 
+static void compile_text(const char *name, const char *text, lc_seccomp_prog_t *prog)
+{
+	lc_error_t *err = NULL;
+	int r = lc_seccomp_compile_file(write_profile(name, text), prog, &err);
+	ck_assert_msg(r == 0, "%s", err ? err->msg : "");
+}
+
+START_TEST(test_kernel_and_arch_conditions)
+{
+#define GROUP(cond) "{ \"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [\n" \
+	"  { \"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\" },\n" \
+	"  { \"names\": [\"getppid\"], \"action\": \"SCMP_ACT_ALLOW\", " cond " } ] }\n"
+	lc_seccomp_prog_t plain, old_kernel, future_kernel, other_arch, native_excluded;
+	compile_text("plain.json", "{ \"defaultAction\": \"SCMP_ACT_ERRNO\", \"syscalls\": [\n"
+				   "  { \"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\" } ] }\n", &plain);
+	compile_text("k1.json", GROUP("\"includes\": { \"minKernel\": \"1.0\" }"), &old_kernel);
+	compile_text("k999.json", GROUP("\"includes\": { \"minKernel\": \"999.0\" }"), &future_kernel);
+	/* No host is both: one of the two names is never native. */
+	compile_text("arch.json", GROUP("\"includes\": { \"arches\": [\"s390\"] }"), &other_arch);
+	compile_text("xarch.json", GROUP("\"excludes\": { \"arches\": [\"amd64\", \"arm64\", \"riscv64\", \"x86\"] }"),
+		     &native_excluded);
+	ck_assert(!same_prog(&old_kernel, &plain));     /* the rule applies */
+	ck_assert(same_prog(&future_kernel, &plain));   /* the rule is left out */
+	ck_assert(same_prog(&other_arch, &plain));
+	ck_assert(same_prog(&native_excluded, &plain));
+	lc_seccomp_prog_free(&plain);
+	lc_seccomp_prog_free(&old_kernel);
+	lc_seccomp_prog_free(&future_kernel);
+	lc_seccomp_prog_free(&other_arch);
+	lc_seccomp_prog_free(&native_excluded);
+
+	const char *p = write_profile("badk.json", GROUP("\"includes\": { \"minKernel\": \"six\" }"));
+	_cleanup_free_ char *msg = compile_error(p, LC_EXIT_INVALID);
+	_cleanup_free_ char *want = lc_strdup_printf("%s:3:82: syscalls[1].includes.minKernel: \"six\" is not a kernel version", p);
+	ck_assert_msg(strncmp(msg, want, strlen(want)) == 0, "got: %s", msg);
+#undef GROUP
+}
+END_TEST
+
 /* ---- behaviour: install the default filter in a child ------------------------ */
 
 static int report_fd = -1;
@@ -438,6 +477,7 @@ int main(void)
 	tcase_add_test(tc, test_cache);
 	tcase_add_test(tc, test_failed_prepare_leaves_nothing);
 	tcase_add_test(tc, test_caps_conditions);
+	tcase_add_test(tc, test_kernel_and_arch_conditions);
 	tcase_add_test(tc, test_default_behaviour);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
