@@ -575,7 +575,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->created_ms = lc_wall_ms();
 }
 
-static bool single_threaded(void)
+bool lc_single_threaded(void)
 {
 	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	char buf[1024];
@@ -640,7 +640,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
 	bool moved = false;
-	if (c->cg.dirfd >= 0 && single_threaded()) {
+	if (c->cg.dirfd >= 0 && lc_single_threaded()) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 					 .cgroup = (uint64_t)c->cg.dirfd };
 		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));

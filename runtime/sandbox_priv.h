@@ -136,6 +136,8 @@ typedef struct lc_sb {
 } lc_sb_t;
 /* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
 char **lc_build_env(const lc_spec_t *spec);
+/* Is the calling process single-threaded (raw clone3 is safe)? */
+bool lc_single_threaded(void);
 
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
