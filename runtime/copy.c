@@ -294,6 +294,7 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 	json_t *st = NULL;
 	lc_spec_t *spec = NULL;
 	target_t t = { 0 };
+	_cleanup_free_ char *sdir = NULL, *sbase = NULL;
 	bool into = dst.id != NULL; /* host -> sandbox */
 	const endpoint_t *sb = into ? &dst : &src, *host = into ? &src : &dst;
 	if (!!src.id == !!dst.id) {
@@ -313,7 +314,6 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 	if (pidfd < 0)
 		goto out;
 	spec = lc_spec_from_json(json_object_get(st, "spec"));
-	_cleanup_free_ char *sdir = NULL, *sbase = NULL;
 	if (host->path) {
 		if (into) {
 			struct stat hs;
