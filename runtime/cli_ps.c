@@ -124,6 +124,6 @@ int lc_cmd_gc(int argc, char **argv)
 	size_t i;
 	json_t *x;
 	json_array_foreach(removed, i, x)
-		printf("removed %s\n", json_string_value(x));
+		printf("%s\n", json_string_value(x));
 	return 0;
 }

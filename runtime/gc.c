@@ -8,6 +8,7 @@
  * namespaces, which die with it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,15 @@
 #include "lifecycle.h"
 #include "util.h"
 
-static void note(json_t *removed, const char *fmt, const char *a, const char *b)
+static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)
 {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-	_cleanup_free_ char *s = lc_strdup_printf(fmt, a, b);
-#pragma GCC diagnostic pop
-	json_array_append_new(removed, json_string(s));
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) >= 0)
+		json_array_append_new(removed, json_string(s));
+	va_end(ap);
+	free(s);
 }
 
 static bool has_state_dir(const char *id)
@@ -42,7 +45,7 @@ static void gc_state(const char *id, json_t *removed)
 		/* An id claimed by a start that never wrote its state: leave
 		 * a fresh one alone (it may be writing it right now). */
 		if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 10 && lc_rm_rf(dir, NULL) == 0)
-			note(removed, "state %s%s (empty)", dir, "");
+			note(removed, "removed state %s (empty)", dir);
 		return;
 	}
 	lc_error_t *e = NULL;
@@ -60,22 +63,22 @@ static void gc_state(const char *id, json_t *removed)
 	status = status ? status : "";
 	if (!strcmp(status, "stopped") || !strcmp(status, "exited")) {
 		if (cg && access(cg, F_OK) == 0 && lc_cgroup_destroy(cg, NULL) == 0)
-			note(removed, "cgroup %s%s", cg, "");
+			note(removed, "removed cgroup %s", cg);
 		return;
 	}
 	bool confirmed = json_is_true(json_object_get(st, "confirmed"));
 	if (confirmed && strcmp(status, "removing")) {
 		/* a created sandbox whose monitor was killed: keep its files */
 		if (cg && access(cg, F_OK) == 0 && lc_cgroup_destroy(cg, NULL) == 0)
-			note(removed, "cgroup %s%s", cg, "");
+			note(removed, "removed cgroup %s", cg);
 		_cleanup_json_ json_t *p = json_pack("{s:s, s:i, s:i, s:s}", "status", "stopped", "pid", 0,
 						     "monitor_pid", 0, "stop_reason", "monitor gone");
 		lc_state_patch(id, p, NULL);
-		note(removed, "sandbox %s%s: marked stopped (its monitor was gone)", id, "");
+		note(removed, "marked sandbox %s stopped (its monitor was gone)", id);
 		return;
 	}
 	lc_sandbox_purge(id, st);
-	note(removed, "sandbox %s%s (state, directory, cgroup)", id, "");
+	note(removed, "removed sandbox %s (state, directory, cgroup)", id);
 }
 
 static void gc_cgroups(json_t *removed)
@@ -96,7 +99,7 @@ static void gc_cgroups(json_t *removed)
 		if (lc_read_file(ev, &s, NULL, NULL) < 0 || strstr(s, "populated 1"))
 			continue;
 		if (rmdir(path) == 0)
-			note(removed, "cgroup %s%s", path, "");
+			note(removed, "removed cgroup %s", path);
 	}
 }
 
@@ -111,7 +114,7 @@ static void gc_sandbox_dirs(json_t *removed)
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
 		lc_error_t *e = NULL;
 		if (lc_rm_rf(path, &e) == 0)
-			note(removed, "directory %s%s", path, "");
+			note(removed, "removed directory %s", path);
 		lc_error_free(e);
 	}
 }
@@ -133,7 +136,7 @@ static void gc_names(json_t *removed)
 		if (lc_id_valid(target) && has_state_dir(target))
 			continue;
 		if (unlink(path) == 0)
-			note(removed, "name %s -> %s", de->d_name, target);
+			note(removed, "removed name %s -> %s", de->d_name, target);
 	}
 }
 

@@ -57,7 +57,9 @@ unsigned long long lc_proc_starttime(pid_t pid)
 	unsigned long long v = 0;
 	int field = 2;
 	for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " ")) {
-		if (++field == 22) {
+		if (++field == 3 && (t[0] == 'Z' || t[0] == 'X'))
+			return 0; /* dead, only not reaped yet */
+		if (field == 22) {
 			v = strtoull(t, NULL, 10);
 			break;
 		}

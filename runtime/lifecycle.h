@@ -9,7 +9,8 @@
 
 #include "sandbox_priv.h"
 
-/* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone. */
+/* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone
+ * or a zombie. */
 unsigned long long lc_proc_starttime(pid_t pid);
 /* Does pid still name the process recorded with start time `start`?  With
  * start == 0 (not recorded), fall back to its cgroup naming the sandbox. */
