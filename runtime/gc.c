@@ -56,7 +56,7 @@ static void gc_state(const char *id, json_t *removed)
 	_cleanup_json_ json_t *st = lc_state_read(id, NULL);
 	if (!st)
 		return;
-	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id))
+	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
 		return;
 	const char *status = json_string_value(json_object_get(st, "status"));
 	const char *cg = json_string_value(json_object_get(st, "cgroup"));
@@ -81,6 +81,16 @@ static void gc_state(const char *id, json_t *removed)
 	note(removed, "removed sandbox %s (state, directory, cgroup)", id);
 }
 
+/* A cgroup of that id with processes in it: a sandbox lives there, even if
+ * its state is kept elsewhere (LCRUN_STATE_DIR). */
+static bool cgroup_populated(const char *id)
+{
+	_cleanup_free_ char *cg = lc_cgroup_path_for(id);
+	_cleanup_free_ char *ev = cg ? lc_strdup_printf("%s/cgroup.events", cg) : NULL;
+	_cleanup_free_ char *s = NULL;
+	return ev && lc_read_file(ev, &s, NULL, NULL) == 0 && strstr(s, "populated 1");
+}
+
 static void gc_cgroups(json_t *removed)
 {
 	const char *root = lc_cgroup_root(NULL);
@@ -90,14 +100,10 @@ static void gc_cgroups(json_t *removed)
 	_cleanup_dir_ DIR *d = opendir(parent);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name))
+		/* a populated cgroup has processes: not ours to judge */
+		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
 			continue;
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
-		_cleanup_free_ char *ev = lc_strdup_printf("%s/cgroup.events", path);
-		_cleanup_free_ char *s = NULL;
-		/* a populated cgroup has processes: not ours to judge */
-		if (lc_read_file(ev, &s, NULL, NULL) < 0 || strstr(s, "populated 1"))
-			continue;
 		if (rmdir(path) == 0)
 			note(removed, "removed cgroup %s", path);
 	}
@@ -109,7 +115,7 @@ static void gc_sandbox_dirs(json_t *removed)
 	_cleanup_dir_ DIR *d = opendir(parent);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name))
+		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
 			continue;
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
 		lc_error_t *e = NULL;

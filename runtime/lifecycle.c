@@ -106,17 +106,35 @@ bool lc_state_monitor_alive(json_t *st, const char *id)
 	return m > 0 && lc_proc_is(m, (unsigned long long)jint(st, "monitor_start"), id);
 }
 
+/* The process that started the sandbox (lcrun run, or the monitor) is
+ * alive: its pid exists and it started before the sandbox did. */
+bool lc_state_creator_alive(json_t *st)
+{
+	unsigned long long start = lc_proc_starttime((pid_t)jint(st, "lcrun_pid"));
+	if (!start)
+		return false;
+	static long long boot_ms = -1;
+	if (boot_ms < 0) {
+		_cleanup_free_ char *s = NULL;
+		char *p;
+		boot_ms = 0;
+		if (lc_read_file("/proc/stat", &s, NULL, NULL) == 0 && (p = strstr(s, "\nbtime ")))
+			boot_ms = strtoll(p + 7, NULL, 10) * 1000;
+	}
+	long long started_ms = boot_ms + (long long)(start * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return started_ms <= jint(st, "created") + 2000;
+}
+
 const char *lc_state_status(json_t *st, const char *id)
 {
 	const char *s = jstr(st, "status");
 	if (!s)
 		return "unknown";
 	if (!strcmp(s, "running") || !strcmp(s, "paused") || !strcmp(s, "creating")) {
-		if (lc_state_pid1_alive(st, id) || (!strcmp(s, "creating") && lc_state_monitor_alive(st, id)))
+		if (lc_state_pid1_alive(st, id))
 			return s;
-		if (lc_state_monitor_alive(st, id))
-			return "stopping";
-		/* A `run` in progress has no monitor; its lcrun waits for pid 1. */
+		if (lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+			return !strcmp(s, "creating") ? s : "stopping";
 		return "dead";
 	}
 	return s;

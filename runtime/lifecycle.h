@@ -28,6 +28,8 @@ int lc_state_patch(const char *id, json_t *patch, lc_error_t **err);
 const char *lc_state_status(json_t *st, const char *id);
 bool lc_state_pid1_alive(json_t *st, const char *id);
 bool lc_state_monitor_alive(json_t *st, const char *id);
+/* The process that called lc_sb_start (lcrun run, or the monitor) lives. */
+bool lc_state_creator_alive(json_t *st);
 
 /* Open a pidfd on the sandbox's pid 1 after checking it is still the same
  * process; -1 with *err (LC_EXIT_STATE) when it is not running. */

@@ -391,8 +391,14 @@ procs_with_marker() {
 	local a=$SB
 	new_sandbox
 	"$LCRUN" stop "$SB"
+	# and a `run` in progress, which has no monitor
+	"$LCRUN" run -- sh -c 'sleep 1.5; echo run-finished' > "$BATS_TEST_TMPDIR/run.out" &
+	local runner=$!
+	sleep 0.5
 	run "$LCRUN" gc
 	[ "$status" -eq 0 ]
+	wait "$runner"
+	[ "$(cat "$BATS_TEST_TMPDIR/run.out")" = run-finished ]
 	[ "$(state_of "$a")" = running ]
 	[ "$(state_of "$SB")" = stopped ]
 	run "$LCRUN" exec "$a" -- true
