@@ -91,12 +91,10 @@ static bool cgroup_populated(const char *id)
 	return ev && lc_read_file(ev, &s, NULL, NULL) == 0 && strstr(s, "populated 1");
 }
 
-static void gc_cgroups(json_t *removed)
+/* Cgroups (rmdir of an empty one) and sandbox directories (rm -rf) whose
+ * id has no state: what a crash left between the steps of a teardown. */
+static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
 {
-	const char *root = lc_cgroup_root(NULL);
-	if (!root)
-		return;
-	_cleanup_free_ char *parent = lc_strdup_printf("%s/lcrun", root);
 	_cleanup_dir_ DIR *d = opendir(parent);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
@@ -104,24 +102,8 @@ static void gc_cgroups(json_t *removed)
 		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
 			continue;
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
-		if (rmdir(path) == 0)
-			note(removed, "removed cgroup %s", path);
-	}
-}
-
-static void gc_sandbox_dirs(json_t *removed)
-{
-	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	_cleanup_dir_ DIR *d = opendir(parent);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
-			continue;
-		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
-		lc_error_t *e = NULL;
-		if (lc_rm_rf(path, &e) == 0)
-			note(removed, "removed directory %s", path);
-		lc_error_free(e);
+		if (cgroups ? rmdir(path) == 0 : lc_rm_rf(path, NULL) == 0)
+			note(removed, "removed %s %s", cgroups ? "cgroup" : "directory", path);
 	}
 }
 
@@ -155,8 +137,12 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	while (d && (de = readdir(d)))
 		if (lc_id_valid(de->d_name))
 			gc_state(de->d_name, removed);
-	gc_cgroups(removed);
-	gc_sandbox_dirs(removed);
+	const char *cgroot = lc_cgroup_root(NULL);
+	_cleanup_free_ char *cgparent = cgroot ? lc_strdup_printf("%s/lcrun", cgroot) : NULL;
+	_cleanup_free_ char *sbparent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
+	if (cgparent)
+		gc_orphans(cgparent, true, removed);
+	gc_orphans(sbparent, false, removed);
 	gc_names(removed);
 	if (removed_out)
 		*removed_out = removed;

@@ -539,20 +539,33 @@ int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t 
 
 /* ---- commands on an existing sandbox ----------------------------------- */
 
-/* Resolve, lock and read a sandbox. */
-static int open_sandbox(const char *id_or_name, char **id, json_t **st, lc_error_t **err)
+/* A sandbox resolved, locked and read by a command. */
+typedef struct held {
+	char *id;
+	json_t *st;
+	int lock;
+} held_t;
+
+static void held_release(held_t *h)
 {
-	if (lc_state_resolve(id_or_name, id, err) < 0)
+	free(h->id);
+	if (h->st)
+		json_decref(h->st);
+	if (h->lock >= 0)
+		close(h->lock);
+}
+#define _cleanup_held_ __attribute__((cleanup(held_release)))
+#define HELD_INIT { NULL, NULL, -1 }
+
+static int hold(const char *id_or_name, held_t *h, lc_error_t **err)
+{
+	if (lc_state_resolve(id_or_name, &h->id, err) < 0)
 		return -1;
-	int lock = lc_state_lock(*id, 15000, err);
-	if (lock < 0)
+	h->lock = lc_state_lock(h->id, 15000, err);
+	if (h->lock < 0)
 		return -1;
-	*st = lc_state_read(*id, err);
-	if (!*st) {
-		close(lock);
-		return -1;
-	}
-	return lock;
+	h->st = lc_state_read(h->id, err);
+	return h->st ? 0 : -1;
 }
 
 /* Signal the monitor (or ttl timer) and wait for it to exit. */
@@ -588,12 +601,11 @@ static int kill_unmonitored(json_t *st, const char *id, lc_error_t **err)
 
 int lc_sandbox_stop(const char *id_or_name, lc_error_t **err)
 {
-	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	_cleanup_close_ int lock = open_sandbox(id_or_name, &id, &st, err);
-	if (lock < 0)
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
 		return -1;
-	const char *status = lc_state_status(st, id);
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
 	if (!strcmp(status, "running") || !strcmp(status, "paused") || !strcmp(status, "stopping")) {
 		if (!json_object_get(st, "monitor_pid"))
 			return kill_unmonitored(st, id, err);
@@ -613,12 +625,11 @@ int lc_sandbox_stop(const char *id_or_name, lc_error_t **err)
 
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err)
 {
-	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	_cleanup_close_ int lock = open_sandbox(id_or_name, &id, &st, err);
-	if (lock < 0)
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
 		return -1;
-	const char *status = lc_state_status(st, id);
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
 	if (strcmp(status, "stopped") && strcmp(status, "exited") && strcmp(status, "dead"))
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not stopped", id, status);
 	if (tell_monitor(st, id, SIGUSR1, err) < 0) /* its ttl timer */
@@ -639,12 +650,11 @@ int lc_sandbox_start(const char *id_or_name, lc_error_t **err)
 
 int lc_sandbox_remove(const char *id_or_name, bool force, lc_error_t **err)
 {
-	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	_cleanup_close_ int lock = open_sandbox(id_or_name, &id, &st, err);
-	if (lock < 0)
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
 		return -1;
-	const char *status = lc_state_status(st, id);
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
 	bool running = !strcmp(status, "running") || !strcmp(status, "paused") || !strcmp(status, "stopping") ||
 		       !strcmp(status, "creating");
 	if (running && !force)
@@ -654,20 +664,19 @@ int lc_sandbox_remove(const char *id_or_name, bool force, lc_error_t **err)
 	if (tell_monitor(st, id, SIGUSR1, err) < 0)
 		return -1;
 	patch_status(id, "removing", NULL);
-	json_decref(st);
-	st = lc_state_read(id, NULL);
-	lc_sandbox_purge(id, st);
+	json_decref(h.st);
+	h.st = lc_state_read(id, NULL);
+	lc_sandbox_purge(id, h.st);
 	return 0;
 }
 
 static int set_frozen(const char *id_or_name, bool frozen, lc_error_t **err)
 {
-	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	_cleanup_close_ int lock = open_sandbox(id_or_name, &id, &st, err);
-	if (lock < 0)
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
 		return -1;
-	const char *status = lc_state_status(st, id);
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
 	const char *want = frozen ? "running" : "paused";
 	if (strcmp(status, want))
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not %s", id, status, want);
@@ -691,25 +700,10 @@ int lc_sandbox_resume(const char *id_or_name, lc_error_t **err)
 
 /* ---- listing ------------------------------------------------------------- */
 
-static long long cg_key(const char *cg, const char *file, const char *key)
-{
-	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", cg, file);
-	_cleanup_free_ char *s = NULL;
-	if (lc_read_file(p, &s, NULL, NULL) < 0)
-		return -1;
-	if (!key)
-		return strtoll(s, NULL, 10);
-	size_t n = strlen(key);
-	for (char *l = s; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (!strncmp(l, key, n) && l[n] == ' ')
-			return strtoll(l + n + 1, NULL, 10);
-	return -1;
-}
-
 /* Memory in use: memory.current, or the resident memory of its processes. */
 static long long memory_in_use(const char *cg)
 {
-	long long v = cg_key(cg, "memory.current", NULL);
+	long long v = lc_cgroup_read_key(cg, "memory.current", NULL);
 	if (v >= 0)
 		return v;
 	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.procs", cg);
@@ -739,7 +733,7 @@ json_t *lc_sandbox_info(const char *id, json_t *st)
 			      "name", json_deep_copy(json_object_get(st, "name") ? json_object_get(st, "name") : json_null()),
 			      "image", image, "state", status, "created", (json_int_t)jint(st, "created"),
 			      "net", jstr(st, "net") ? jstr(st, "net") : "none");
-	long long cpu = live && cg ? cg_key(cg, "cpu.stat", "usage_usec") : -1;
+	long long cpu = live && cg ? lc_cgroup_read_key(cg, "cpu.stat", "usage_usec") : -1;
 	long long mem = live && cg ? memory_in_use(cg) : -1;
 	json_object_set_new(j, "cpu_usec", cpu >= 0 ? json_integer(cpu) : json_null());
 	json_object_set_new(j, "memory_bytes", mem >= 0 ? json_integer(mem) : json_null());

@@ -37,6 +37,9 @@ int lc_cgroup_freeze(const char *path, bool frozen, lc_error_t **err);
 /* Kill, wait until empty, rmdir.  Safe on a missing cgroup. */
 int lc_cgroup_destroy(const char *path, lc_error_t **err);
 void lc_cgroup_stats(const char *path, lc_result_t *res);
+/* A number from a cgroup file: the line "KEY N" (or the whole file when key
+ * is NULL); -1 when absent. */
+long long lc_cgroup_read_key(const char *path, const char *file, const char *key);
 void lc_cgroup_clear(lc_cgroup_t *cg);
 char *lc_cgroup_path_for(const char *id);
 
