@@ -405,6 +405,9 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
 	json_object_set_new(j, "layers", json_array());
 	json_object_set_new(j, "keep", json_boolean(s->keep));
+	/* false where the lower layers' filesystem cannot be idmapped (9p,
+	 * tmpfs before 6.3): root inside then cannot write over them. */
+	json_object_set_new(j, "idmapped", json_boolean(c->idmapped));
 	json_object_set_new(j, "lcrun_pid", json_integer(getpid()));
 	json_object_set_new(j, "spec", lc_spec_to_json(s));
 	return j;
@@ -673,6 +676,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		case LC_MSG_USERNS:
 			trace("staged");
+			c->idmapped = m.a != 0;
 			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);

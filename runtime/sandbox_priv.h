@@ -136,6 +136,7 @@ typedef struct lc_sb {
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
+	bool idmapped;   /* the staging process could idmap the lower layers */
 } lc_sb_t;
 /* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
 char **lc_build_env(const lc_spec_t *spec);

@@ -80,19 +80,25 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 }
 
 @test "writes to /usr land in the upper layer and the host is unchanged" {
-	name="usrwrite-$$"
 	run "$LCRUN" run --keep -- sh -c "echo sandbox > /usr/lcrun-test-$$ && cat /usr/lcrun-test-$$ && rm /usr/bin/true && ! test -e /usr/bin/true"
-	[ "$status" -eq 0 ]
-	[ "${lines[0]}" = sandbox ]
-	[ ! -e "/usr/lcrun-test-$$" ]
-	[ -x /usr/bin/true ]
 	id=$(echo "$output" | sed -n 's/^lcrun: kept sandbox //p')
 	[ -n "$id" ]
+	idmapped=$(jq -r .idmapped "$LCRUN_RUN/$id/state.json")
 	upper="$LCRUN_LIB/sandboxes/$id/private/ovl/usr-upper"
-	[ "$(cat "$upper/lcrun-test-$$")" = sandbox ]
-	# the deletion is a whiteout (0/0 character device) in the upper layer
-	[ "$(stat -c '%F %t:%T' "$upper/bin/true")" = "character special file 0:0" ]
+	content=$(cat "$upper/lcrun-test-$$" 2>/dev/null || true)
+	whiteout=$(stat -c '%F %t:%T' "$upper/bin/true" 2>/dev/null || true)
 	rm -rf "$LCRUN_LIB/sandboxes/$id" "$LCRUN_RUN/$id"
+	[ ! -e "/usr/lcrun-test-$$" ]
+	[ -x /usr/bin/true ]
+	if [ "$idmapped" = false ]; then
+		# 9p (the VM suite's root) cannot be idmapped: /usr is read-only to root inside
+		skip "this host's /usr cannot be idmapped; root inside cannot write to it"
+	fi
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = sandbox ]
+	[ "$content" = sandbox ]
+	# the deletion is a whiteout (0/0 character device) in the upper layer
+	[ "$whiteout" = "character special file 0:0" ]
 }
 
 @test "exit codes propagate: status, signals, not found, not executable" {
