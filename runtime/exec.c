@@ -38,6 +38,11 @@
 
 int lc_enter_sandbox(int pidfd, int nstypes, lc_error_t **err)
 {
+	/* Pid 1 is not dumpable and its memory belongs to the host's user
+	 * namespace: joining it takes CAP_SYS_PTRACE there. */
+	if (geteuid() != 0)
+		return lc_error_set(err, LC_EXIT_PERM, 0, "joining a sandbox needs root (its pid 1 cannot be "
+				    "entered without CAP_SYS_PTRACE on the host)");
 	int rest = nstypes & ~CLONE_NEWUSER;
 	/* As host root, every namespace but the user one first (the network
 	 * namespace belongs to the host's user namespace); unprivileged, the
