@@ -616,10 +616,11 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
 		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
 			return -1;
-		if (mkdir(sd, 0700) < 0)
-			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
-					    errno == EEXIST ? "sandbox id %s is in use" : "cannot create the state of %s",
-					    c->id);
+		if (mkdir(sd, 0700) < 0) {
+			if (errno == EEXIST)
+				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+		}
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
