@@ -145,6 +145,23 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	if (slave >= 0)
 		close(slave);
 	lc_msg_send(x->sp[1], LC_MSG_PID, cmd, 0, NULL);
+	if (!o->detach) {
+		/* The caller gone (kill -9), the command goes too.  (A parent-
+		 * death signal would not do: changing credentials clears it.) */
+		int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);
+		while (cfd >= 0) {
+			struct pollfd p[2] = { { cfd, POLLIN, 0 }, { x->sp[1], POLLIN, 0 } };
+			if (poll(p, 2, -1) < 0 && errno != EINTR)
+				break;
+			if (p[0].revents & POLLIN)
+				break;
+			if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+				kill(-cmd, SIGKILL);
+				kill(cmd, SIGKILL);
+				break;
+			}
+		}
+	}
 	int status;
 	while (waitpid(cmd, &status, 0) < 0)
 		if (errno != EINTR)

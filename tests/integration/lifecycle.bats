@@ -116,6 +116,12 @@ wait_for() {
 	[ "$output" = "bar /tmp 1000:1000" ]
 	run "$LCRUN" exec --timeout 1 "$SB" -- sleep 30
 	[ "$status" -eq 124 ]
+	# kill -9 of lcrun exec takes its command along (here as another user)
+	"$LCRUN" exec -u 1000 "$SB" -- sleep 100 &
+	local ex=$!
+	wait_for 5 bash -c '"$0" exec "$1" -- pgrep -x sleep >/dev/null' "$LCRUN" "$SB"
+	kill -9 "$ex"
+	wait_for 5 bash -c '! "$0" exec "$1" -- pgrep -x sleep >/dev/null' "$LCRUN" "$SB"
 	# the sandbox's seccomp profile and no_new_privs hold in exec too
 	run "$LCRUN" exec "$SB" -- sh -c 'grep -E "^(NoNewPrivs|Seccomp):" /proc/self/status'
 	[[ "$output" == *"NoNewPrivs:	1"* ]]
