@@ -302,6 +302,10 @@ static pid_t spawn_ttl_timer(monitor_t *m)
 	if (pid != 0)
 		return pid < 0 ? 0 : pid;
 	prctl(PR_SET_NAME, "lcrun-ttl", 0, 0, 0);
+	/* nothing of the monitor's: not its state lock, not its sockets */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != m->sfd)
+			close(fd);
 	for (;;) {
 		long long left = m->expires_ms - lc_wall_ms();
 		if (left <= 0)

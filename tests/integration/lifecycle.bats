@@ -288,6 +288,12 @@ wait_for() {
 	[ "$(state_of "$SB")" = stopped ]
 	wait_for 5 bash -c '[ ! -d "$0" ]' "$LCRUN_RUN/$SB"
 	[ ! -d "$LCRUN_LIB/sandboxes/$SB" ]
+	# stopped by its idle timeout, with a ttl to come: commands still work
+	new_sandbox --idle-timeout 1 --ttl 60
+	wait_for 5 bash -c '[ "$("$0" inspect "$1" | jq -r .status)" = stopped ]' "$LCRUN" "$SB"
+	run timeout 5 "$LCRUN" start "$SB"
+	[ "$status" -eq 0 ]
+	[ "$(state_of "$SB")" = running ]
 }
 
 @test "bad input: unknown id, taken name, rm of a running one, two rm at once" {
