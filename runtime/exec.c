@@ -1,17 +1,19 @@
 /* exec.c — run a command in a running sandbox (lcrun exec).
  *
- * Three processes.  The caller (lcrun exec, or a thread of lcd) forks a
- * HELPER that moves into the sandbox's cgroup, joins its namespaces through
- * a pidfd of pid 1 (net first while still privileged on the host, then
- * user, mount, pid, uts, ipc, cgroup) and becomes root of the sandbox's
- * user namespace.  The mount namespace's root is the sandbox's root:
- * pid 1 pivoted into it.  The helper makes the pty (-t) in the sandbox's
- * own devpts and passes the master back, then forks the COMMAND, which is
- * in the sandbox's pid namespace and goes through lc_exec_command with the
- * sandbox's spec (uid, capabilities, no_new_privs, seccomp).  The helper
- * reports the command's pid and its status to the caller over a socket
- * pair.  Without -t the command writes to the caller's own stdout/stderr:
- * output streams live, nothing is copied. */
+ * Three processes.  The caller (lcrun exec, or a thread of lcd) clones a
+ * HELPER straight into the sandbox's cgroup and pid namespace (it joins the
+ * pid namespace through a pidfd of pid 1 just for that clone, then returns
+ * to its own).  The helper joins the other namespaces (net first while
+ * still privileged on the host, then user, mount, uts, ipc, cgroup) and
+ * becomes root of the sandbox's user namespace; the mount namespace's root
+ * is the sandbox's root, since pid 1 pivoted into it.  It makes the pty
+ * (-t) in the sandbox's own devpts and passes the master back, then forks
+ * the COMMAND, which goes through lc_exec_command with the sandbox's spec
+ * (uid, capabilities, no_new_privs, seccomp).  The helper passes a pidfd of
+ * the command and then its status to the caller over a socket pair; when
+ * the caller dies it kills the command.  Whatever either leaves behind is
+ * reaped by the sandbox's pid 1.  Without -t the command writes to the
+ * caller's own stdout/stderr: output streams live, nothing is copied. */
 #include <errno.h>
 #include <linux/sched.h>
 #include <fcntl.h>
@@ -89,21 +91,19 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	const lc_exec_opts_t *o = x->o;
 	lc_error_t *e = NULL;
 	close(x->sp[0]);
+	prctl(PR_SET_NAME, "lcrun-exec", 0, 0, 0);
 	if (o->detach) {
 		/* let go of the caller's stdio: it may be a pipe someone reads to EOF */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		for (int i = 0; null >= 0 && i < 3; i++)
 			dup2(null, i);
-		setsid();
 	}
-	else
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (x->cgroup && !x->in_cgroup) {
 		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", x->cgroup);
 		if (lc_write_file(procs, "0", &e) < 0)
 			helper_fail(x, e);
 	}
-	int ns = ALL_NS;
+	int ns = ALL_NS & ~CLONE_NEWPID; /* cloned into it already */
 	if (!x->cgroup)
 		ns &= ~CLONE_NEWCGROUP; /* rootless: no cgroup namespace of its own */
 	if (lc_enter_sandbox(x->pidfd, ns, &e) < 0)
@@ -129,8 +129,6 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		helper_fail(x, e);
 	}
 	if (cmd == 0) {
-		if (!o->detach)
-			prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		if (slave >= 0) {
 			setsid();
 			ioctl(slave, TIOCSCTTY, 0);
@@ -144,11 +142,15 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	}
 	if (slave >= 0)
 		close(slave);
-	lc_msg_send(x->sp[1], LC_MSG_PID, cmd, 0, NULL);
-	if (!o->detach) {
+	/* The caller knows the command by a pidfd: the helper sees pids of
+	 * the sandbox's pid namespace, not the host's. */
+	int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);
+	lc_msg_send_fd(x->sp[1], LC_MSG_PID, cfd);
+	if (o->detach)
+		_exit(0); /* the command is pid 1's to reap now */
+	{
 		/* The caller gone (kill -9), the command goes too.  (A parent-
 		 * death signal would not do: changing credentials clears it.) */
-		int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);
 		while (cfd >= 0) {
 			struct pollfd p[2] = { { cfd, POLLIN, 0 }, { x->sp[1], POLLIN, 0 } };
 			if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -171,6 +173,20 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	else
 		lc_msg_send(x->sp[1], LC_MSG_EXIT, 128 + WTERMSIG(status), WTERMSIG(status), NULL);
 	_exit(0);
+}
+
+/* The pid (in our namespace) a pidfd refers to, from its fdinfo. */
+static pid_t pidfd_pid(int pidfd)
+{
+	if (pidfd < 0)
+		return -1;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(path, &s, NULL, NULL) < 0)
+		return -1;
+	char *p = strstr(s, "\nPid:");
+	return p ? (pid_t)atoi(p + 5) : -1;
 }
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
@@ -263,7 +279,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	x.pidfd = x.sp[0] = x.sp[1] = -1;
 	int r = -1, master = -1, sigfd = -1;
 	pid_t helper = -1, cmd = -1;
-	int cmdfd = -1;
+	int cmdfd = -1, ownpid = -1;
 	sigset_t fwd, old;
 	sigemptyset(&fwd);
 	struct termios saved;
@@ -276,6 +292,15 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 			sigaddset(&fwd, fwd_signals[i]);
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+	}
+	/* The helper and the command live in the sandbox's pid namespace, so
+	 * that its pid 1 reaps whatever they leave behind.  Only this thread's
+	 * children are affected, and only until the clone. */
+	ownpid = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	if (ownpid < 0 || setns(x.pidfd, CLONE_NEWPID) < 0) {
+		lc_error_set(err, geteuid() ? LC_EXIT_PERM : LC_EXIT_RUNTIME, errno,
+			     "cannot join the pid namespace of sandbox %s", id);
+		goto out;
 	}
 	/* Moving a process into a cgroup afterwards waits for an RCU grace
 	 * period (~10 ms); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3 is
@@ -295,6 +320,10 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	}
 	if (!x.in_cgroup)
 		helper = fork();
+	if (helper != 0 && setns(ownpid, CLONE_NEWPID) < 0 && helper > 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot return to lcrun's own pid namespace");
+		goto out;
+	}
 	if (helper < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
 		goto out;
@@ -362,14 +391,18 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 				if (o->tty && lc_tty_raw(in, &saved) == 0)
 					raw = true;
 			} else if (m.type == LC_MSG_PID) {
-				cmd = m.a;
-				cmdfd = (int)syscall(SYS_pidfd_open, cmd, 0);
-				if (res->timed_out) {
+				cmdfd = fd;
+				fd = -1;
+				cmd = pidfd_pid(cmdfd);
+				if (res->timed_out && cmd > 0) {
 					kill(-cmd, SIGKILL);
 					kill(cmd, SIGKILL);
 				}
 				if (o->detach) {
 					got_exit = true;
+					while (waitpid(helper, NULL, 0) < 0 && errno == EINTR)
+						;
+					helper = -1;
 					break;
 				}
 			} else if (m.type == LC_MSG_EXIT) {
@@ -424,6 +457,8 @@ out:
 		close(master);
 	if (cmdfd >= 0)
 		close(cmdfd);
+	if (ownpid >= 0)
+		close(ownpid);
 	for (int i = 0; i < 3; i++)
 		if (x.spec && x.spec->stdio[i] >= 0 && x.spec->stdio[i] != o->stdio[i])
 			close(x.spec->stdio[i]);

@@ -92,8 +92,9 @@ wait_for() {
 	run "$LCRUN" exec "$SB" -- ps -eo stat=,comm=
 	[ "$status" -eq 0 ]
 	refute grep -q '^Z' <<< "$output"
-	# only its init and that ps are left in the sandbox
-	[ "$(wc -l <<< "$output")" -eq 2 ]
+	# only its init and that ps (with its exec helper) are left in the sandbox
+	[ -z "$(grep -v -e ' lcrun-init$' -e ' lcrun-exec$' -e ' ps$' <<< "$output")" ]
+	[ "$(wc -l <<< "$output")" -eq 3 ]
 	# no zombie waits for the sandbox's monitor or its pid 1 on the host
 	local mon pid1
 	mon=$("$LCRUN" inspect "$SB" | jq -r .monitor_pid)
