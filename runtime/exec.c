@@ -338,7 +338,8 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	int code = 0, sig = 0;
 	for (;;) {
 		struct pollfd p[4] = { { x.sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 },
-				       { in_open ? in : -1, POLLIN, 0 }, { master_open ? master : -1, POLLIN, 0 } };
+				       { in_open && master >= 0 ? in : -1, POLLIN, 0 },
+				       { master_open ? master : -1, POLLIN, 0 } };
 		int timeout = -1;
 		if (deadline >= 0 && !res->timed_out) {
 			long long left = deadline - lc_now_ms();

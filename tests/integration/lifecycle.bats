@@ -136,6 +136,10 @@ wait_for() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"/dev/pts/"* ]]
 	[[ "$output" == *"33 77"* ]]
+	# typed input reaches an interactive shell, even when typed ahead
+	run bash -c 'printf "echo typed-\$((6*7))\nexit 3\n" | timeout 20 script -qec "\"$0\" exec -t \"$1\" -- sh" /dev/null' "$LCRUN" "$SB"
+	[ "$status" -eq 3 ]
+	[[ "$output" == *typed-42* ]]
 	# resize while it runs
 	run script -qec "stty rows 33 cols 77; '$LCRUN' exec -t '$SB' -- sh -c 'sleep 1.5; stty size' & sleep 0.7; stty rows 50 cols 120; wait" /dev/null < /dev/null
 	[[ "$output" == *"50 120"* ]]
