@@ -134,20 +134,24 @@ char **lc_build_env(const lc_spec_t *spec)
 	lc_strv_push(&env, t);
 	_cleanup_free_ char *l = lc_strdup_printf("LANG=%s", lang && *lang ? lang : "C.UTF-8");
 	lc_strv_push(&env, l);
-	for (size_t i = 0; spec->env && spec->env[i]; i++) {
-		const char *eq = strchr(spec->env[i], '=');
-		size_t klen = eq ? (size_t)(eq - spec->env[i]) : strlen(spec->env[i]);
-		bool replaced = false;
-		for (size_t j = 0; env[j]; j++) {
-			if (!strncmp(env[j], spec->env[i], klen) && env[j][klen] == '=') {
-				free(env[j]);
-				env[j] = strdup(spec->env[i]);
-				replaced = true;
-				break;
+	char **lists[2] = { spec->env, spec->secret_env };
+	for (int li = 0; li < 2; li++) {
+		for (size_t i = 0; lists[li] && lists[li][i]; i++) {
+			const char *kv = lists[li][i];
+			const char *eq = strchr(kv, '=');
+			size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+			bool replaced = false;
+			for (size_t j = 0; env[j]; j++) {
+				if (!strncmp(env[j], kv, klen) && env[j][klen] == '=') {
+					free(env[j]);
+					env[j] = strdup(kv);
+					replaced = true;
+					break;
+				}
 			}
+			if (!replaced)
+				lc_strv_push(&env, kv);
 		}
-		if (!replaced)
-			lc_strv_push(&env, spec->env[i]);
 	}
 	return env;
 }
@@ -262,11 +266,19 @@ static void staging_main(lc_sb_t *c)
 
 /* ---- preparation in lcrun ------------------------------------------------ */
 
+/* mkdir with exactly this mode, whatever the caller's umask. */
+static int mkdir_mode(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) < 0)
+		return -1;
+	return chmod(path, mode);
+}
+
 static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
-	if (mkdir(dir, 0755) < 0)
+	if (mkdir_mode(dir, 0755) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 	const char *hn = s->hostname ? s->hostname : "lcrun";
 	_cleanup_free_ char *hosts = lc_strdup_printf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
@@ -288,7 +300,7 @@ static int write_files(lc_sb_t *c, lc_error_t **err)
 	for (int i = 0; i < 3; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("%s/%s", dir, f[i].name);
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || lc_write_all(fd, f[i].content, strlen(f[i].content)) < 0)
+		if (fd < 0 || fchmod(fd, 0644) < 0 || lc_write_all(fd, f[i].content, strlen(f[i].content)) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write %s", p);
 	}
 	return 0;
@@ -296,7 +308,7 @@ static int write_files(lc_sb_t *c, lc_error_t **err)
 
 static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_error_t **err)
 {
-	if (mkdir(path, mode) < 0)
+	if (mkdir_mode(path, mode) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", path);
 	if (chown(path, uid, gid) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s", path);
@@ -333,12 +345,13 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
 			return -1;
 	} else {
-		if (mkdir(c->sbdir, 0711) < 0)
+		if (mkdir_mode(c->sbdir, 0711) < 0)
 			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 					    "cannot create %s", c->sbdir);
-		if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
+		if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
-		if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
+		if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir_mode(work, 0700) < 0 ||
+		    mkdir_mode(rootfs, 0755) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
 	}
 	if (write_files(c, err) < 0)
@@ -370,7 +383,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
 		if (c->reuse_dir && access(uu, F_OK) == 0)
 			; /* kept from before the stop */
-		else if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
+		else if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir_mode(uw, 0700) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
 	}
 	if (!c->rootless) {
