@@ -528,7 +528,7 @@ static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_
 	memcpy(id, msg.text, LC_ID_LEN);
 	id[LC_ID_LEN] = '\0';
 	char ack = 1;
-	if (write(sock, &ack, 1) != 1)
+	if (send(sock, &ack, 1, MSG_NOSIGNAL) != 1)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot confirm to its monitor", id);
 	return 0;
 }
