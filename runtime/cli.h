@@ -30,5 +30,8 @@ int lc_cmd_ps(int argc, char **argv);
 int lc_cmd_inspect(int argc, char **argv);
 int lc_cmd_logs(int argc, char **argv);
 int lc_cmd_gc(int argc, char **argv);
+int lc_cmd_image(int argc, char **argv);
+int lc_cmd_snapshot(int argc, char **argv);
+int lc_cmd_fork(int argc, char **argv);
 
 #endif

@@ -44,6 +44,9 @@ static const struct {
 	{ "start", lc_cmd_start, "start a stopped sandbox again" },
 	{ "rm", lc_cmd_rm, "remove a sandbox (-f: even a running one)" },
 	{ "gc", lc_cmd_gc, "remove what crashed lcrun processes left behind" },
+	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
+	{ "snapshot", lc_cmd_snapshot, "save a sandbox's changes as a new image" },
+	{ "fork", lc_cmd_fork, "start N sandboxes from one image in parallel" },
 	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -363,11 +364,27 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	c->plan.owner_uid = ou;
 	c->plan.owner_gid = og;
-	if (s->rootfs) {
+	bool host = !s->rootfs;
+	if (s->image) {
+		if (lc_image_resolve(s->image, &c->img, err) < 0)
+			return -1;
+		if (lc_image_lowers(c->img, &c->plan.lowers, &c->plan.usr_lowers, err) < 0)
+			return -1;
+		host = c->img->base_host;
+		if (!host && !c->img->n_layers) { /* an image of config only */
+			_cleanup_free_ char *empty = lc_strdup_printf("%s/empty", priv);
+			if (mkdir(empty, 0755) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", empty);
+			lc_strv_push(&c->plan.lowers, empty);
+		}
+	} else if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
-		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
-		c->plan.lower_idmap[0] = true;
-	} else {
+	}
+	size_t n_img = lc_strv_len(c->plan.lowers);
+	c->plan.lower_idmap = lc_xmalloc0((n_img + 2) * sizeof(bool));
+	for (size_t i = 0; i < n_img; i++)
+		c->plan.lower_idmap[i] = true;
+	if (host) {
 		c->host_image = true;
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
@@ -377,7 +394,6 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
-		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
 		c->plan.usr_overlay = true;
 		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
 		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
@@ -416,7 +432,12 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	json_object_set_new(j, "cgroup", c->cg.path ? json_string(c->cg.path) : json_null());
 	json_object_set_new(j, "image", s->image ? json_string(s->image) : json_null());
 	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
-	json_object_set_new(j, "layers", json_array());
+	json_t *layers = json_array();
+	for (size_t i = 0; c->img && i < c->img->n_layers; i++)
+		json_array_append_new(layers, json_string(c->img->diff_ids[i]));
+	json_object_set_new(j, "layers", layers);
+	if (c->img)
+		json_object_set_new(j, "image_digest", json_string(c->img->manifest_digest));
 	json_object_set_new(j, "keep", json_boolean(s->keep));
 	/* false where the lower layers' filesystem cannot be idmapped (9p,
 	 * tmpfs before 6.3): root inside then cannot write over them. */
@@ -566,7 +587,9 @@ void lc_sb_free(lc_sb_t *c)
 	lc_seccomp_prog_free(&c->prog);
 	lc_strv_free(c->envp);
 	lc_strv_free(c->plan.lowers);
+	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
+	lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
 	free(c->plan.rootfs);
 	free(c->sbdir);

@@ -96,6 +96,7 @@ typedef struct lc_rootfs_plan {
 	char **lowers;     /* lower dirs of the root overlay, TOP first */
 	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
 	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
+	char **usr_lowers; /* image layers' usr/ dirs above the host's /usr, TOP first (idmapped) */
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
@@ -137,6 +138,7 @@ typedef struct lc_sb {
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
+	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
 /* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
 char **lc_build_env(const lc_spec_t *spec);
