@@ -332,7 +332,7 @@ int lc_cgroup_destroy(const char *path, lc_error_t **err)
 	return lc_error_set(err, LC_EXIT_RUNTIME, EBUSY, "cgroup %s does not empty", path);
 }
 
-static long long read_key(const char *path, const char *file, const char *key)
+long long lc_cgroup_read_key(const char *path, const char *file, const char *key)
 {
 	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", path, file);
 	_cleanup_free_ char *s = NULL;
@@ -352,11 +352,11 @@ void lc_cgroup_stats(const char *path, lc_result_t *res)
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
 	if (!path)
 		return;
-	res->cpu_user_us = read_key(path, "cpu.stat", "user_usec");
-	res->cpu_system_us = read_key(path, "cpu.stat", "system_usec");
-	res->memory_peak = read_key(path, "memory.peak", NULL);
-	res->pids_peak = read_key(path, "pids.peak", NULL);
-	long long oom = read_key(path, "memory.events", "oom_kill");
+	res->cpu_user_us = lc_cgroup_read_key(path, "cpu.stat", "user_usec");
+	res->cpu_system_us = lc_cgroup_read_key(path, "cpu.stat", "system_usec");
+	res->memory_peak = lc_cgroup_read_key(path, "memory.peak", NULL);
+	res->pids_peak = lc_cgroup_read_key(path, "pids.peak", NULL);
+	long long oom = lc_cgroup_read_key(path, "memory.events", "oom_kill");
 	if (oom > 0)
 		res->oom_killed = true;
 }

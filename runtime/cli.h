@@ -17,6 +17,19 @@ int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bo
 int lc_cli_net_option(lc_spec_t *s, int which, const char *arg, lc_error_t **err);
 
 int lc_cmd_run(int argc, char **argv);
+/* long-lived sandboxes: cli_create.c, cli_exec.c, cli_cp.c, cli_ps.c */
+int lc_cmd_create(int argc, char **argv);
+int lc_cmd_start(int argc, char **argv);
+int lc_cmd_stop(int argc, char **argv);
+int lc_cmd_rm(int argc, char **argv);
+int lc_cmd_pause(int argc, char **argv);
+int lc_cmd_resume(int argc, char **argv);
+int lc_cmd_exec(int argc, char **argv);
+int lc_cmd_cp(int argc, char **argv);
+int lc_cmd_ps(int argc, char **argv);
+int lc_cmd_inspect(int argc, char **argv);
+int lc_cmd_logs(int argc, char **argv);
+int lc_cmd_gc(int argc, char **argv);
 int lc_cmd_image(int argc, char **argv);
 int lc_cmd_snapshot(int argc, char **argv);
 int lc_cmd_fork(int argc, char **argv);

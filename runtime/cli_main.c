@@ -32,6 +32,18 @@ static const struct {
 	const char *help;
 } verbs[] = {
 	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
+	{ "create", lc_cmd_create, "start a sandbox with no command; print its id" },
+	{ "exec", lc_cmd_exec, "run a command in a running sandbox" },
+	{ "cp", lc_cmd_cp, "copy files between the host and a sandbox" },
+	{ "ps", lc_cmd_ps, "list sandboxes" },
+	{ "inspect", lc_cmd_inspect, "show a sandbox's state as JSON" },
+	{ "logs", lc_cmd_logs, "show the output of detached execs" },
+	{ "pause", lc_cmd_pause, "freeze a sandbox's processes" },
+	{ "resume", lc_cmd_resume, "thaw a paused sandbox" },
+	{ "stop", lc_cmd_stop, "kill a sandbox's processes, keep its files" },
+	{ "start", lc_cmd_start, "start a stopped sandbox again" },
+	{ "rm", lc_cmd_rm, "remove a sandbox (-f: even a running one)" },
+	{ "gc", lc_cmd_gc, "remove what crashed lcrun processes left behind" },
 	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
 	{ "snapshot", lc_cmd_snapshot, "save a sandbox's changes as a new image" },
 	{ "fork", lc_cmd_fork, "start N sandboxes from one image in parallel" },

@@ -7,6 +7,7 @@
  * memory even as root in the sandbox. */
 #include <errno.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,20 @@ void lc_init_main(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **e
 		_exit(LC_EXIT_RUNTIME);
 
 	for (;;) {
+		/* The sync socket's other end is held by the process that
+		 * waits for the sandbox (lcrun run, or the monitor of a
+		 * created sandbox): if that process dies, so does the sandbox,
+		 * and lcrun gc finds nothing running to leave alone. */
+		struct pollfd pf[2] = { { sfd, POLLIN, 0 }, { sync_fd, POLLIN, 0 } };
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(LC_EXIT_RUNTIME);
+		}
+		if (pf[1].revents & (POLLIN | POLLHUP | POLLERR))
+			_exit(LC_EXIT_RUNTIME);
+		if (!(pf[0].revents & POLLIN))
+			continue;
 		struct signalfd_siginfo si;
 		ssize_t r = read(sfd, &si, sizeof(si));
 		if (r < 0 && errno == EINTR)

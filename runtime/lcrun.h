@@ -144,4 +144,67 @@ json_t *lc_result_to_json(const lc_result_t *res);
 /* Kill every process of a sandbox (cgroup.kill or its pid namespace). */
 int lc_sandbox_kill(const char *id_or_name, lc_error_t **err);
 
+/* ---- long-lived sandboxes (lifecycle.c, exec.c, copy.c, gc.c) ----------
+ *
+ * A created sandbox runs its pid 1 with no command under a monitor process
+ * of its own (it outlives the caller).  State: lc_run_dir()/ID/state.json;
+ * "status" is one of creating, running, paused, stopped, removing (plus
+ * "dead" as reported when its processes vanished without a stop, and
+ * "exited" for a `run --keep`).  Every function takes an id, a unique id
+ * prefix (4+ chars) or a name.  Errors: LC_EXIT_UNKNOWN (no such sandbox),
+ * LC_EXIT_STATE (wrong state), LC_EXIT_BUSY (name taken, another command
+ * is changing the sandbox). */
+
+/* Start spec (no argv; spec->ttl, spec->idle_timeout, spec->name apply)
+ * and return once its pid 1 is up; id receives its id. */
+int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err);
+/* Start a stopped sandbox again on its kept upper layer. */
+int lc_sandbox_start(const char *id_or_name, lc_error_t **err);
+/* Kill its processes, keep its files (upper layer) and state. */
+int lc_sandbox_stop(const char *id_or_name, lc_error_t **err);
+/* Remove a stopped sandbox (force: a running one too). */
+int lc_sandbox_remove(const char *id_or_name, bool force, lc_error_t **err);
+/* Freeze / thaw every process (cgroup.freeze; memory is kept). */
+int lc_sandbox_pause(const char *id_or_name, lc_error_t **err);
+int lc_sandbox_resume(const char *id_or_name, lc_error_t **err);
+/* The state JSON, with "status" as it is now. */
+json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err);
+/* One object per sandbox: id, name, image, state, created (ms since the
+ * epoch), net, address, cpu_usec, memory_bytes (null when unknown). */
+json_t *lc_sandbox_list(lc_error_t **err);
+json_t *lc_sandbox_info(const char *id, json_t *state);
+/* Copy the log of detached execs to fd out (follow: until the sandbox is
+ * removed or the reader goes away). */
+int lc_sandbox_logs(const char *id_or_name, int out, bool follow, lc_error_t **err);
+
+typedef struct lc_exec_opts {
+	char **argv;         /* command (NULL-terminated) */
+	char **env;          /* K=V on top of the sandbox's environment */
+	const char *workdir; /* NULL: the sandbox's */
+	bool user_set;       /* run as uid:gid instead of the sandbox's user */
+	uid_t uid;
+	gid_t gid;
+	bool interactive;    /* the command reads stdin (else /dev/null) */
+	bool tty;            /* a pty in the sandbox, relayed to stdio[0]/[1];
+				a terminal on stdio[0] goes raw meanwhile */
+	bool detach;         /* output to the sandbox's exec log; return once started */
+	int timeout;         /* seconds; 0: none (exit code 124 when it expires) */
+	int stdio[3];        /* fds for the command; -1: the caller's own 0/1/2 */
+	bool forward_signals;/* INT/TERM/HUP/QUIT/USR1/USR2 go to the command */
+} lc_exec_opts_t;
+/* Run a command in a running sandbox and wait for it (unless detach);
+ * res->exit_code as lc_run's.  LC_EXIT_STATE when stopped or paused. */
+int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *opts, lc_result_t *res, lc_error_t **err);
+
+/* Copy between the host and a running sandbox: src and dst are host
+ * paths, "ID:/path" (id or name), or "-" for a tar stream on stdin/stdout.
+ * Paths in the sandbox resolve in its own root: its symlinks cannot reach
+ * host files. */
+int lc_sandbox_copy(const char *src, const char *dst, lc_error_t **err);
+
+/* Remove what crashed or killed lcrun processes left behind: cgroups,
+ * sandbox dirs, state dirs, names of sandboxes that are not alive.  Never
+ * touches a live sandbox.  removed (optional) gets one string per item. */
+int lc_gc(json_t **removed, lc_error_t **err);
+
 #endif

@@ -124,7 +124,7 @@ static int idmap_userns(lc_error_t **err)
 
 /* ---- environment --------------------------------------------------------- */
 
-static char **build_env(const lc_spec_t *spec)
+char **lc_build_env(const lc_spec_t *spec)
 {
 	char **env = NULL;
 	const char *term = getenv("TERM"), *lang = getenv("LANG");
@@ -326,22 +326,35 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
-	c->sbdir = lc_sandbox_dir(c->id);
-	if (mkdir_mode(c->sbdir, 0711) < 0)
-		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
-				    "cannot create %s", c->sbdir);
+	if (!c->sbdir)
+		c->sbdir = lc_sandbox_dir(c->id);
 	/* private/ is searchable (0711) so that the staging process, once in
 	 * the sandbox's user namespace, can open ../rootfs from it; the layers
 	 * sit one level lower in ovl/ (0700). */
 	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
 	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
-	if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
 	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
 	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
-	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir_mode(work, 0700) < 0 || mkdir_mode(rootfs, 0755) < 0)
-		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
+	if (c->reuse_dir) {
+		/* start of a stopped sandbox: keep the uppers, remake the rest. */
+		struct stat st;
+		if (stat(upper, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper layer %s", upper);
+		_cleanup_free_ char *files = lc_strdup_printf("%s/files", c->sbdir);
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
+		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
+			return -1;
+	} else {
+		if (mkdir_mode(c->sbdir, 0711) < 0)
+			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
+					    "cannot create %s", c->sbdir);
+		if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
+		if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir_mode(work, 0700) < 0 ||
+		    mkdir_mode(rootfs, 0755) < 0)
+			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
+	}
 	if (write_files(c, err) < 0)
 		return -1;
 	c->plan.sbdir = strdup(c->sbdir);
@@ -384,7 +397,9 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		c->plan.usr_overlay = true;
 		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
 		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
-		if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
+		if (c->reuse_dir && access(uu, F_OK) == 0)
+			; /* kept from before the stop */
+		else if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir_mode(uw, 0700) < 0)
 			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
 	}
 	if (!c->rootless) {
@@ -465,6 +480,8 @@ static int link_name(lc_sb_t *c, lc_error_t **err)
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
 		if (n > 0) {
 			target[n] = '\0';
+			if (!strcmp(target, c->id))
+				return 0; /* start again: the name is already ours */
 			_cleanup_free_ char *sd = lc_state_dir(target);
 			if (access(sd, F_OK) == 0)
 				return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken by sandbox %s", name, target);
@@ -598,7 +615,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->created_ms = lc_wall_ms();
 }
 
-static bool single_threaded(void)
+bool lc_single_threaded(void)
 {
 	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
 	char buf[1024];
@@ -630,14 +647,27 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		snprintf(c->id, sizeof(c->id), "%s", s->id);
 	else
 		lc_random_hex(c->id, LC_ID_LEN);
+	if (!c->reuse_dir) {
+		/* Claim the id: its state directory exists before anything
+		 * else, so lcrun gc never takes a starting sandbox for debris. */
+		_cleanup_free_ char *sd = lc_state_dir(c->id);
+		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
+			return -1;
+		if (mkdir(sd, 0700) < 0) {
+			if (errno == EEXIST)
+				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+		}
+	}
+	c->sbdir = lc_sandbox_dir(c->id);
+	c->envp = lc_build_env(s);
+	if (lc_sb_save_state(c, "creating", err) < 0)
+		return -1;
 	if (link_name(c, err) < 0)
 		return -1;
 	if (prepare_root(c, err) < 0)
 		return -1;
 	trace("root prepared");
-	c->envp = build_env(s);
-	if (lc_sb_save_state(c, "creating", err) < 0)
-		return -1;
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
 	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
@@ -651,7 +681,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
 	bool moved = false;
-	if (c->cg.dirfd >= 0 && single_threaded()) {
+	if (c->cg.dirfd >= 0 && lc_single_threaded()) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 					 .cgroup = (uint64_t)c->cg.dirfd };
 		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));

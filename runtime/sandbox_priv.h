@@ -37,6 +37,9 @@ int lc_cgroup_freeze(const char *path, bool frozen, lc_error_t **err);
 /* Kill, wait until empty, rmdir.  Safe on a missing cgroup. */
 int lc_cgroup_destroy(const char *path, lc_error_t **err);
 void lc_cgroup_stats(const char *path, lc_result_t *res);
+/* A number from a cgroup file: the line "KEY N" (or the whole file when key
+ * is NULL); -1 when absent. */
+long long lc_cgroup_read_key(const char *path, const char *file, const char *key);
 void lc_cgroup_clear(lc_cgroup_t *cg);
 char *lc_cgroup_path_for(const char *id);
 
@@ -133,9 +136,14 @@ typedef struct lc_sb {
 	long long start_ms;
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
+	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
+/* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
+char **lc_build_env(const lc_spec_t *spec);
+/* Is the calling process single-threaded (raw clone3 is safe)? */
+bool lc_single_threaded(void);
 
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);

@@ -1,0 +1,152 @@
+/* gc.c — lcrun gc: remove what killed lcrun processes or a host crash left
+ * behind, and nothing a live sandbox uses.
+ *
+ * A sandbox is live while its pid 1 or its monitor (or ttl timer) exists
+ * and is the process recorded in its state (same start time).  Pid 1 dies
+ * with its monitor (init.c), so a dead monitor means a dead sandbox.  Mounts
+ * need no collecting: they only ever exist in the sandbox's own mount
+ * namespaces, which die with it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lifecycle.h"
+#include "util.h"
+
+static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) >= 0)
+		json_array_append_new(removed, json_string(s));
+	va_end(ap);
+	free(s);
+}
+
+static bool has_state_dir(const char *id)
+{
+	_cleanup_free_ char *d = lc_state_dir(id);
+	return access(d, F_OK) == 0;
+}
+
+static void gc_state(const char *id, json_t *removed)
+{
+	_cleanup_free_ char *dir = lc_state_dir(id);
+	_cleanup_free_ char *file = lc_strdup_printf("%s/state.json", dir);
+	struct stat sb;
+	if (stat(file, &sb) < 0) {
+		/* An id claimed by a start that never wrote its state: leave
+		 * a fresh one alone (it may be writing it right now). */
+		if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 10 && lc_rm_rf(dir, NULL) == 0)
+			note(removed, "removed state %s (empty)", dir);
+		return;
+	}
+	lc_error_t *e = NULL;
+	_cleanup_close_ int lock = lc_state_lock(id, 0, &e);
+	lc_error_free(e);
+	if (lock < 0)
+		return; /* another command is at it */
+	_cleanup_json_ json_t *st = lc_state_read(id, NULL);
+	if (!st)
+		return;
+	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+		return;
+	const char *status = json_string_value(json_object_get(st, "status"));
+	const char *cg = json_string_value(json_object_get(st, "cgroup"));
+	status = status ? status : "";
+	if (!strcmp(status, "stopped") || !strcmp(status, "exited")) {
+		if (cg && access(cg, F_OK) == 0 && lc_cgroup_destroy(cg, NULL) == 0)
+			note(removed, "removed cgroup %s", cg);
+		return;
+	}
+	bool confirmed = json_is_true(json_object_get(st, "confirmed"));
+	if (confirmed && strcmp(status, "removing")) {
+		/* a created sandbox whose monitor was killed: keep its files */
+		if (cg && access(cg, F_OK) == 0 && lc_cgroup_destroy(cg, NULL) == 0)
+			note(removed, "removed cgroup %s", cg);
+		_cleanup_json_ json_t *p = json_pack("{s:s, s:i, s:i, s:s}", "status", "stopped", "pid", 0,
+						     "monitor_pid", 0, "stop_reason", "monitor gone");
+		lc_state_patch(id, p, NULL);
+		note(removed, "marked sandbox %s stopped (its monitor was gone)", id);
+		return;
+	}
+	lc_sandbox_purge(id, st);
+	note(removed, "removed sandbox %s (state, directory, cgroup)", id);
+}
+
+/* A cgroup of that id with processes in it: a sandbox lives there, even if
+ * its state is kept elsewhere (LCRUN_STATE_DIR). */
+static bool cgroup_populated(const char *id)
+{
+	_cleanup_free_ char *cg = lc_cgroup_path_for(id);
+	_cleanup_free_ char *ev = cg ? lc_strdup_printf("%s/cgroup.events", cg) : NULL;
+	_cleanup_free_ char *s = NULL;
+	return ev && lc_read_file(ev, &s, NULL, NULL) == 0 && strstr(s, "populated 1");
+}
+
+/* Cgroups (rmdir of an empty one) and sandbox directories (rm -rf) whose
+ * id has no state: what a crash left between the steps of a teardown. */
+static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
+{
+	_cleanup_dir_ DIR *d = opendir(parent);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		/* a populated cgroup has processes: not ours to judge */
+		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
+			continue;
+		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
+		if (cgroups ? rmdir(path) == 0 : lc_rm_rf(path, NULL) == 0)
+			note(removed, "removed %s %s", cgroups ? "cgroup" : "directory", path);
+	}
+}
+
+static void gc_names(json_t *removed)
+{
+	_cleanup_free_ char *parent = lc_strdup_printf("%s/names", lc_run_dir());
+	_cleanup_dir_ DIR *d = opendir(parent);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
+		char target[64];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		if (lc_id_valid(target) && has_state_dir(target))
+			continue;
+		if (unlink(path) == 0)
+			note(removed, "removed name %s -> %s", de->d_name, target);
+	}
+}
+
+int lc_gc(json_t **removed_out, lc_error_t **err)
+{
+	(void)err;
+	json_t *removed = json_array();
+	_cleanup_dir_ DIR *d = opendir(lc_run_dir());
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (lc_id_valid(de->d_name))
+			gc_state(de->d_name, removed);
+	const char *cgroot = lc_cgroup_root(NULL);
+	_cleanup_free_ char *cgparent = cgroot ? lc_strdup_printf("%s/lcrun", cgroot) : NULL;
+	_cleanup_free_ char *sbparent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
+	if (cgparent)
+		gc_orphans(cgparent, true, removed);
+	gc_orphans(sbparent, false, removed);
+	gc_names(removed);
+	if (removed_out)
+		*removed_out = removed;
+	else
+		json_decref(removed);
+	return 0;
+}

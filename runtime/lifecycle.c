@@ -1,0 +1,813 @@
+/* lifecycle.c — long-lived sandboxes: create, start, stop, rm, pause,
+ * resume, and the monitor that owns each running one.
+ *
+ * `create` forks a MONITOR (double fork + setsid, stdio on /dev/null, then
+ * a log in the state directory).  The monitor calls lc_sb_start with no
+ * command, so it becomes pid 1's parent; it reports the id (or the error)
+ * to the waiting create over a socket pair and waits for create to
+ * acknowledge it: a create killed before it could print the id takes its
+ * sandbox with it.  Then the monitor waits for pid 1, enforces --ttl and
+ * --idle-timeout, and tears the sandbox down when told to:
+ *
+ *   SIGTERM  stop: processes killed, cgroup removed, upper layer kept;
+ *   SIGUSR1  release: the same, and no ttl timer is left behind (rm, start).
+ *
+ * A stopped sandbox with a ttl keeps a small timer process (the monitor's
+ * child) that removes it when the ttl expires.  Commands that change a
+ * sandbox hold an flock on its state directory; a monitor that acts on its
+ * own (ttl, idle, pid 1 gone) takes the same lock, and a command that holds
+ * it signals the monitor and waits for it to exit.  Pid 1 exits as soon as
+ * its monitor dies (init.c), so a killed monitor leaves no running sandbox,
+ * only files that `lcrun gc` collects. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lifecycle.h"
+#include "util.h"
+
+/* ---- processes and state ----------------------------------------------- */
+
+unsigned long long lc_proc_starttime(pid_t pid)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(path, &s, NULL, NULL) < 0)
+		return 0;
+	char *p = strrchr(s, ')'); /* comm may hold spaces */
+	if (!p)
+		return 0;
+	/* after ")": state(3) ppid(4) ... starttime(22) */
+	unsigned long long v = 0;
+	int field = 2;
+	for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " ")) {
+		if (++field == 3 && (t[0] == 'Z' || t[0] == 'X'))
+			return 0; /* dead, only not reaped yet */
+		if (field == 22) {
+			v = strtoull(t, NULL, 10);
+			break;
+		}
+	}
+	return v;
+}
+
+bool lc_proc_is(pid_t pid, unsigned long long start, const char *id)
+{
+	if (pid <= 0)
+		return false;
+	unsigned long long now = lc_proc_starttime(pid);
+	if (!now)
+		return false;
+	if (start)
+		return now == start;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	_cleanup_free_ char *cg = NULL;
+	if (lc_read_file(path, &cg, NULL, NULL) < 0)
+		return false;
+	/* Without a cgroup v2 there is nothing to compare: assume it is. */
+	return strstr(cg, id) != NULL || !lc_cgroup_root(NULL);
+}
+
+static long long jint(json_t *st, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(st, k));
+}
+
+static const char *jstr(json_t *st, const char *k)
+{
+	return json_string_value(json_object_get(st, k));
+}
+
+bool lc_state_pid1_alive(json_t *st, const char *id)
+{
+	return lc_proc_is((pid_t)jint(st, "pid"), (unsigned long long)jint(st, "pid_start"), id);
+}
+
+bool lc_state_monitor_alive(json_t *st, const char *id)
+{
+	pid_t m = (pid_t)jint(st, "monitor_pid");
+	return m > 0 && lc_proc_is(m, (unsigned long long)jint(st, "monitor_start"), id);
+}
+
+/* The process that started the sandbox (lcrun run, or the monitor) is
+ * alive: its pid exists and it started before the sandbox did. */
+bool lc_state_creator_alive(json_t *st)
+{
+	unsigned long long start = lc_proc_starttime((pid_t)jint(st, "lcrun_pid"));
+	if (!start)
+		return false;
+	static long long boot_ms = -1;
+	if (boot_ms < 0) {
+		_cleanup_free_ char *s = NULL;
+		char *p;
+		boot_ms = 0;
+		if (lc_read_file("/proc/stat", &s, NULL, NULL) == 0 && (p = strstr(s, "\nbtime ")))
+			boot_ms = strtoll(p + 7, NULL, 10) * 1000;
+	}
+	long long started_ms = boot_ms + (long long)(start * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return started_ms <= jint(st, "created") + 2000;
+}
+
+const char *lc_state_status(json_t *st, const char *id)
+{
+	const char *s = jstr(st, "status");
+	if (!s)
+		return "unknown";
+	if (!strcmp(s, "running") || !strcmp(s, "paused") || !strcmp(s, "creating")) {
+		if (lc_state_pid1_alive(st, id))
+			return s;
+		if (lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+			return !strcmp(s, "creating") ? s : "stopping";
+		return "dead";
+	}
+	return s;
+}
+
+int lc_state_pid1_pidfd(json_t *st, const char *id, lc_error_t **err)
+{
+	pid_t pid = (pid_t)jint(st, "pid");
+	int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (fd >= 0 && lc_state_pid1_alive(st, id)) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is not running", id);
+}
+
+int lc_state_lock(const char *id, int wait_ms, lc_error_t **err)
+{
+	_cleanup_free_ char *dir = lc_state_dir(id);
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id);
+	long long deadline = lc_now_ms() + wait_ms;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot lock %s", dir);
+		if (lc_now_ms() >= deadline)
+			return lc_error_set(err, LC_EXIT_BUSY, 0,
+					    "sandbox %s is busy: another lcrun command is changing it", id);
+		usleep(10000);
+	}
+	struct stat sb;
+	if (fstatat(fd, "state.json", &sb, 0) < 0)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s (removed meanwhile)", id);
+	return lc_steal_fd(fd);
+}
+
+int lc_state_patch(const char *id, json_t *patch, lc_error_t **err)
+{
+	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	if (!st)
+		return -1;
+	json_object_update(st, patch);
+	return lc_state_write(id, st, err);
+}
+
+static int patch_status(const char *id, const char *status, lc_error_t **err)
+{
+	_cleanup_json_ json_t *p = json_pack("{s:s}", "status", status);
+	return lc_state_patch(id, p, err);
+}
+
+void lc_sandbox_purge(const char *id, json_t *st)
+{
+	const char *cg = st ? jstr(st, "cgroup") : NULL;
+	_cleanup_free_ char *cgp = cg ? strdup(cg) : lc_cgroup_path_for(id);
+	lc_error_t *e = NULL;
+	if (cgp && lc_cgroup_destroy(cgp, &e) < 0) {
+		lc_error_print(e, "lcrun: warning");
+		lc_error_free(e);
+		e = NULL;
+	}
+	_cleanup_free_ char *sbdir = lc_sandbox_dir(id);
+	for (int i = 0; i < 100; i++) {
+		if (lc_rm_rf(sbdir, i == 99 ? &e : NULL) == 0)
+			break;
+		usleep(10000); /* the overlay may be mounted for a moment longer */
+	}
+	if (e) {
+		lc_error_print(e, "lcrun: warning");
+		lc_error_free(e);
+	}
+	lc_state_remove(id);
+}
+
+/* ---- the monitor -------------------------------------------------------- */
+
+enum { EV_NONE, EV_STOP, EV_RELEASE, EV_EXPIRE, EV_IDLE, EV_PID1 };
+
+typedef struct monitor {
+	lc_sb_t c;
+	bool restart;
+	int sfd;        /* signalfd: TERM, USR1, INT, HUP */
+	long long expires_ms; /* wall clock; 0: no ttl */
+} monitor_t;
+
+/* How many processes run in the sandbox besides its pid 1. */
+static int busy_count(monitor_t *m)
+{
+	if (m->c.cg.path) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.procs", m->c.cg.path);
+		_cleanup_free_ char *s = NULL;
+		if (lc_read_file(p, &s, NULL, NULL) < 0)
+			return 0;
+		int n = 0;
+		for (char *l = s; *l; l++)
+			if (*l == '\n')
+				n++;
+		return n > 0 ? n - 1 : 0;
+	}
+	/* No cgroup (rootless): processes in pid 1's pid namespace. */
+	char path[64];
+	struct stat ref, st;
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", m->c.init);
+	if (stat(path, &ref) < 0)
+		return 0;
+	_cleanup_dir_ DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+	while (d && (de = readdir(d))) {
+		int pid = atoi(de->d_name);
+		if (pid <= 0 || pid == m->c.init)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", pid);
+		if (stat(path, &st) == 0 && st.st_ino == ref.st_ino && st.st_dev == ref.st_dev)
+			n++;
+	}
+	return n;
+}
+
+static int read_signal(int sfd)
+{
+	struct signalfd_siginfo si;
+	if (read(sfd, &si, sizeof(si)) != sizeof(si))
+		return 0;
+	return (int)si.ssi_signo;
+}
+
+static int signal_event(int sig)
+{
+	return sig == SIGUSR1 ? EV_RELEASE : EV_STOP;
+}
+
+/* Take the state lock for an action of the monitor's own; a command that
+ * holds it will signal us: then its request wins.  Returns the lock fd, or
+ * -1 with *ev set to the command's request. */
+static int monitor_lock(monitor_t *m, int *ev)
+{
+	for (;;) {
+		int fd = lc_state_lock(m->c.id, 0, NULL);
+		if (fd >= 0)
+			return fd;
+		struct pollfd p = { m->sfd, POLLIN, 0 };
+		if (poll(&p, 1, 20) > 0) {
+			int sig = read_signal(m->sfd);
+			if (sig) {
+				*ev = signal_event(sig);
+				return -1;
+			}
+		}
+		_cleanup_free_ char *sd = lc_state_dir(m->c.id);
+		if (access(sd, F_OK) < 0)
+			return -1; /* removed under us */
+	}
+}
+
+/* A stopped sandbox with a ttl: a process of its own waits for the ttl and
+ * removes it, unless told to go first (start, rm). */
+static pid_t spawn_ttl_timer(monitor_t *m)
+{
+	pid_t monitor = getpid();
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid < 0 ? 0 : pid;
+	prctl(PR_SET_NAME, "lcrun-ttl", 0, 0, 0);
+	/* nothing of the monitor's: not its state lock, not its sockets */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != m->sfd)
+			close(fd);
+	for (;;) {
+		long long left = m->expires_ms - lc_wall_ms();
+		if (left <= 0)
+			break;
+		struct pollfd p = { m->sfd, POLLIN, 0 };
+		int r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+		if (r > 0 && read_signal(m->sfd))
+			_exit(0);
+	}
+	/* act only once the monitor that made us has recorded our pid */
+	while (getppid() == monitor)
+		usleep(10000);
+	int ev = EV_NONE;
+	int lock = monitor_lock(m, &ev);
+	if (lock < 0)
+		_exit(0);
+	_cleanup_json_ json_t *st = lc_state_read(m->c.id, NULL);
+	if (st && jint(st, "monitor_pid") == getpid())
+		lc_sandbox_purge(m->c.id, st);
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) monitor_finish(monitor_t *m, int ev, const char *why)
+{
+	bool expire = ev == EV_EXPIRE;
+	lc_sb_teardown(&m->c, !expire);
+	if (expire) {
+		lc_sandbox_purge(m->c.id, NULL);
+		_exit(0);
+	}
+	pid_t timer = 0;
+	if (ev != EV_RELEASE && m->expires_ms > 0)
+		timer = spawn_ttl_timer(m);
+	_cleanup_json_ json_t *p = json_pack("{s:s, s:i, s:I, s:i, s:I, s:s, s:I}", "status", "stopped", "pid", 0,
+					     "pid_start", (json_int_t)0, "monitor_pid", (int)timer,
+					     "monitor_start", (json_int_t)lc_proc_starttime(timer),
+					     "stop_reason", why, "stopped", (json_int_t)lc_wall_ms());
+	lc_state_patch(m->c.id, p, NULL);
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) monitor_loop(monitor_t *m)
+{
+	const lc_spec_t *s = m->c.spec;
+	long long last_busy = lc_now_ms();
+	for (;;) {
+		int timeout = -1;
+		if (s->idle_timeout > 0)
+			timeout = 1000;
+		if (m->expires_ms > 0) {
+			long long left = m->expires_ms - lc_wall_ms();
+			if (left <= 0)
+				left = 0;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
+		}
+		struct pollfd p[2] = { { m->c.pidfd, POLLIN, 0 }, { m->sfd, POLLIN, 0 } };
+		int n = poll(p, 2, timeout);
+		if (n < 0 && errno != EINTR)
+			monitor_finish(m, EV_STOP, "monitor error");
+		int ev = EV_NONE;
+		const char *why = NULL;
+		if (n > 0 && (p[1].revents & POLLIN)) {
+			int sig = read_signal(m->sfd);
+			if (sig) {
+				/* a command holds the lock and waits for us */
+				monitor_finish(m, signal_event(sig), sig == SIGUSR1 ? "removed" : "stopped");
+			}
+		}
+		if (n > 0 && (p[0].revents & POLLIN)) {
+			ev = EV_PID1;
+			why = "pid 1 exited";
+		} else if (m->expires_ms > 0 && lc_wall_ms() >= m->expires_ms) {
+			ev = EV_EXPIRE;
+			why = "ttl expired";
+		} else if (s->idle_timeout > 0) {
+			if (busy_count(m) > 0)
+				last_busy = lc_now_ms();
+			else if (lc_now_ms() - last_busy >= (long long)s->idle_timeout * 1000) {
+				ev = EV_IDLE;
+				why = "idle timeout";
+			}
+		}
+		if (ev == EV_NONE)
+			continue;
+		int cmd_ev = EV_NONE;
+		int lock = monitor_lock(m, &cmd_ev);
+		if (lock < 0 && cmd_ev != EV_NONE)
+			monitor_finish(m, cmd_ev, cmd_ev == EV_RELEASE ? "removed" : "stopped");
+		if (ev == EV_IDLE && busy_count(m) > 0) {
+			/* an exec came in while we waited for the lock */
+			close(lock);
+			last_busy = lc_now_ms();
+			continue;
+		}
+		monitor_finish(m, ev, why);
+	}
+}
+
+static void redirect_stdio(const char *log)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600) : -1;
+	if (null >= 0)
+		dup2(null, 0);
+	dup2(out >= 0 ? out : null, 1);
+	dup2(out >= 0 ? out : null, 2);
+	if (null > 2)
+		close(null);
+	if (out > 2)
+		close(out);
+}
+
+static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
+{
+	prctl(PR_SET_NAME, "lcrun-monitor", 0, 0, 0);
+	redirect_stdio(NULL);
+	/* keep only the socket to the waiting create/start */
+	for (int fd = 3; fd < 1024; fd++)
+		if (fd != sock)
+			close(fd);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	m->sfd = signalfd(-1, &set, SFD_CLOEXEC);
+
+	lc_error_t *err = NULL;
+	lc_sb_t *c = &m->c;
+	if (m->sfd < 0)
+		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot create a signalfd");
+	if (!err && lc_sb_start(c, &err) < 0 && !err)
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "sandbox could not be started");
+	if (err) {
+		lc_sb_teardown(c, m->restart);
+		if (m->restart)
+			patch_status(c->id, "stopped", NULL);
+		lc_msg_send_error(sock, err);
+		_exit(1);
+	}
+	_cleanup_free_ char *log = lc_strdup_printf("%s/%s/monitor.log", lc_run_dir(), c->id);
+	redirect_stdio(log);
+	if (c->spec->ttl > 0)
+		m->expires_ms = c->created_ms + (long long)c->spec->ttl * 1000;
+	json_t *p = json_pack("{s:i, s:I, s:I, s:I, s:b}", "monitor_pid", (int)getpid(),
+			      "monitor_start", (json_int_t)lc_proc_starttime(getpid()),
+			      "pid_start", (json_int_t)lc_proc_starttime(c->init),
+			      "started", (json_int_t)lc_wall_ms(), "confirmed", m->restart);
+	json_object_set_new(p, "expires", m->expires_ms ? json_integer(m->expires_ms) : json_null());
+	json_object_set_new(p, "idle_timeout", json_integer(c->spec->idle_timeout));
+	json_object_set_new(p, "ttl", json_integer(c->spec->ttl));
+	int r = lc_state_patch(c->id, p, &err);
+	json_decref(p);
+	char ack = 0;
+	if (r < 0) {
+		lc_sb_teardown(c, m->restart);
+		lc_msg_send_error(sock, err);
+		_exit(1);
+	}
+	if (lc_msg_send(sock, LC_MSG_READY, 0, 0, c->id) < 0 || read(sock, &ack, 1) != 1) {
+		/* nobody learnt the id: leave nothing behind */
+		lc_sb_teardown(c, m->restart);
+		if (m->restart)
+			patch_status(c->id, "stopped", NULL);
+		_exit(1);
+	}
+	close(sock);
+	if (!m->restart) {
+		_cleanup_json_ json_t *ok = json_pack("{s:b}", "confirmed", 1);
+		lc_state_patch(c->id, ok, NULL);
+	}
+	monitor_loop(m);
+}
+
+/* Fork the monitor of a new (or restarted) sandbox and wait for its word. */
+static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_ms, char id[LC_ID_LEN + 1],
+			 lc_error_t **err)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
+	pid_t mid = fork();
+	if (mid < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+	}
+	if (mid == 0) {
+		close(sp[0]);
+		setsid();
+		pid_t pid = fork();
+		if (pid != 0)
+			_exit(pid < 0 ? 1 : 0);
+		monitor_t m;
+		memset(&m, 0, sizeof(m));
+		lc_sb_init(&m.c, spec);
+		m.c.no_command = true;
+		m.c.reuse_dir = restart;
+		m.restart = restart;
+		if (created_ms > 0)
+			m.c.created_ms = created_ms;
+		monitor_main(&m, sp[1]);
+	}
+	close(sp[1]);
+	_cleanup_close_ int sock = sp[0];
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	lc_msg_t msg;
+	int r = lc_msg_recv(sock, &msg);
+	if (r != 1)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "the sandbox monitor ended without a word (see lcrun gc)");
+	if (msg.type == LC_MSG_ERROR) {
+		lc_error_from_buf(err, msg.text, strlen(msg.text));
+		return -1;
+	}
+	memcpy(id, msg.text, LC_ID_LEN);
+	id[LC_ID_LEN] = '\0';
+	char ack = 1;
+	if (send(sock, &ack, 1, MSG_NOSIGNAL) != 1)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot confirm to its monitor", id);
+	return 0;
+}
+
+int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err)
+{
+	if (spec->argv && spec->argv[0])
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "create takes no command; use lcrun exec ID -- CMD");
+	/* The monitor is a fork: it owns a copy of spec. */
+	return spawn_monitor(spec, false, 0, id, err);
+}
+
+/* ---- commands on an existing sandbox ----------------------------------- */
+
+/* A sandbox resolved, locked and read by a command. */
+typedef struct held {
+	char *id;
+	json_t *st;
+	int lock;
+} held_t;
+
+static void held_release(held_t *h)
+{
+	free(h->id);
+	if (h->st)
+		json_decref(h->st);
+	if (h->lock >= 0)
+		close(h->lock);
+}
+#define _cleanup_held_ __attribute__((cleanup(held_release)))
+#define HELD_INIT { NULL, NULL, -1 }
+
+static int hold(const char *id_or_name, held_t *h, lc_error_t **err)
+{
+	if (lc_state_resolve(id_or_name, &h->id, err) < 0)
+		return -1;
+	h->lock = lc_state_lock(h->id, 15000, err);
+	if (h->lock < 0)
+		return -1;
+	h->st = lc_state_read(h->id, err);
+	return h->st ? 0 : -1;
+}
+
+/* Signal the monitor (or ttl timer) and wait for it to exit. */
+static int tell_monitor(json_t *st, const char *id, int sig, lc_error_t **err)
+{
+	pid_t m = (pid_t)jint(st, "monitor_pid");
+	_cleanup_close_ int pfd = m > 0 ? (int)syscall(SYS_pidfd_open, m, 0) : -1;
+	if (pfd < 0 || !lc_state_monitor_alive(st, id))
+		return 0;
+	if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+		return errno == ESRCH ? 0 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot signal the monitor of %s", id);
+	struct pollfd p = { pfd, POLLIN, 0 };
+	for (;;) {
+		int r = poll(&p, 1, 60000);
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return lc_error_set(err, LC_EXIT_TIMEOUT, 0, "the monitor of sandbox %s did not finish in 60 s", id);
+		if (errno != EINTR)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot wait for the monitor of %s", id);
+	}
+}
+
+/* A sandbox run by `lcrun run` (no monitor): kill it; its lcrun cleans up. */
+static int kill_unmonitored(json_t *st, const char *id, lc_error_t **err)
+{
+	if (lc_sandbox_kill(id, err) < 0)
+		return -1;
+	for (int i = 0; i < 500 && lc_state_pid1_alive(st, id); i++)
+		usleep(10000);
+	return 0;
+}
+
+int lc_sandbox_stop(const char *id_or_name, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
+		return -1;
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
+	if (!strcmp(status, "running") || !strcmp(status, "paused") || !strcmp(status, "stopping")) {
+		if (!json_object_get(st, "monitor_pid"))
+			return kill_unmonitored(st, id, err);
+		return tell_monitor(st, id, SIGTERM, err);
+	}
+	if (!strcmp(status, "dead")) {
+		/* its monitor was killed: finish what it could not */
+		const char *cg = jstr(st, "cgroup");
+		if (cg)
+			lc_cgroup_destroy(cg, NULL);
+		_cleanup_json_ json_t *p = json_pack("{s:s, s:i, s:s}", "status", "stopped", "pid", 0,
+						     "stop_reason", "monitor gone");
+		return lc_state_patch(id, p, err);
+	}
+	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is already %s", id, status);
+}
+
+int lc_sandbox_start(const char *id_or_name, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
+		return -1;
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
+	if (strcmp(status, "stopped") && strcmp(status, "exited") && strcmp(status, "dead"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not stopped", id, status);
+	if (tell_monitor(st, id, SIGUSR1, err) < 0) /* its ttl timer */
+		return -1;
+	const char *cg = jstr(st, "cgroup");
+	if (cg && lc_cgroup_destroy(cg, err) < 0)
+		return -1;
+	lc_spec_t *spec = lc_spec_from_json(json_object_get(st, "spec"));
+	free(spec->id);
+	spec->id = strdup(id);
+	lc_strv_free(spec->argv);
+	spec->argv = NULL;
+	char got[LC_ID_LEN + 1];
+	int r = spawn_monitor(spec, true, jint(st, "created"), got, err);
+	lc_spec_free(spec);
+	return r < 0 ? lc_error_wrap(err, "cannot start sandbox %s", id) : 0;
+}
+
+int lc_sandbox_remove(const char *id_or_name, bool force, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
+		return -1;
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
+	bool running = !strcmp(status, "running") || !strcmp(status, "paused") || !strcmp(status, "stopping") ||
+		       !strcmp(status, "creating");
+	if (running && !force)
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s (lcrun stop it first, or rm -f)", id, status);
+	if (running && !json_object_get(st, "monitor_pid"))
+		return kill_unmonitored(st, id, err);
+	if (tell_monitor(st, id, SIGUSR1, err) < 0)
+		return -1;
+	patch_status(id, "removing", NULL);
+	json_decref(h.st);
+	h.st = lc_state_read(id, NULL);
+	lc_sandbox_purge(id, h.st);
+	return 0;
+}
+
+static int set_frozen(const char *id_or_name, bool frozen, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
+		return -1;
+	const char *id = h.id, *status = lc_state_status(h.st, id);
+	json_t *st = h.st;
+	const char *want = frozen ? "running" : "paused";
+	if (strcmp(status, want))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not %s", id, status, want);
+	const char *cg = jstr(st, "cgroup");
+	if (!cg)
+		return lc_error_set(err, LC_EXIT_PERM, 0, "sandbox %s has no cgroup (rootless): pause needs one", id);
+	if (lc_cgroup_freeze(cg, frozen, err) < 0)
+		return -1;
+	return patch_status(id, frozen ? "paused" : "running", err);
+}
+
+int lc_sandbox_pause(const char *id_or_name, lc_error_t **err)
+{
+	return set_frozen(id_or_name, true, err);
+}
+
+int lc_sandbox_resume(const char *id_or_name, lc_error_t **err)
+{
+	return set_frozen(id_or_name, false, err);
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+/* Memory in use: memory.current, or the resident memory of its processes. */
+static long long memory_in_use(const char *cg)
+{
+	long long v = lc_cgroup_read_key(cg, "memory.current", NULL);
+	if (v >= 0)
+		return v;
+	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.procs", cg);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(p, &s, NULL, NULL) < 0)
+		return -1;
+	long long sum = 0;
+	long page = sysconf(_SC_PAGESIZE);
+	for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n")) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%s/statm", l);
+		_cleanup_free_ char *sm = NULL;
+		long long size, rss;
+		if (lc_read_file(path, &sm, NULL, NULL) == 0 && sscanf(sm, "%lld %lld", &size, &rss) == 2)
+			sum += rss * page;
+	}
+	return sum;
+}
+
+json_t *lc_sandbox_info(const char *id, json_t *st)
+{
+	const char *status = lc_state_status(st, id);
+	const char *image = jstr(st, "image") ? jstr(st, "image") : jstr(st, "rootfs") ? jstr(st, "rootfs") : "host";
+	const char *cg = jstr(st, "cgroup");
+	bool live = !strcmp(status, "running") || !strcmp(status, "paused");
+	json_t *j = json_pack("{s:s, s:o, s:s, s:s, s:I, s:s}", "id", id,
+			      "name", json_deep_copy(json_object_get(st, "name") ? json_object_get(st, "name") : json_null()),
+			      "image", image, "state", status, "created", (json_int_t)jint(st, "created"),
+			      "net", jstr(st, "net") ? jstr(st, "net") : "none");
+	long long cpu = live && cg ? lc_cgroup_read_key(cg, "cpu.stat", "usage_usec") : -1;
+	long long mem = live && cg ? memory_in_use(cg) : -1;
+	json_object_set_new(j, "cpu_usec", cpu >= 0 ? json_integer(cpu) : json_null());
+	json_object_set_new(j, "memory_bytes", mem >= 0 ? json_integer(mem) : json_null());
+	json_t *addr = json_object_get(st, "address");
+	json_object_set_new(j, "address", addr ? json_deep_copy(addr) : json_null());
+	return j;
+}
+
+json_t *lc_sandbox_list(lc_error_t **err)
+{
+	json_t *a = json_array();
+	_cleanup_dir_ DIR *d = opendir(lc_run_dir());
+	if (!d) {
+		if (errno == ENOENT)
+			return a;
+		json_decref(a);
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot read %s", lc_run_dir());
+		return NULL;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!lc_id_valid(de->d_name))
+			continue;
+		_cleanup_json_ json_t *st = lc_state_read(de->d_name, NULL);
+		if (st)
+			json_array_append_new(a, lc_sandbox_info(de->d_name, st));
+	}
+	return a;
+}
+
+json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (lc_state_resolve(id_or_name, &id, err) < 0)
+		return NULL;
+	json_t *st = lc_state_read(id, err);
+	if (!st)
+		return NULL;
+	json_object_set_new(st, "status", json_string(lc_state_status(st, id)));
+	return st;
+}
+
+int lc_sandbox_logs(const char *id_or_name, int out, bool follow, lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (lc_state_resolve(id_or_name, &id, err) < 0)
+		return -1;
+	_cleanup_free_ char *path = lc_strdup_printf("%s/%s/exec.log", lc_run_dir(), id);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno != ENOENT)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	char buf[65536];
+	for (;;) {
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot read %s", path);
+		if (n > 0) {
+			if (lc_write_all(out, buf, (size_t)n) < 0)
+				return 0; /* reader went away */
+			continue;
+		}
+		if (!follow)
+			return 0;
+		_cleanup_json_ json_t *st = lc_state_read(id, NULL);
+		if (!st)
+			return 0;
+		if (fd < 0)
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		usleep(200000);
+	}
+}
