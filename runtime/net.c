@@ -588,7 +588,9 @@ static int set_sysctl_on(const char *path, lc_error_t **err)
 	return lc_write_file(path, "1", err);
 }
 
-static int setup_links(const lc_lease_t *l, int netns_fd, lc_error_t **err)
+/* Creates the veth pair; *created tells the caller whether there is one
+ * to remove again on error. */
+static int setup_links(const lc_lease_t *l, int netns_fd, bool *created, lc_error_t **err)
 {
 	_cleanup_nlsock_ struct nl_sock *sk = nl_open(err);
 	if (!sk)
@@ -605,6 +607,7 @@ static int setup_links(const lc_lease_t *l, int netns_fd, lc_error_t **err)
 	rtnl_link_veth_release(veth);
 	if (r < 0)
 		return nl_fail(err, r, "cannot create veth pair %s", l->veth);
+	*created = true;
 
 	int idx = link_index_up(sk, l->veth, err);
 	if (idx < 0 || addr_add(sk, idx, l->gw4, l->prefix4, err) < 0)
@@ -670,22 +673,28 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 	lc_lease_t l;
 	if (lc_netpool_alloc(id, &pool, lc_net_mode_name(spec->mode), spec->policy, &l, err) < 0)
 		return -1;
-	/* From here on everything made is undone on error. */
-	if (setup_links(&l, netns_fd, err) < 0)
+	/* From here on what was made is undone on error: the chains (added
+	 * in one transaction, so all or nothing), the veth if this call
+	 * created it (never an interface someone else named so), the lease. */
+	bool veth = false;
+	lc_fw_target_t t = {
+		.id = id, .veth = l.veth, .addr4 = l.addr4, .addr6 = l.addr6,
+		.pool4 = l.pool.pool4, .pool6 = l.pool.pool6,
+	};
+	if (setup_links(&l, netns_fd, &veth, err) < 0)
 		goto fail;
 	if (set_sysctl_on("/proc/sys/net/ipv4/ip_forward", err) < 0)
 		goto fail;
 	if (l.addr6[0] && set_sysctl_on("/proc/sys/net/ipv6/conf/all/forwarding", err) < 0)
 		goto fail;
-	lc_fw_target_t t = {
-		.id = id, .veth = l.veth, .addr4 = l.addr4, .addr6 = l.addr6,
-		.pool4 = l.pool.pool4, .pool6 = l.pool.pool6,
-	};
 	if (fw_locked(lc_fw_add, &t, spec, err) < 0)
 		goto fail;
 	return 0;
 fail:
-	lc_net_teardown(id, NULL);
+	fw_locked(fw_remove_cb, &t, NULL, NULL);
+	if (veth)
+		delete_link(l.veth, NULL);
+	lc_netpool_release(id, NULL);
 	return lc_error_wrap(err, "cannot set up the network of sandbox %s", id);
 }
 

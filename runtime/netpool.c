@@ -132,7 +132,8 @@ int lc_netpool_config(lc_net_pool_t *pool, lc_error_t **err)
 {
 	snprintf(pool->pool4, sizeof(pool->pool4), "%s", LC_NET_POOL4_DEFAULT);
 	snprintf(pool->pool6, sizeof(pool->pool6), "%s", LC_NET_POOL6_DEFAULT);
-	_cleanup_free_ char *path = lc_strdup_printf("%s/lcrun.json", lc_net_etc_dir());
+	const char *conf = getenv("LCRUN_CONFIG");
+	_cleanup_free_ char *path = conf && *conf ? strdup(conf) : lc_strdup_printf("%s/lcrun.json", lc_net_etc_dir());
 	if (access(path, F_OK) < 0)
 		return 0;
 	json_error_t jerr;
@@ -427,8 +428,8 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 	if (slot >= g.nslots)
 		return lc_error_set(err, LC_EXIT_BUSY, 0,
 				    "the sandbox address pool %s is exhausted (%u sandboxes hold a lease); "
-				    "free one or set a larger \"net_pool\" in %s/lcrun.json",
-				    pool->pool4, g.nslots, lc_net_etc_dir());
+				    "free one or set a larger \"net_pool\" in lcrun.json",
+				    pool->pool4, g.nslots);
 
 	lc_lease_t l;
 	memset(&l, 0, sizeof(l));

@@ -41,8 +41,9 @@ typedef struct lc_lease {
 	unsigned long long starttime; /* its start time (/proc/PID/stat) */
 } lc_lease_t;
 
-/* Read "net_pool"/"net_pool6" from $LCRUN_ETC_DIR/lcrun.json (missing
- * file: the defaults). */
+/* Read "net_pool"/"net_pool6" from $LCRUN_CONFIG, else
+ * $LCRUN_ETC_DIR/lcrun.json (default /etc/lcrun/lcrun.json); a missing file
+ * means the defaults. */
 int lc_netpool_config(lc_net_pool_t *pool, lc_error_t **err);
 /* Check a pool: v4 prefix <= 30, v6 prefix <= 64 (or "" for none). */
 int lc_netpool_check(const lc_net_pool_t *pool, lc_error_t **err);

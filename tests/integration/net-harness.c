@@ -10,6 +10,8 @@
  *   net-harness gc [LIVE_ID...]      prints how many sandboxes it cleaned
  *   net-harness describe ID
  *   net-harness validate [flags as for run]
+ * run also takes --no-ipv6-inside (IPv6 disabled in the namespace, which
+ * makes setup fail half-way: the rollback test).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +37,10 @@ static int fail(lc_error_t *err)
 	return code;
 }
 
+/* --no-ipv6-inside: the namespace has IPv6 disabled, so setup fails after
+ * the veth exists (to test the rollback). */
+static bool no_ipv6_inside;
+
 static int parse_flags(int argc, char **argv, int *i, char *id, lc_net_spec_t *spec, lc_error_t **err)
 {
 	const char *policy = NULL;
@@ -44,6 +50,10 @@ static int parse_flags(int argc, char **argv, int *i, char *id, lc_net_spec_t *s
 		if (!strcmp(a, "--")) {
 			(*i)++;
 			break;
+		}
+		if (!strcmp(a, "--no-ipv6-inside")) {
+			no_ipv6_inside = true;
+			continue;
 		}
 		if (!v)
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "%s needs a value", a);
@@ -93,6 +103,16 @@ static void lo_up(void)
 		close(s);
 }
 
+/* TERM/INT/HUP go to the command, as lcrun forwards them, so that the
+ * harness itself lives on to tear the network down. */
+static pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	lc_error_t *err = NULL;
@@ -117,6 +137,12 @@ static int cmd_run(int argc, char **argv)
 		if (unshare(CLONE_NEWNET) < 0)
 			_exit(125);
 		lo_up();
+		if (no_ipv6_inside) {
+			int fd = open("/proc/sys/net/ipv6/conf/default/disable_ipv6", O_WRONLY);
+			if (fd < 0 || write(fd, "1", 1) != 1)
+				_exit(125);
+			close(fd);
+		}
 		char c = 1;
 		if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(125);
@@ -124,6 +150,13 @@ static int cmd_run(int argc, char **argv)
 		execvp(argv[i], argv + i);
 		_exit(127);
 	}
+	child_pid = pid;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	close(ready[1]);
 	close(go[0]);
 	char c;
