@@ -10,4 +10,12 @@ typedef int (*lc_verb_fn)(int argc, char **argv);
 int lc_cli_fail(lc_error_t *err); /* print once, free, return its exit code */
 int lc_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* cli_run.c: the options run, create and fork share.  Returns the index of
+ * the command in argv, -1000 for --help, or minus an exit code. */
+int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bool need_cmd);
+/* cli_net.c: --net (which 0), --allow (1), --add-host (2), --dns (3), --net-policy (4). */
+int lc_cli_net_option(lc_spec_t *s, int which, const char *arg, lc_error_t **err);
+
+int lc_cmd_run(int argc, char **argv);
+
 #endif

@@ -1,9 +1,11 @@
 /* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "seccomp.h"
 
 int lc_cli_fail(lc_error_t *err)
 {
@@ -29,6 +31,8 @@ static const struct {
 	lc_verb_fn fn;
 	const char *help;
 } verbs[] = {
+	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
+	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };
 
@@ -41,6 +45,8 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	/* libcrypto only hashes here: skip reading openssl.cnf at start-up. */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	if (argc < 2) {
 		usage(stderr);
 		return LC_EXIT_USAGE;

@@ -96,16 +96,26 @@ typedef struct lc_spec {
 	int ttl;         /* seconds (create) */
 	int idle_timeout;/* seconds (create) */
 	int stdio[3];    /* fds for the command; -1: inherit lcrun's own */
+	bool forward_signals; /* lc_run forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH
+				 it receives to the command (the CLI sets it) */
 } lc_spec_t;
 
 lc_spec_t *lc_spec_new(void);
 void lc_spec_free(lc_spec_t *spec);
+/* A spec as JSON (kept in state.json so that exec applies the same
+ * identity, capabilities and seccomp profile) and back. */
+json_t *lc_spec_to_json(const lc_spec_t *spec);
+lc_spec_t *lc_spec_from_json(json_t *j);
 /* Default capability set (Docker's list) as a bitmask. */
 uint64_t lc_caps_default(void);
 /* Parse a capability name ("CAP_NET_RAW" or "net_raw"); -1 if unknown. */
 int lc_cap_from_name(const char *name);
 /* "RLIMIT=soft[:hard]" as --ulimit takes it (nofile=1024:2048). */
 int lc_rlimit_parse(const char *s, lc_rlimit_t *out, lc_error_t **err);
+
+/* Apply the named limit set from policies/limits.json ("best-effort" only
+ * sets best_effort). */
+int lc_limits_load(const char *name, lc_limits_t *lim, lc_error_t **err);
 
 /* ---- running ------------------------------------------------------------ */
 
@@ -119,6 +129,7 @@ typedef struct lc_result {
 	long long cpu_user_us, cpu_system_us; /* -1 when unknown */
 	long long memory_peak;              /* bytes, -1 when unknown */
 	long long pids_peak;                /* -1 when unknown */
+	char limits_not_applied[128];       /* --limits best-effort: what was skipped */
 } lc_result_t;
 
 /* Run spec->argv in a new sandbox and wait for it; tears everything down

@@ -197,6 +197,8 @@ static int rm_rf_at(int dfd, const char *name, dev_t dev, lc_error_t **err)
 		if (st.st_dev != dev)
 			return lc_error_set(err, LC_EXIT_RUNTIME, EBUSY, "refusing to remove %s: it is a mount point", name);
 		int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == EACCES && fchmodat(dfd, name, 0700, 0) == 0)
+			fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", name);
 		DIR *d = fdopendir(fd);

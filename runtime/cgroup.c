@@ -1,0 +1,372 @@
+/* cgroup.c — one cgroup v2 per sandbox under lcrun/: limits, kill, freeze,
+ * accounting.  The v2 hierarchy is found from /proc/self/mountinfo. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox_priv.h"
+#include "util.h"
+
+static char cg_root[4096];
+static lc_cg_mode_t cg_mode = LC_CG_NONE;
+static pthread_once_t cg_once = PTHREAD_ONCE_INIT;
+
+static void find_root(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char line[8192];
+	bool v1 = false;
+	while (fgets(line, sizeof(line), f)) {
+		/* id parent maj:min root mountpoint opts ... - fstype source superopts */
+		char *sep = strstr(line, " - ");
+		if (!sep)
+			continue;
+		char fstype[64] = "";
+		sscanf(sep + 3, "%63s", fstype);
+		char mp[4096];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+			continue;
+		if (!strcmp(fstype, "cgroup"))
+			v1 = true;
+		if (!strcmp(fstype, "cgroup2") && !cg_root[0])
+			snprintf(cg_root, sizeof(cg_root), "%s", mp);
+	}
+	fclose(f);
+	if (getenv("LCRUN_CGROUP_ROOT"))
+		snprintf(cg_root, sizeof(cg_root), "%s", getenv("LCRUN_CGROUP_ROOT"));
+	if (cg_root[0])
+		cg_mode = v1 ? LC_CG_HYBRID : LC_CG_UNIFIED;
+}
+
+const char *lc_cgroup_root(lc_cg_mode_t *mode)
+{
+	pthread_once(&cg_once, find_root);
+	if (mode)
+		*mode = cg_mode;
+	return cg_root[0] ? cg_root : NULL;
+}
+
+const char *lc_cgroup_mode_name(lc_cg_mode_t mode)
+{
+	switch (mode) {
+	case LC_CG_UNIFIED: return "pure cgroup v2";
+	case LC_CG_HYBRID: return "hybrid cgroup v1/v2";
+	default: return "no cgroup v2";
+	}
+}
+
+static bool word_in(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	for (const char *p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || p[-1] == ' ' || p[-1] == '\n') && (p[n] == ' ' || p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+bool lc_cgroup_has_controller(const char *name)
+{
+	const char *root = lc_cgroup_root(NULL);
+	if (!root)
+		return false;
+	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.controllers", root);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(p, &s, NULL, NULL) < 0)
+		return false;
+	return word_in(s, name);
+}
+
+char *lc_cgroup_path_for(const char *id)
+{
+	const char *root = lc_cgroup_root(NULL);
+	return root ? lc_strdup_printf("%s/lcrun/%s", root, id) : NULL;
+}
+
+struct want {
+	const char *flag;
+	const char *controller;
+	bool requested;
+};
+
+static int missing_controller(const struct want *w, lc_error_t **err)
+{
+	lc_cg_mode_t mode;
+	const char *root = lc_cgroup_root(&mode);
+	if (!root)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0,
+				    "%s needs cgroup v2, and this host has no cgroup v2 hierarchy mounted", w->flag);
+	return lc_error_set(err, LC_EXIT_RUNTIME, 0,
+			    "%s needs the cgroup v2 '%s' controller, which this host does not offer "
+			    "(%s host, v2 at %s; use --limits best-effort to run without it)",
+			    w->flag, w->controller, lc_cgroup_mode_name(mode), root);
+}
+
+static void wants(const lc_limits_t *lim, struct want w[5])
+{
+	w[0] = (struct want){ "--memory", "memory", lim->memory >= 0 || lim->memory_swap >= 0 };
+	w[1] = (struct want){ "--pids", "pids", lim->pids >= 0 };
+	w[2] = (struct want){ "--cpus", "cpu", lim->cpus > 0 };
+	w[3] = (struct want){ "--cpu-weight", "cpu", lim->cpu_weight > 0 };
+	w[4] = (struct want){ "--io-weight", "io", lim->io_weight > 0 };
+}
+
+int lc_cgroup_check_limits(const lc_limits_t *lim, lc_error_t **err)
+{
+	struct want w[5];
+	wants(lim, w);
+	if (lim->best_effort)
+		return 0;
+	for (int i = 0; i < 5; i++)
+		if (w[i].requested && !lc_cgroup_has_controller(w[i].controller))
+			return missing_controller(&w[i], err);
+	return 0;
+}
+
+/* Make sure lcrun/ exists and delegates the controllers we may use. */
+static int prepare_parent(const char *root, lc_error_t **err)
+{
+	_cleanup_free_ char *parent = lc_strdup_printf("%s/lcrun", root);
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create cgroup %s", parent);
+	static const char *ctl[] = { "memory", "pids", "cpu", "io" };
+	for (int i = 0; i < 4; i++) {
+		if (!lc_cgroup_has_controller(ctl[i]))
+			continue;
+		_cleanup_free_ char *val = lc_strdup_printf("+%s", ctl[i]);
+		_cleanup_free_ char *rs = lc_strdup_printf("%s/cgroup.subtree_control", root);
+		_cleanup_free_ char *ps = lc_strdup_printf("%s/cgroup.subtree_control", parent);
+		_cleanup_free_ char *cur = NULL;
+		if (lc_read_file(ps, &cur, NULL, NULL) == 0 && word_in(cur, ctl[i]))
+			continue;
+		/* Best effort at the root (a container host may have it on already). */
+		lc_write_file(rs, val, NULL);
+		lc_error_t *e = NULL;
+		if (lc_write_file(ps, val, &e) < 0)
+			lc_error_free(e);
+	}
+	return 0;
+}
+
+static bool usable(const struct want *w, const lc_limits_t *lim, char **skipped, lc_error_t **err, int *st)
+{
+	if (lc_cgroup_has_controller(w->controller))
+		return true;
+	if (!lim->best_effort) {
+		missing_controller(w, err);
+		*st = -1;
+		return false;
+	}
+	char *n = lc_strdup_printf("%s%s%s", *skipped ? *skipped : "", *skipped ? ", " : "", w->flag);
+	free(*skipped);
+	*skipped = n;
+	return false;
+}
+
+static int set_knob(const char *cg, const char *knob, const char *val, lc_error_t **err)
+{
+	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", cg, knob);
+	return lc_write_file(p, val, err);
+}
+
+int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
+{
+	memset(cg, 0, sizeof(*cg));
+	cg->dirfd = -1;
+	const char *root = lc_cgroup_root(NULL);
+	if (!root)
+		return 0; /* no v2 at all: only requested limits fail (checked earlier) */
+	if (prepare_parent(root, err) < 0)
+		return -1;
+	cg->path = lc_cgroup_path_for(id);
+	if (mkdir(cg->path, 0755) < 0) {
+		int e = errno;
+		free(cg->path);
+		cg->path = NULL;
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot create cgroup %s/lcrun/%s", root, id);
+	}
+	struct want w[5];
+	wants(lim, w);
+	char buf[64];
+	_cleanup_free_ char *skipped = NULL;
+	/* usable(i): the controller exists; else fail, or note the skip
+	 * under best-effort. */
+	int st = 0;
+#define USABLE(i) usable(&w[i], lim, &skipped, err, &st)
+	if ((lim->memory >= 0 || lim->memory_swap >= 0) && USABLE(0)) {
+		if (lim->memory >= 0) {
+			snprintf(buf, sizeof(buf), "%lld", lim->memory);
+			if (set_knob(cg->path, "memory.max", buf, err) < 0)
+				goto fail;
+		}
+		snprintf(buf, sizeof(buf), "%lld", lim->memory_swap >= 0 ? lim->memory_swap : 0);
+		_cleanup_free_ char *sw = lc_strdup_printf("%s/memory.swap.max", cg->path);
+		if (access(sw, F_OK) == 0 && set_knob(cg->path, "memory.swap.max", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+	/* pids: the requested value, else the default 4096 where it can be set. */
+	if (lim->pids >= 0 ? USABLE(1) : lc_cgroup_has_controller("pids")) {
+		snprintf(buf, sizeof(buf), "%lld", lim->pids >= 0 ? lim->pids : 4096);
+		if (set_knob(cg->path, "pids.max", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+	if (lim->cpus > 0 && USABLE(2)) {
+		long quota = (long)(lim->cpus * 100000.0 + 0.5);
+		if (quota < 1000)
+			quota = 1000;
+		snprintf(buf, sizeof(buf), "%ld 100000", quota);
+		if (set_knob(cg->path, "cpu.max", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+	if (lim->cpu_weight > 0 && USABLE(3)) {
+		snprintf(buf, sizeof(buf), "%d", lim->cpu_weight);
+		if (set_knob(cg->path, "cpu.weight", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+	if (lim->io_weight > 0 && USABLE(4)) {
+		snprintf(buf, sizeof(buf), "default %d", lim->io_weight);
+		_cleanup_free_ char *p = lc_strdup_printf("%s/io.weight", cg->path);
+		if (access(p, F_OK) == 0 && set_knob(cg->path, "io.weight", buf, err) < 0)
+			goto fail;
+	}
+	if (st < 0)
+		goto fail;
+#undef USABLE
+	cg->dirfd = open(cg->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cg->dirfd < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open cgroup %s", cg->path);
+		goto fail;
+	}
+	cg->not_applied = lc_steal(skipped);
+	return 0;
+fail:
+	rmdir(cg->path);
+	free(cg->path);
+	cg->path = NULL;
+	return lc_error_wrap(err, "cgroup for sandbox %s", id);
+}
+
+int lc_cgroup_kill(const char *path)
+{
+	if (!path)
+		return 0;
+	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.kill", path);
+	if (access(p, F_OK) == 0)
+		return lc_write_file(p, "1", NULL);
+	/* Pre-5.14 kernels: kill every pid listed, until none is left. */
+	_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", path);
+	for (int round = 0; round < 100; round++) {
+		_cleanup_free_ char *s = NULL;
+		if (lc_read_file(procs, &s, NULL, NULL) < 0 || !*s)
+			return 0;
+		for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n"))
+			kill(atoi(l), SIGKILL);
+		usleep(1000);
+	}
+	return -1;
+}
+
+static bool populated(const char *path)
+{
+	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.events", path);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(p, &s, NULL, NULL) < 0)
+		return false;
+	return strstr(s, "populated 1") != NULL;
+}
+
+int lc_cgroup_freeze(const char *path, bool frozen, lc_error_t **err)
+{
+	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.freeze", path);
+	if (lc_write_file(p, frozen ? "1" : "0", err) < 0)
+		return -1;
+	_cleanup_free_ char *ev = lc_strdup_printf("%s/cgroup.events", path);
+	const char *want = frozen ? "frozen 1" : "frozen 0";
+	for (int i = 0; i < 5000; i++) {
+		_cleanup_free_ char *s = NULL;
+		if (lc_read_file(ev, &s, NULL, NULL) < 0)
+			break;
+		if (strstr(s, want) || !strstr(s, "populated 1"))
+			return 0;
+		usleep(1000);
+	}
+	return lc_error_set(err, LC_EXIT_RUNTIME, ETIMEDOUT, "cgroup %s did not %s", path,
+			    frozen ? "freeze" : "thaw");
+}
+
+int lc_cgroup_destroy(const char *path, lc_error_t **err)
+{
+	if (!path)
+		return 0;
+	if (access(path, F_OK) < 0)
+		return 0;
+	/* A frozen cgroup still dies from SIGKILL, but thaw it to be safe. */
+	_cleanup_free_ char *fz = lc_strdup_printf("%s/cgroup.freeze", path);
+	if (access(fz, F_OK) == 0)
+		lc_write_file(fz, "0", NULL);
+	for (int i = 0; i < 10000; i++) {
+		if (rmdir(path) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot remove cgroup %s", path);
+		if (populated(path) || i % 50 == 0)
+			lc_cgroup_kill(path);
+		usleep(i < 100 ? 200 : 1000);
+	}
+	return lc_error_set(err, LC_EXIT_RUNTIME, EBUSY, "cgroup %s does not empty", path);
+}
+
+static long long read_key(const char *path, const char *file, const char *key)
+{
+	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", path, file);
+	_cleanup_free_ char *s = NULL;
+	if (lc_read_file(p, &s, NULL, NULL) < 0)
+		return -1;
+	if (!key)
+		return strtoll(s, NULL, 10);
+	size_t n = strlen(key);
+	for (char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (!strncmp(l, key, n) && l[n] == ' ')
+			return strtoll(l + n + 1, NULL, 10);
+	return -1;
+}
+
+void lc_cgroup_stats(const char *path, lc_result_t *res)
+{
+	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
+	if (!path)
+		return;
+	res->cpu_user_us = read_key(path, "cpu.stat", "user_usec");
+	res->cpu_system_us = read_key(path, "cpu.stat", "system_usec");
+	res->memory_peak = read_key(path, "memory.peak", NULL);
+	res->pids_peak = read_key(path, "pids.peak", NULL);
+	long long oom = read_key(path, "memory.events", "oom_kill");
+	if (oom > 0)
+		res->oom_killed = true;
+}
+
+void lc_cgroup_clear(lc_cgroup_t *cg)
+{
+	if (cg->dirfd >= 0)
+		close(cg->dirfd);
+	cg->dirfd = -1;
+	free(cg->path);
+	free(cg->not_applied);
+	cg->path = cg->not_applied = NULL;
+}

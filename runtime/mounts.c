@@ -1,0 +1,444 @@
+/* mounts.c — the sandbox's root filesystem.
+ *
+ * Two stages.  lc_mounts_stage runs in the staging process, which has a
+ * mount namespace of its own and (as root) is still privileged on the host:
+ * it makes the idmapped lower layers, the overlay(s) and the sysfs of the
+ * sandbox's network namespace.  lc_mounts_finish runs in pid 1, inside the
+ * sandbox's user namespace: proc, a minimal /dev, /tmp, binds, the masked
+ * /proc paths, then pivot_root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandbox_priv.h"
+#include "util.h"
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
+{
+	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+	return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
+}
+
+/* Attach src at dst (a fresh directory), idmapped to the sandbox's range
+ * when possible, read-only.  Returns 1 if idmapped, 0 if a plain bind. */
+static int attach_lower(const char *src, const char *dst, int userns_fd, lc_error_t **err)
+{
+	if (mkdir(dst, 0700) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dst);
+	if (userns_fd >= 0) {
+		_cleanup_close_ int fd = sys_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (fd < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open a mount of %s", src);
+		struct mount_attr attr = {
+			.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV,
+			.userns_fd = (unsigned long long)userns_fd,
+		};
+		if (sys_mount_setattr(fd, "", AT_EMPTY_PATH, &attr) == 0) {
+			if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot attach %s at %s", src, dst);
+			return 1;
+		}
+		/* EINVAL/EPERM: the filesystem cannot be idmapped (9p, older
+		 * tmpfs); fall back to a plain read-only bind. */
+	}
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind %s at %s", src, dst);
+	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NODEV, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	return 0;
+}
+
+static int mount_overlay(const char *target, const char *lowers, const char *upper, const char *work,
+			 bool rootless, lc_error_t **err)
+{
+	_cleanup_free_ char *opts = lc_strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s%s", lowers, upper, work,
+						     rootless ? ",userxattr" : "");
+	if (strlen(opts) >= 4000)
+		return lc_error_set(err, LC_EXIT_RUNTIME, E2BIG, "too many layers for one overlay mount");
+	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount the overlay root at %s", target);
+	return 0;
+}
+
+int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
+{
+	/* The layers live in sbdir/private (0700, host root only); pid 1
+	 * later needs only sbdir/rootfs and sbdir/files. */
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private", plan->sbdir);
+	if (chdir(priv) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter %s", priv);
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make the staging mounts private");
+	if (mkdir("ovl/lower", 0700) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/private/ovl/lower", plan->sbdir);
+
+	plan->idmap_ok = true;
+	/* Relative paths keep the overlay option string short. */
+	_cleanup_free_ char *lowers = strdup("");
+	size_t n = lc_strv_len(plan->lowers);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/%zu", i);
+		const char *use = plan->lowers[i];
+		if (plan->lower_idmap && plan->lower_idmap[i] && !plan->rootless) {
+			int r = attach_lower(plan->lowers[i], dst, plan->idmap_userns_fd, err);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				plan->idmap_ok = false;
+			use = dst;
+		}
+		char *nl = lc_strdup_printf("%s%s%s", lowers, i ? ":" : "", use);
+		free(lowers);
+		lowers = nl;
+	}
+	if (mount_overlay("../rootfs", lowers, "ovl/upper", "ovl/work", plan->rootless, err) < 0)
+		return -1;
+	if (plan->usr_overlay) {
+		const char *usr_lower = "/usr";
+		if (!plan->rootless) {
+			int r = attach_lower("/usr", "ovl/lower/usr", plan->idmap_userns_fd, err);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				plan->idmap_ok = false;
+			usr_lower = "ovl/lower/usr";
+		}
+		if (mount_overlay("../rootfs/usr", usr_lower, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
+			return lc_error_wrap(err, "/usr");
+	}
+	/* sysfs of the sandbox's own network namespace, read-only. */
+	if (mkdir("../rootfs/sys", 0755) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /sys in the sandbox");
+	if (mount("sysfs", "../rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount sysfs");
+	return 0;
+}
+
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err)
+{
+	/* Relative to the staging cwd (sbdir/private, 0711), so that no host
+	 * directory above has to be searchable by the sandbox's root. */
+	plan->rootfs_fd = open("../rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	plan->files_fd = open("../files", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (plan->rootfs_fd < 0 || plan->files_fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
+	return 0;
+}
+
+/* Open path inside the root at rootfd, never leaving it (symlinks planted
+ * in an image resolve inside the sandbox, not on the host). */
+static int open_in_root(int rootfd, const char *path, int flags)
+{
+	struct open_how how = { .flags = (unsigned long long)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+}
+
+/* mkdir -p of path inside rootfd; returns an O_PATH fd of the last dir. */
+static int mkdirs_in_root(int rootfd, const char *path, lc_error_t **err)
+{
+	_cleanup_free_ char *p = strdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		_cleanup_close_ int fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY);
+		if (fd < 0) {
+			char *slash = strrchr(p, '/');
+			_cleanup_free_ char *parent = strndup(p, (size_t)(slash - p));
+			_cleanup_close_ int pfd = open_in_root(rootfd, *parent ? parent : "/", O_PATH | O_DIRECTORY);
+			if (pfd < 0 || (mkdirat(pfd, slash + 1, 0755) < 0 && errno != EEXIST))
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s in the sandbox", p);
+		}
+		*s = '/';
+	}
+	int fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY);
+	if (fd < 0) {
+		char *slash = strrchr(p, '/');
+		_cleanup_free_ char *parent = strndup(p, (size_t)(slash - p));
+		_cleanup_close_ int pfd = open_in_root(rootfd, *parent ? parent : "/", O_PATH | O_DIRECTORY);
+		if (pfd < 0 || (mkdirat(pfd, slash + 1, 0755) < 0 && errno != EEXIST))
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s in the sandbox", p);
+		fd = open_in_root(rootfd, p, O_PATH | O_DIRECTORY);
+		if (fd < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s in the sandbox", p);
+	}
+	return fd;
+}
+
+/* A mount target inside the sandbox: a directory, or a file when is_file. */
+static int target_in_root(int rootfd, const char *path, bool is_file, lc_error_t **err)
+{
+	if (!is_file)
+		return mkdirs_in_root(rootfd, path, err);
+	int fd = open_in_root(rootfd, path, O_PATH);
+	if (fd >= 0)
+		return fd;
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *parent = strndup(path, (size_t)(slash - path));
+	_cleanup_close_ int pfd = *parent ? mkdirs_in_root(rootfd, parent, err) : open_in_root(rootfd, "/", O_PATH);
+	if (pfd < 0)
+		return -1;
+	_cleanup_free_ char *ppath = lc_strdup_printf("/proc/self/fd/%d", pfd);
+	_cleanup_close_ int dfd = open(ppath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the parent of %s", path);
+	_cleanup_close_ int f = openat(dfd, slash + 1, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (f < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s in the sandbox", path);
+	fd = open_in_root(rootfd, path, O_PATH);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s in the sandbox", path);
+	return fd;
+}
+
+/* Remount a bind read-only, keeping the flags the kernel has locked on it
+ * (a user namespace may not clear nosuid/nodev/noexec/atime flags). */
+static int remount_ro(const char *t)
+{
+	struct statvfs sv;
+	unsigned long flags = MS_BIND | MS_REMOUNT | MS_RDONLY;
+	if (statvfs(t, &sv) == 0) {
+		if (sv.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+		if (sv.f_flag & ST_NODEV) flags |= MS_NODEV;
+		if (sv.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+		if (sv.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+		if (sv.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+		if (sv.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+	}
+	return mount(NULL, t, NULL, flags, NULL);
+}
+
+static int bind_into(int rootfd, const char *src, const char *dst, bool ro, lc_error_t **err)
+{
+	struct stat st;
+	if (stat(src, &st) < 0)
+		return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", src);
+	_cleanup_close_ int fd = target_in_root(rootfd, dst, !S_ISDIR(st.st_mode), err);
+	if (fd < 0)
+		return -1;
+	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
+	if (mount(src, t, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind %s to %s", src, dst);
+	if (ro) {
+		/* The fd still names what lies under the new mount: look again. */
+		_cleanup_close_ int top = open_in_root(rootfd, dst, O_PATH);
+		_cleanup_free_ char *tt = lc_strdup_printf("/proc/self/fd/%d", top);
+		if (top < 0 || remount_ro(tt) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", dst);
+	}
+	return 0;
+}
+
+static int mount_in(int rootfd, const char *dst, const char *fstype, unsigned long flags, const char *data,
+		    lc_error_t **err)
+{
+	_cleanup_close_ int fd = mkdirs_in_root(rootfd, dst, err);
+	if (fd < 0)
+		return -1;
+	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
+	if (mount(fstype, t, fstype, flags, data) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount %s on %s", fstype, dst);
+	return 0;
+}
+
+static const char *masked_paths[] = {
+	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+	"/sys/firmware", "/sys/devices/virtual/powercap", NULL,
+};
+static const char *readonly_paths[] = {
+	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+static int mask_path(int rootfd, const char *path, lc_error_t **err)
+{
+	_cleanup_close_ int fd = open_in_root(rootfd, path, O_PATH | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return 0;
+	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
+	int r = S_ISDIR(st.st_mode) ? mount("tmpfs", t, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0")
+				    : mount("/dev/null", t, NULL, MS_BIND, NULL);
+	if (r < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mask %s", path);
+	return 0;
+}
+
+static int readonly_path(int rootfd, const char *path, lc_error_t **err)
+{
+	_cleanup_close_ int fd = open_in_root(rootfd, path, O_PATH | O_NOFOLLOW);
+	if (fd < 0)
+		return 0;
+	_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", fd);
+	if (mount(t, t, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind %s", path);
+	_cleanup_close_ int fd2 = open_in_root(rootfd, path, O_PATH | O_NOFOLLOW);
+	_cleanup_free_ char *t2 = lc_strdup_printf("/proc/self/fd/%d", fd2);
+	if (remount_ro(t2) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s read-only", path);
+	return 0;
+}
+
+static int setup_dev(int rootfd, bool rootless, lc_error_t **err)
+{
+	if (mount_in(rootfd, "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=65536k", err) < 0)
+		return -1;
+	_cleanup_close_ int dev = open_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY);
+	if (dev < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open /dev in the sandbox");
+	static const char *nodes[] = { "null", "zero", "full", "random", "urandom", "tty", NULL };
+	for (int i = 0; nodes[i]; i++) {
+		_cleanup_close_ int f = openat(dev, nodes[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+		if (f < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /dev/%s", nodes[i]);
+		_cleanup_free_ char *src = lc_strdup_printf("/dev/%s", nodes[i]);
+		_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d/%s", dev, nodes[i]);
+		if (mount(src, t, NULL, MS_BIND, NULL) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot bind /dev/%s", nodes[i]);
+	}
+	const char *pts_opts = rootless ? "newinstance,ptmxmode=0666,mode=0620"
+					: "newinstance,ptmxmode=0666,mode=0620,gid=5";
+	if (mkdirat(dev, "pts", 0755) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /dev/pts");
+	if (mount_in(rootfd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, pts_opts, err) < 0)
+		return -1;
+	if (mkdirat(dev, "shm", 01777) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /dev/shm");
+	if (mount_in(rootfd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k", err) < 0)
+		return -1;
+	struct { const char *target, *name; } links[] = {
+		{ "pts/ptmx", "ptmx" }, { "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" },
+		{ "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" },
+	};
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++)
+		if (symlinkat(links[i].target, dev, links[i].name) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create /dev/%s", links[i].name);
+	if (mkdirat(dev, "mqueue", 0755) == 0) {
+		lc_error_t *e = NULL;
+		if (mount_in(rootfd, "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, &e) < 0)
+			lc_error_free(e); /* optional */
+	}
+	return 0;
+}
+
+int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
+{
+	bool any = false;
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		any |= !spec->mounts[i].tmpfs;
+	if (!any)
+		return 0;
+	_cleanup_close_ int rootfd = open("../rootfs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
+	/* Mount points the binds need are made as the sandbox's root, so
+	 * that they belong to it inside. */
+	int r = 0;
+	for (size_t i = 0; i < spec->n_mounts && r == 0; i++) {
+		const lc_mount_t *m = &spec->mounts[i];
+		if (m->tmpfs)
+			continue;
+		/* Open the source as host root, then switch the fs ids. */
+		_cleanup_close_ int sfd = open(m->src, O_PATH | O_CLOEXEC);
+		if (sfd < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
+		_cleanup_free_ char *via = lc_strdup_printf("/proc/self/fd/%d", sfd);
+		uid_t ou = (uid_t)setfsuid(plan->owner_uid);
+		gid_t og = (gid_t)setfsgid(plan->owner_gid);
+		r = bind_into(rootfd, via, m->dst, m->ro, err);
+		setfsuid(ou);
+		setfsgid(og);
+		if (r < 0)
+			lc_error_wrap(err, "--bind %s", m->src);
+	}
+	return r;
+}
+
+int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make mounts private");
+	/* A fresh copy of the staged tree, attached on top of it: pid 1 owns
+	 * that mount, so it can pivot_root into it.  Everything goes through
+	 * the fds the staging process opened; pid 1 need not be able to walk
+	 * the host path to the sandbox directory. */
+	_cleanup_close_ int rootfd = sys_open_tree(plan->rootfs_fd, "",
+						   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (rootfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot copy the root mount");
+	if (sys_move_mount(rootfd, "", plan->rootfs_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot attach the root mount");
+
+	if (mount_in(rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
+		return -1;
+	if (setup_dev(rootfd, plan->rootless, err) < 0)
+		return -1;
+	if (mount_in(rootfd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err) < 0)
+		return -1;
+	{
+		/* The sandbox's own cgroup (its cgroup namespace root), read-only. */
+		lc_error_t *e = NULL;
+		_cleanup_close_ int cfd = open_in_root(rootfd, "/sys/fs/cgroup", O_PATH | O_DIRECTORY);
+		if (cfd >= 0 && lc_cgroup_root(NULL)) {
+			_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", cfd);
+			if (mount("cgroup2", t, "cgroup2", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+				lc_error_set(&e, 0, errno, "cgroup2");
+		}
+		lc_error_free(e);
+	}
+	/* hosts, hostname and resolv.conf are pinned read-only. */
+	static const char *files[] = { "hosts", "hostname", "resolv.conf" };
+	for (int i = 0; i < 3; i++) {
+		_cleanup_free_ char *src = lc_strdup_printf("/proc/self/fd/%d/%s", plan->files_fd, files[i]);
+		_cleanup_free_ char *dst = lc_strdup_printf("/etc/%s", files[i]);
+		if (bind_into(rootfd, src, dst, true, err) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const lc_mount_t *m = &spec->mounts[i];
+		if (m->tmpfs && mount_in(rootfd, m->dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->ro ? MS_RDONLY : 0),
+					 "mode=755", err) < 0)
+			return -1;
+	}
+	for (int i = 0; masked_paths[i]; i++)
+		if (mask_path(rootfd, masked_paths[i], err) < 0)
+			return -1;
+	for (int i = 0; readonly_paths[i]; i++)
+		if (readonly_path(rootfd, readonly_paths[i], err) < 0)
+			return -1;
+
+	const char *hn = spec->hostname ? spec->hostname : "lcrun";
+	if (sethostname(hn, strlen(hn)) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the hostname");
+	if (fchdir(rootfd) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter the root");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "pivot_root into %s", plan->rootfs);
+	if (umount2(".", MNT_DETACH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot detach the old root");
+	if (chdir("/") < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chdir to /");
+	return 0;
+}

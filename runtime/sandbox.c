@@ -1,0 +1,813 @@
+/* sandbox.c — the lifecycle of one sandbox: lc_run.
+ *
+ * Three processes take part.  lcrun (the caller of lc_run, possibly a
+ * thread of lcd) forks the STAGING process.  Staging, still root on the
+ * host, takes a mount namespace and a network namespace of its own (so the
+ * network namespace is owned by the host's user namespace: root in the
+ * sandbox cannot reconfigure it), builds the overlay root there, then
+ * enters a new user namespace whose maps lcrun writes, unshares mount, pid,
+ * uts, ipc and cgroup namespaces and clones PID 1 with CLONE_PARENT, so that
+ * pid 1 is lcrun's own child.  Staging then exits.  Pid 1 finishes the root
+ * (proc, dev, binds, masks, pivot_root) and becomes the init (init.c).
+ *
+ * Nothing is mounted in the host's mount namespace: the staging mounts live
+ * in namespaces that die with the sandbox.  The cgroup, the sandbox
+ * directory, the state and the network are removed by lcrun at the end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pthread.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox_priv.h"
+#include "seccomp.h"
+#include "util.h"
+
+
+
+/* LCRUN_TRACE=1: phase timings on stderr, for finding where start-up goes. */
+static void trace(const char *what)
+{
+	static int on = -1;
+	static struct timespec t0;
+	if (on < 0) {
+		const char *v = getenv("LCRUN_TRACE");
+		on = v && *v == '1';
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+	}
+	if (!on)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	fprintf(stderr, "lcrun: trace %8.3f ms %s\n",
+		(double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, what);
+}
+
+/* ---- the user namespace used to idmap lower layers ---------------------- */
+
+static pthread_mutex_t idmap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int idmap_fd = -1;
+
+static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
+{
+	char path[64], map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, count);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	if (lc_write_file(path, map, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+	return lc_write_file(path, map, err);
+}
+
+/* A user namespace with the sandboxes' mapping, kept for the process's
+ * lifetime: mount_setattr(MOUNT_ATTR_IDMAP) takes its fd. */
+static int idmap_userns(lc_error_t **err)
+{
+	pthread_mutex_lock(&idmap_lock);
+	if (idmap_fd >= 0) {
+		pthread_mutex_unlock(&idmap_lock);
+		return idmap_fd;
+	}
+	int p1[2], p2[2];
+	if (pipe2(p1, O_CLOEXEC) < 0 || pipe2(p2, O_CLOEXEC) < 0) {
+		pthread_mutex_unlock(&idmap_lock);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p1[0]);
+		close(p2[1]);
+		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p1[1]);
+	close(p2[0]);
+	char c = 'n';
+	int fd = -1;
+	if (pid > 0 && read(p1[0], &c, 1) == 1 && c == 'y' &&
+	    write_maps(pid, lc_uid_base(), lc_uid_count(), err) == 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	} else if (pid < 0 || c != 'y') {
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot create a user namespace for idmapped mounts");
+	}
+	close(p1[0]);
+	close(p2[1]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	idmap_fd = fd;
+	pthread_mutex_unlock(&idmap_lock);
+	return fd;
+}
+
+/* ---- environment --------------------------------------------------------- */
+
+static char **build_env(const lc_spec_t *spec)
+{
+	char **env = NULL;
+	const char *term = getenv("TERM"), *lang = getenv("LANG");
+	lc_strv_push(&env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	_cleanup_free_ char *home = lc_strdup_printf("HOME=%s", spec->uid == 0 ? "/root" : "/home/user");
+	lc_strv_push(&env, home);
+	_cleanup_free_ char *t = lc_strdup_printf("TERM=%s", term && *term ? term : "xterm");
+	lc_strv_push(&env, t);
+	_cleanup_free_ char *l = lc_strdup_printf("LANG=%s", lang && *lang ? lang : "C.UTF-8");
+	lc_strv_push(&env, l);
+	for (size_t i = 0; spec->env && spec->env[i]; i++) {
+		const char *eq = strchr(spec->env[i], '=');
+		size_t klen = eq ? (size_t)(eq - spec->env[i]) : strlen(spec->env[i]);
+		bool replaced = false;
+		for (size_t j = 0; env[j]; j++) {
+			if (!strncmp(env[j], spec->env[i], klen) && env[j][klen] == '=') {
+				free(env[j]);
+				env[j] = strdup(spec->env[i]);
+				replaced = true;
+				break;
+			}
+		}
+		if (!replaced)
+			lc_strv_push(&env, spec->env[i]);
+	}
+	return env;
+}
+
+/* ---- the staging process and pid 1 --------------------------------------- */
+
+static int loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	if (r == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+	return r;
+}
+
+static void staging_fail(lc_sb_t *c, lc_error_t *e)
+{
+	lc_msg_send_error(c->sp[1], e);
+	_exit(LC_EXIT_RUNTIME);
+}
+
+static void pid1_main(lc_sb_t *c)
+{
+	lc_error_t *e = NULL;
+	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
+		staging_fail(c, e);
+	const char *wd = c->spec->workdir ? c->spec->workdir : "/";
+	struct stat st;
+	if (stat(wd, &st) < 0) {
+		lc_error_set(&e, LC_EXIT_NOENT, errno, "workdir %s does not exist in the sandbox", wd);
+		staging_fail(c, e);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		lc_error_set(&e, LC_EXIT_NOENT, ENOTDIR, "workdir %s", wd);
+		staging_fail(c, e);
+	}
+	lc_msg_send(c->sp[1], LC_MSG_READY, 0, 0, NULL);
+	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
+}
+
+static void staging_main(lc_sb_t *c)
+{
+	lc_error_t *e = NULL;
+	close(c->sp[0]);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (c->rootless) {
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		char map[64];
+		if (unshare(CLONE_NEWUSER) < 0) {
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create a user namespace (are unprivileged user namespaces enabled?)");
+			staging_fail(c, e);
+		}
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
+		if (lc_write_file("/proc/self/uid_map", map, &e) < 0 ||
+		    lc_write_file("/proc/self/setgroups", "deny", &e) < 0)
+			staging_fail(c, e);
+		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)gid);
+		if (lc_write_file("/proc/self/gid_map", map, &e) < 0)
+			staging_fail(c, e);
+	}
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET) < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create mount and network namespaces");
+		staging_fail(c, e);
+	}
+	if (loopback_up() < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
+		staging_fail(c, e);
+	}
+	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
+		staging_fail(c, e);
+	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
+		staging_fail(c, e);
+	}
+	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
+	lc_msg_t m;
+	if (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO)
+		_exit(LC_EXIT_RUNTIME);
+	if (!c->rootless && (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot become root in the sandbox's user namespace");
+		staging_fail(c, e);
+	}
+	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+	if (!c->rootless)
+		flags |= CLONE_NEWCGROUP;
+	if (unshare(flags) < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
+		staging_fail(c, e);
+	}
+	if (lc_mounts_open_staged(&c->plan, &e) < 0)
+		staging_fail(c, e);
+	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
+	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the sandbox's pid 1");
+		staging_fail(c, e);
+	}
+	if (pid == 0)
+		pid1_main(c);
+	lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
+	_exit(0);
+}
+
+/* ---- preparation in lcrun ------------------------------------------------ */
+
+static int write_files(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
+	if (mkdir(dir, 0755) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
+	const char *hn = s->hostname ? s->hostname : "lcrun";
+	_cleanup_free_ char *hosts = lc_strdup_printf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+						      "127.0.1.1\t%s\n", hn);
+	for (size_t i = 0; i < s->net.n_hosts; i++) {
+		char *n = lc_strdup_printf("%s%s\t%s\n", hosts, s->net.hosts[i].ip, s->net.hosts[i].name);
+		free(hosts);
+		hosts = n;
+	}
+	_cleanup_free_ char *resolv = NULL;
+	if (s->net.dns)
+		resolv = lc_strdup_printf("nameserver %s\n", s->net.dns);
+	else if (s->net.mode == LC_NET_OPEN)
+		lc_read_file("/etc/resolv.conf", &resolv, NULL, NULL);
+	if (!resolv)
+		resolv = strdup("# no resolver: names this sandbox may use are pinned in /etc/hosts\n");
+	_cleanup_free_ char *hnl = lc_strdup_printf("%s\n", hn);
+	struct { const char *name, *content; } f[] = { { "hosts", hosts }, { "hostname", hnl }, { "resolv.conf", resolv } };
+	for (int i = 0; i < 3; i++) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s/%s", dir, f[i].name);
+		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || lc_write_all(fd, f[i].content, strlen(f[i].content)) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write %s", p);
+	}
+	return 0;
+}
+
+static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_error_t **err)
+{
+	if (mkdir(path, mode) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", path);
+	if (chown(path, uid, gid) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s", path);
+	return 0;
+}
+
+static int prepare_root(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
+	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
+	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	 * staging process opened, never through this path. */
+	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
+	if (lc_mkdir_p(parent, 0700, err) < 0)
+		return -1;
+	c->sbdir = lc_sandbox_dir(c->id);
+	if (mkdir(c->sbdir, 0711) < 0)
+		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
+				    "cannot create %s", c->sbdir);
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
+	if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
+	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
+	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
+	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
+		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
+	if (write_files(c, err) < 0)
+		return -1;
+	c->plan.sbdir = strdup(c->sbdir);
+	c->plan.rootfs = lc_steal(rootfs);
+	c->plan.rootless = c->rootless;
+	c->plan.idmap_userns_fd = -1;
+	c->plan.rootfs_fd = c->plan.files_fd = -1;
+	c->plan.owner_uid = ou;
+	c->plan.owner_gid = og;
+	if (s->rootfs) {
+		lc_strv_push(&c->plan.lowers, s->rootfs);
+		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
+		c->plan.lower_idmap[0] = true;
+	} else {
+		c->host_image = true;
+		_cleanup_free_ char *skel = NULL;
+		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
+			return -1;
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
+		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
+			return -1;
+		lc_strv_push(&c->plan.lowers, etc);
+		lc_strv_push(&c->plan.lowers, skel);
+		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
+		c->plan.usr_overlay = true;
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
+		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
+		if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir(uw, 0700) < 0)
+			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
+	}
+	if (!c->rootless) {
+		c->plan.idmap_userns_fd = idmap_userns(err);
+		if (c->plan.idmap_userns_fd < 0)
+			return -1;
+	}
+	return 0;
+}
+
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
+{
+	const lc_spec_t *s = c->spec;
+	json_t *uppers = json_array();
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
+	if (c->host_image)
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
+	json_t *argv = json_array();
+	for (size_t i = 0; s->argv && s->argv[i]; i++)
+		json_array_append_new(argv, json_string(s->argv[i]));
+	static const char *modes[] = { "none", "allow", "open" };
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:b, s:b, s:I, s:I, s:s, s:s}",
+			      "id", c->id, "status", status, "created", (json_int_t)c->created_ms,
+			      "pid", (int)c->init, "uppers", uppers, "argv", argv,
+			      "host_image", c->host_image, "rootless", c->rootless,
+			      "uid_base", (json_int_t)(c->rootless ? geteuid() : lc_uid_base()),
+			      "uid_count", (json_int_t)(c->rootless ? 1 : lc_uid_count()),
+			      "sandbox_dir", c->sbdir, "net", modes[s->net.mode]);
+	json_object_set_new(j, "name", s->name ? json_string(s->name) : json_null());
+	json_object_set_new(j, "cgroup", c->cg.path ? json_string(c->cg.path) : json_null());
+	json_object_set_new(j, "image", s->image ? json_string(s->image) : json_null());
+	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
+	json_object_set_new(j, "layers", json_array());
+	json_object_set_new(j, "keep", json_boolean(s->keep));
+	/* false where the lower layers' filesystem cannot be idmapped (9p,
+	 * tmpfs before 6.3): root inside then cannot write over them. */
+	json_object_set_new(j, "idmapped", json_boolean(c->idmapped));
+	json_object_set_new(j, "lcrun_pid", json_integer(getpid()));
+	json_object_set_new(j, "spec", lc_spec_to_json(s));
+	return j;
+}
+
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
+{
+	json_t *j = lc_sb_state_json(c, status);
+	int r = lc_state_write(c->id, j, err);
+	json_decref(j);
+	if (r == 0)
+		c->state_written = true;
+	return r;
+}
+
+static int link_name(lc_sb_t *c, lc_error_t **err)
+{
+	const char *name = c->spec->name;
+	if (!name)
+		return 0;
+	if (!*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 64 || lc_id_valid(name))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid sandbox name '%s'", name);
+	_cleanup_free_ char *dir = lc_strdup_printf("%s/names", lc_run_dir());
+	if (lc_mkdir_p(dir, 0700, err) < 0)
+		return -1;
+	_cleanup_free_ char *link = lc_strdup_printf("%s/%s", dir, name);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (symlink(c->id, link) == 0) {
+			c->name_linked = true;
+			return 0;
+		}
+		if (errno != EEXIST)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot record name %s", name);
+		char target[64];
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			_cleanup_free_ char *sd = lc_state_dir(target);
+			if (access(sd, F_OK) == 0)
+				return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken by sandbox %s", name, target);
+		}
+		unlink(link); /* stale: its sandbox is gone */
+	}
+	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
+}
+
+static int validate(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	struct stat st;
+	if (!c->no_command && (!s->argv || !s->argv[0]))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "no command given");
+	if (s->rootfs) {
+		if (stat(s->rootfs, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "rootfs %s", s->rootfs);
+		if (!S_ISDIR(st.st_mode))
+			return lc_error_set(err, LC_EXIT_NOENT, ENOTDIR, "rootfs %s", s->rootfs);
+	}
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		const lc_mount_t *m = &s->mounts[i];
+		if (!m->dst || m->dst[0] != '/')
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "mount destination '%s' must be an absolute path",
+					    m->dst ? m->dst : "");
+		if (!m->tmpfs && stat(m->src, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
+	}
+	if (s->workdir && s->workdir[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "workdir '%s' must be an absolute path", s->workdir);
+	if (s->id && !lc_id_valid(s->id))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid sandbox id '%s' (12 lowercase hex digits)", s->id);
+	if (c->rootless) {
+		const char *need = NULL;
+		if (s->net.mode != LC_NET_NONE)
+			need = "--net allow/open";
+		else if (s->limits.memory >= 0 || s->limits.memory_swap >= 0 || s->limits.pids >= 0 ||
+			 s->limits.cpus > 0 || s->limits.cpu_weight > 0 || s->limits.io_weight > 0)
+			need = "cgroup limits (--memory, --pids, --cpus, ...)";
+		else if (s->uid != 0 || s->gid != 0)
+			need = "--user other than 0 (a rootless sandbox maps a single id)";
+		if (need)
+			return lc_error_set(err, LC_EXIT_PERM, 0, "%s needs root; this sandbox is rootless", need);
+	}
+	if (s->uid >= lc_uid_count() || s->gid >= lc_uid_count())
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--user %u:%u is outside the sandbox's %u ids",
+				    (unsigned)s->uid, (unsigned)s->gid, lc_uid_count());
+	if (!c->rootless && lc_cgroup_check_limits(&s->limits, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* ---- teardown ------------------------------------------------------------- */
+
+void lc_sb_teardown(lc_sb_t *c, bool keep)
+{
+	if (c->init > 0) {
+		if (c->cg.path)
+			lc_cgroup_kill(c->cg.path);
+		kill(c->init, SIGKILL);
+		waitpid(c->init, NULL, 0);
+		c->init = 0;
+	}
+	if (c->staging > 0) {
+		kill(c->staging, SIGKILL);
+		waitpid(c->staging, NULL, 0);
+		c->staging = 0;
+	}
+	trace("teardown");
+	if (c->cg.path) {
+		lc_error_t *e = NULL;
+		if (lc_cgroup_destroy(c->cg.path, &e) < 0) {
+			lc_error_print(e, "lcrun: warning");
+			lc_error_free(e);
+		}
+	}
+	if (!keep && c->sbdir) {
+		/* The overlay may still be mounted for a moment in the dying
+		 * namespaces: rmdir then reports EBUSY. */
+		for (int i = 0; i < 200; i++) {
+			lc_error_t *e = NULL;
+			if (lc_rm_rf(c->sbdir, &e) == 0)
+				break;
+			if (i == 199) {
+				lc_error_print(e, "lcrun: warning");
+			}
+			lc_error_free(e);
+			usleep(i < 20 ? 500 : 5000);
+		}
+	}
+	trace("cgroup removed, dirs removed");
+	if (!keep && c->state_written)
+		lc_state_remove(c->id);
+	else if (!keep && c->name_linked) {
+		_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), c->spec->name);
+		unlink(link);
+	}
+}
+
+void lc_sb_free(lc_sb_t *c)
+{
+	lc_cgroup_clear(&c->cg);
+	lc_seccomp_prog_free(&c->prog);
+	lc_strv_free(c->envp);
+	lc_strv_free(c->plan.lowers);
+	free(c->plan.lower_idmap);
+	free(c->plan.sbdir);
+	free(c->plan.rootfs);
+	free(c->sbdir);
+	if (c->sp[0] >= 0)
+		close(c->sp[0]);
+	if (c->sp[1] >= 0)
+		close(c->sp[1]);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+}
+
+/* ---- lc_run ---------------------------------------------------------------- */
+
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
+{
+	memset(c, 0, sizeof(*c));
+	c->spec = spec;
+	c->sp[0] = c->sp[1] = -1;
+	c->pidfd = -1;
+	c->rootless = geteuid() != 0;
+	c->start_ms = lc_now_ms();
+	c->created_ms = lc_wall_ms();
+}
+
+static bool single_threaded(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* field 20 is num_threads; the comm field (2) may hold spaces */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	for (; p && *p; p++)
+		if (*p == ' ' && ++field == 20)
+			return atoi(p + 1) == 1;
+	return false;
+}
+
+static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+
+int lc_sb_start(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	if (validate(c, err) < 0)
+		return -1;
+	trace("validated");
+	if (lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
+		return -1;
+	trace("seccomp ready");
+	if (s->id)
+		snprintf(c->id, sizeof(c->id), "%s", s->id);
+	else
+		lc_random_hex(c->id, LC_ID_LEN);
+	if (link_name(c, err) < 0)
+		return -1;
+	if (prepare_root(c, err) < 0)
+		return -1;
+	trace("root prepared");
+	c->envp = build_env(s);
+	if (lc_sb_save_state(c, "creating", err) < 0)
+		return -1;
+	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
+		return -1;
+	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
+		return -1;
+	trace("cgroup made");
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
+
+	/* Moving a process into a cgroup afterwards costs an RCU grace period
+	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
+	 * skips glibc's fork handling, which only matters when other threads
+	 * may hold libc locks (lcd): those take fork() and move the child. */
+	bool moved = false;
+	if (c->cg.dirfd >= 0 && single_threaded()) {
+		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+					 .cgroup = (uint64_t)c->cg.dirfd };
+		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		moved = c->staging >= 0;
+	}
+	if (!moved)
+		c->staging = fork();
+	if (c->staging < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+	if (c->staging == 0)
+		staging_main(c);
+	close(c->sp[1]);
+	c->sp[1] = -1;
+	if (c->cg.path && !moved) {
+		char pid[32];
+		snprintf(pid, sizeof(pid), "%d", c->staging);
+		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", c->cg.path);
+		if (lc_write_file(procs, pid, err) < 0)
+			return -1;
+	}
+	for (;;) {
+		lc_msg_t m;
+		int r = lc_msg_recv(c->sp[0], &m);
+		if (r <= 0) {
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: setup ended without a word", c->id);
+		}
+		switch (m.type) {
+		case LC_MSG_ERROR:
+			lc_error_from_buf(err, m.text, strlen(m.text));
+			return -1;
+		case LC_MSG_USERNS:
+			trace("staged");
+			c->idmapped = m.a != 0;
+			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
+				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
+			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+			break;
+		case LC_MSG_PID:
+			trace("pid 1 cloned");
+			c->init = m.a;
+			waitpid(c->staging, NULL, 0);
+			c->staging = 0;
+			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
+			break;
+		case LC_MSG_READY:
+			trace("pid 1 ready");
+			return lc_sb_save_state(c, "running", err);
+		default:
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
+		}
+	}
+}
+
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
+{
+	const lc_spec_t *s = c->spec;
+	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
+	bool got_exit = false, killed = false;
+	int code = 0, sig = 0;
+	for (;;) {
+		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { c->sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 } };
+		int timeout = -1;
+		if (deadline >= 0 && !killed) {
+			long long left = deadline - lc_now_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		int n = poll(p, sigfd >= 0 ? 3 : 2, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 && !killed) {
+			res->timed_out = true;
+			killed = true;
+			if (c->cg.path)
+				lc_cgroup_kill(c->cg.path);
+			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			continue;
+		}
+		if (p[1].revents & POLLIN) {
+			lc_msg_t m;
+			if (lc_msg_recv(c->sp[0], &m) == 1 && m.type == LC_MSG_EXIT) {
+				got_exit = true;
+				code = m.a;
+				sig = m.b;
+			} else {
+				p[1].fd = -1;
+			}
+		}
+		if (sigfd >= 0 && (p[2].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
+		}
+		if (p[0].revents & POLLIN)
+			break;
+	}
+	trace("pid 1 exited");
+	int status = 0;
+	while (waitpid(c->init, &status, 0) < 0 && errno == EINTR)
+		;
+	c->init = 0;
+	if (!got_exit) {
+		/* pid 1 itself died: killed (timeout, OOM, lc_sandbox_kill). */
+		if (WIFSIGNALED(status)) {
+			sig = WTERMSIG(status);
+			code = 128 + sig;
+		} else {
+			code = WEXITSTATUS(status);
+		}
+	}
+	res->exit_code = code;
+	res->signal = sig;
+	if (res->timed_out)
+		res->exit_code = LC_EXIT_TIMEOUT;
+}
+
+int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
+{
+	lc_sb_t c;
+	lc_sb_init(&c, spec);
+	memset(res, 0, sizeof(*res));
+	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
+
+	sigset_t fwd, old;
+	sigemptyset(&fwd);
+	int sigfd = -1;
+	if (spec->forward_signals) {
+		for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
+			sigaddset(&fwd, fwd_signals[i]);
+		pthread_sigmask(SIG_BLOCK, &fwd, &old);
+		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+	}
+	int r = lc_sb_start(&c, err);
+	if (r == 0) {
+		snprintf(res->id, sizeof(res->id), "%s", c.id);
+		if (c.cg.not_applied)
+			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
+		lc_sb_wait(&c, res, sigfd);
+		lc_cgroup_stats(c.cg.path, res);
+		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
+			res->exit_code = 137;
+	}
+	res->wall_us = (lc_now_ms() - c.start_ms) * 1000;
+	if (r == 0 && spec->keep && c.state_written) {
+		json_t *j = lc_sb_state_json(&c, "exited");
+		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
+		lc_state_write(c.id, j, NULL);
+		json_decref(j);
+	}
+	lc_sb_teardown(&c, r == 0 && spec->keep);
+	lc_sb_free(&c);
+	if (sigfd >= 0) {
+		close(sigfd);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	return r;
+}
+
+json_t *lc_result_to_json(const lc_result_t *res)
+{
+	json_t *j = json_pack("{s:s, s:i, s:b, s:b, s:f}", "id", res->id, "exit_code", res->exit_code,
+			      "timed_out", res->timed_out, "oom_killed", res->oom_killed,
+			      "wall_time_s", (double)res->wall_us / 1e6);
+	json_object_set_new(j, "signal", res->signal ? json_integer(res->signal) : json_null());
+#define OPT(k, v) json_object_set_new(j, k, (v) >= 0 ? json_integer(v) : json_null())
+	OPT("cpu_user_us", res->cpu_user_us);
+	OPT("cpu_system_us", res->cpu_system_us);
+	OPT("memory_peak_bytes", res->memory_peak);
+	OPT("pids_peak", res->pids_peak);
+#undef OPT
+	if (res->limits_not_applied[0])
+		json_object_set_new(j, "limits_not_applied", json_string(res->limits_not_applied));
+	return j;
+}
+
+int lc_sandbox_kill(const char *id_or_name, lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (lc_state_resolve(id_or_name, &id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	if (!st)
+		return -1;
+	const char *cg = json_string_value(json_object_get(st, "cgroup"));
+	if (cg)
+		lc_cgroup_kill(cg);
+	int pid = (int)json_integer_value(json_object_get(st, "pid"));
+	if (pid > 0) {
+		/* Only if that pid is still our sandbox's pid 1. */
+		_cleanup_free_ char *cgpath = lc_strdup_printf("/proc/%d/cgroup", pid);
+		_cleanup_free_ char *content = NULL;
+		if (!cg || (lc_read_file(cgpath, &content, NULL, NULL) == 0 && strstr(content, id)))
+			kill(pid, SIGKILL);
+	}
+	return 0;
+}

@@ -1,0 +1,152 @@
+/* sandbox_priv.h — declarations shared by the files of the runtime core
+ * (not part of the stable API in lcrun.h). */
+#ifndef LC_SANDBOX_PRIV_H
+#define LC_SANDBOX_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lcrun.h"
+#include "seccomp.h"
+
+/* ---- caps.c */
+int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err);
+int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err);
+
+/* ---- config.c */
+uid_t lc_uid_base(void);
+unsigned lc_uid_count(void);
+
+/* ---- cgroup.c */
+typedef enum { LC_CG_NONE, LC_CG_UNIFIED, LC_CG_HYBRID } lc_cg_mode_t;
+typedef struct lc_cgroup {
+	char *path;  /* absolute path of the sandbox's cgroup directory */
+	int dirfd;   /* O_PATH|O_DIRECTORY fd for CLONE_INTO_CGROUP */
+	char *not_applied; /* limits skipped under best-effort (comma list) or NULL */
+} lc_cgroup_t;
+/* The v2 mount point (from /proc/self/mountinfo) or NULL, and the mode. */
+const char *lc_cgroup_root(lc_cg_mode_t *mode);
+const char *lc_cgroup_mode_name(lc_cg_mode_t mode);
+bool lc_cgroup_has_controller(const char *name);
+/* Check that every requested limit can be enforced (before anything starts). */
+int lc_cgroup_check_limits(const lc_limits_t *lim, lc_error_t **err);
+int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err);
+int lc_cgroup_kill(const char *path);
+int lc_cgroup_freeze(const char *path, bool frozen, lc_error_t **err);
+/* Kill, wait until empty, rmdir.  Safe on a missing cgroup. */
+int lc_cgroup_destroy(const char *path, lc_error_t **err);
+void lc_cgroup_stats(const char *path, lc_result_t *res);
+void lc_cgroup_clear(lc_cgroup_t *cg);
+char *lc_cgroup_path_for(const char *id);
+
+/* ---- hostimage.c */
+/* The cached skeleton of the host image (dirs, merged-usr links, a copy of
+ * the parts of /etc that programs need), owned by uid_base. */
+int lc_hostimage_skel(char **dir, bool rootless, lc_error_t **err);
+/* Per-sandbox files: passwd, group, hosts, hostname, resolv.conf. */
+int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t gowner, lc_error_t **err);
+
+/* ---- state.c */
+int lc_state_write(const char *id, json_t *state, lc_error_t **err);
+json_t *lc_state_read(const char *id, lc_error_t **err);
+int lc_state_remove(const char *id);
+char *lc_state_dir(const char *id);
+char *lc_sandbox_dir(const char *id);
+bool lc_id_valid(const char *id);
+/* Resolve an id or a name to an id. */
+int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
+
+/* ---- sync.c: messages between lcrun, the staging process and pid 1 */
+enum {
+	LC_MSG_USERNS = 1, /* staging -> parent: user namespace made, write the maps */
+	LC_MSG_GO,         /* parent -> staging: maps written, network set up */
+	LC_MSG_PID,        /* staging -> parent: host pid of pid 1 in a */
+	LC_MSG_READY,      /* pid 1 -> parent: root set up, command starting */
+	LC_MSG_ERROR,      /* any -> parent: serialized lc_error_t in text */
+	LC_MSG_EXIT,       /* pid 1 -> parent: command ended: a = code, b = signal */
+};
+typedef struct lc_msg {
+	int type;
+	int a, b;
+	char text[2048];
+} lc_msg_t;
+int lc_msg_send(int fd, int type, int a, int b, const char *text);
+int lc_msg_send_error(int fd, const lc_error_t *e);
+/* 1 on a message, 0 on EOF, -1 on error. */
+int lc_msg_recv(int fd, lc_msg_t *m);
+
+/* ---- init.c */
+struct lc_seccomp_prog;
+/* pid 1: fork the command, reap, forward signals, exit with its status.
+ * envp is the command's complete environment. */
+void lc_init_main(const lc_spec_t *spec, const struct lc_seccomp_prog *prog, char **envp, int sync_fd)
+	__attribute__((noreturn));
+/* The command's side, after fork: credentials, caps, seccomp, exec. */
+void lc_exec_command(const lc_spec_t *spec, char *const *argv, const struct lc_seccomp_prog *prog,
+		     char **envp, const char *workdir) __attribute__((noreturn));
+
+/* ---- mounts.c */
+typedef struct lc_rootfs_plan {
+	char *sbdir;       /* /var/lib/lcrun/sandboxes/ID */
+	char *rootfs;      /* sbdir/rootfs: where the merged tree is mounted */
+	char **lowers;     /* lower dirs of the root overlay, TOP first */
+	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
+	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
+	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
+	bool rootless;
+	int idmap_userns_fd;
+	uid_t owner_uid;   /* host ids of the sandbox's root */
+	gid_t owner_gid;
+	int rootfs_fd;     /* O_PATH fds opened by the staging process */
+	int files_fd;
+} lc_rootfs_plan_t;
+/* In the staging process (own mount namespace, host root or rootless). */
+int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err);
+/* In the staging process, still host root: the --bind mounts, so that
+ * any path root can read can be bound (read-only binds stay locked). */
+int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+/* In the staging process after its last unshare: O_PATH fds of the staged
+ * root and files, valid in pid 1's mount namespace. */
+int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
+/* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
+int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+
+/* ---- sandbox.c: one sandbox being started, run and torn down */
+typedef struct lc_sb {
+	const lc_spec_t *spec;
+	char id[LC_ID_LEN + 1];
+	char *sbdir;
+	bool rootless;
+	bool host_image;
+	bool state_written;
+	bool name_linked;
+	lc_rootfs_plan_t plan;
+	lc_cgroup_t cg;
+	lc_seccomp_prog_t prog;
+	char **envp;
+	int sp[2];
+	pid_t staging;
+	pid_t init;
+	int pidfd;
+	long long start_ms;
+	long long created_ms;
+	bool no_command; /* create: pid 1 idles, commands come by exec */
+	bool idmapped;   /* the staging process could idmap the lower layers */
+} lc_sb_t;
+
+/* Fill defaults (before lc_sb_start). */
+void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
+/* Validate, build the root, start pid 1; returns once pid 1 is READY.  The
+ * caller becomes pid 1's parent (it must be the process that waits). */
+int lc_sb_start(lc_sb_t *c, lc_error_t **err);
+/* Wait for the command (or pid 1) to end, honouring spec->timeout and
+ * forwarding signals read from sigfd (-1: none). */
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd);
+/* Kill what is left; remove cgroup, directories and state unless keep. */
+void lc_sb_teardown(lc_sb_t *c, bool keep);
+void lc_sb_free(lc_sb_t *c);
+json_t *lc_sb_state_json(lc_sb_t *c, const char *status);
+int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err);
+
+#endif

@@ -1,0 +1,220 @@
+/* spec.c — a sandbox's full description, and its defaults. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lcrun.h"
+#include "util.h"
+
+lc_spec_t *lc_spec_new(void)
+{
+	lc_spec_t *s = lc_xmalloc0(sizeof(*s));
+	s->caps = lc_caps_default();
+	s->limits.memory = -1;
+	s->limits.memory_swap = -1;
+	s->limits.pids = -1;
+	s->stdio[0] = s->stdio[1] = s->stdio[2] = -1;
+	s->net.mode = LC_NET_NONE;
+	return s;
+}
+
+void lc_spec_free(lc_spec_t *s)
+{
+	if (!s)
+		return;
+	free(s->id);
+	free(s->name);
+	lc_strv_free(s->argv);
+	lc_strv_free(s->env);
+	free(s->workdir);
+	free(s->hostname);
+	free(s->rootfs);
+	free(s->image);
+	for (size_t i = 0; i < s->n_mounts; i++) {
+		free(s->mounts[i].src);
+		free(s->mounts[i].dst);
+	}
+	free(s->mounts);
+	free(s->rlimits);
+	free(s->seccomp);
+	free(s->net.allow);
+	for (size_t i = 0; i < s->net.n_hosts; i++) {
+		free(s->net.hosts[i].name);
+		free(s->net.hosts[i].ip);
+	}
+	free(s->net.hosts);
+	free(s->net.dns);
+	free(s->net.policy);
+	free(s);
+}
+
+static const struct {
+	const char *name;
+	int res;
+} rlimit_names[] = {
+	{ "core", RLIMIT_CORE }, { "cpu", RLIMIT_CPU }, { "data", RLIMIT_DATA },
+	{ "fsize", RLIMIT_FSIZE }, { "locks", RLIMIT_LOCKS }, { "memlock", RLIMIT_MEMLOCK },
+	{ "msgqueue", RLIMIT_MSGQUEUE }, { "nice", RLIMIT_NICE }, { "nofile", RLIMIT_NOFILE },
+	{ "nproc", RLIMIT_NPROC }, { "rss", RLIMIT_RSS }, { "rtprio", RLIMIT_RTPRIO },
+	{ "rttime", RLIMIT_RTTIME }, { "sigpending", RLIMIT_SIGPENDING }, { "stack", RLIMIT_STACK },
+	{ "as", RLIMIT_AS },
+};
+
+static int parse_rlim(const char *s, rlim_t *out)
+{
+	if (!strcmp(s, "unlimited") || !strcmp(s, "-1")) {
+		*out = RLIM_INFINITY;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*out = (rlim_t)v;
+	return 0;
+}
+
+int lc_rlimit_parse(const char *arg, lc_rlimit_t *out, lc_error_t **err)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--ulimit '%s': expected NAME=SOFT[:HARD]", arg);
+	size_t n = (size_t)(eq - arg);
+	int res = -1;
+	for (size_t i = 0; i < sizeof(rlimit_names) / sizeof(rlimit_names[0]); i++)
+		if (strlen(rlimit_names[i].name) == n && !strncasecmp(arg, rlimit_names[i].name, n))
+			res = rlimit_names[i].res;
+	if (res < 0)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--ulimit '%s': unknown limit '%.*s'", arg, (int)n, arg);
+	_cleanup_free_ char *val = strdup(eq + 1);
+	char *colon = strchr(val, ':');
+	if (colon)
+		*colon++ = '\0';
+	if (parse_rlim(val, &out->soft) < 0 || parse_rlim(colon ? colon : val, &out->hard) < 0)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--ulimit '%s': expected numbers or 'unlimited'", arg);
+	if (out->soft > out->hard)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--ulimit '%s': soft limit above hard limit", arg);
+	out->resource = res;
+	return 0;
+}
+
+static json_t *strv_json(char **v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; v && v[i]; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static char **json_strv(json_t *a)
+{
+	char **v = NULL;
+	size_t i;
+	json_t *x;
+	json_array_foreach(a, i, x)
+		if (json_is_string(x))
+			lc_strv_push(&v, json_string_value(x));
+	return v;
+}
+
+#define JSTR(x) ((x) ? json_string(x) : json_null())
+
+json_t *lc_spec_to_json(const lc_spec_t *s)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "argv", strv_json(s->argv));
+	json_object_set_new(j, "env", strv_json(s->env));
+	json_object_set_new(j, "workdir", JSTR(s->workdir));
+	json_object_set_new(j, "hostname", JSTR(s->hostname));
+	json_object_set_new(j, "uid", json_integer(s->uid));
+	json_object_set_new(j, "gid", json_integer(s->gid));
+	json_object_set_new(j, "caps", json_integer((json_int_t)s->caps));
+	json_object_set_new(j, "seccomp", JSTR(s->seccomp));
+	json_object_set_new(j, "rootfs", JSTR(s->rootfs));
+	json_object_set_new(j, "image", JSTR(s->image));
+	json_object_set_new(j, "name", JSTR(s->name));
+	json_object_set_new(j, "timeout", json_integer(s->timeout));
+	json_object_set_new(j, "ttl", json_integer(s->ttl));
+	json_object_set_new(j, "idle_timeout", json_integer(s->idle_timeout));
+	json_object_set_new(j, "keep", json_boolean(s->keep));
+	json_t *rl = json_array();
+	for (size_t i = 0; i < s->n_rlimits; i++)
+		json_array_append_new(rl, json_pack("{s:i,s:I,s:I}", "resource", s->rlimits[i].resource,
+						    "soft", (json_int_t)s->rlimits[i].soft,
+						    "hard", (json_int_t)s->rlimits[i].hard));
+	json_object_set_new(j, "rlimits", rl);
+	json_t *mounts = json_array();
+	for (size_t i = 0; i < s->n_mounts; i++)
+		json_array_append_new(mounts, json_pack("{s:o,s:s,s:b,s:b}", "src", JSTR(s->mounts[i].src),
+							"dst", s->mounts[i].dst, "ro", s->mounts[i].ro,
+							"tmpfs", s->mounts[i].tmpfs));
+	json_object_set_new(j, "mounts", mounts);
+	json_object_set_new(j, "limits", json_pack("{s:I,s:I,s:I,s:f,s:i,s:i,s:b}",
+						   "memory", (json_int_t)s->limits.memory,
+						   "memory_swap", (json_int_t)s->limits.memory_swap,
+						   "pids", (json_int_t)s->limits.pids, "cpus", s->limits.cpus,
+						   "cpu_weight", s->limits.cpu_weight, "io_weight", s->limits.io_weight,
+						   "best_effort", s->limits.best_effort));
+	static const char *modes[] = { "none", "allow", "open" };
+	json_object_set_new(j, "net", json_pack("{s:s,s:o,s:o}", "mode", modes[s->net.mode],
+						"policy", JSTR(s->net.policy), "dns", JSTR(s->net.dns)));
+	return j;
+}
+
+static char *jdup(json_t *j, const char *k)
+{
+	const char *v = json_string_value(json_object_get(j, k));
+	return v ? strdup(v) : NULL;
+}
+
+lc_spec_t *lc_spec_from_json(json_t *j)
+{
+	lc_spec_t *s = lc_spec_new();
+	s->argv = json_strv(json_object_get(j, "argv"));
+	s->env = json_strv(json_object_get(j, "env"));
+	s->workdir = jdup(j, "workdir");
+	s->hostname = jdup(j, "hostname");
+	s->seccomp = jdup(j, "seccomp");
+	s->rootfs = jdup(j, "rootfs");
+	s->image = jdup(j, "image");
+	s->name = jdup(j, "name");
+	s->uid = (uid_t)json_integer_value(json_object_get(j, "uid"));
+	s->gid = (gid_t)json_integer_value(json_object_get(j, "gid"));
+	if (json_is_integer(json_object_get(j, "caps")))
+		s->caps = (uint64_t)json_integer_value(json_object_get(j, "caps"));
+	s->timeout = (int)json_integer_value(json_object_get(j, "timeout"));
+	s->ttl = (int)json_integer_value(json_object_get(j, "ttl"));
+	s->idle_timeout = (int)json_integer_value(json_object_get(j, "idle_timeout"));
+	s->keep = json_is_true(json_object_get(j, "keep"));
+	size_t i;
+	json_t *x;
+	json_array_foreach(json_object_get(j, "rlimits"), i, x) {
+		s->rlimits = realloc(s->rlimits, (s->n_rlimits + 1) * sizeof(*s->rlimits));
+		s->rlimits[s->n_rlimits++] = (lc_rlimit_t){ (int)json_integer_value(json_object_get(x, "resource")),
+							    (rlim_t)json_integer_value(json_object_get(x, "soft")),
+							    (rlim_t)json_integer_value(json_object_get(x, "hard")) };
+	}
+	json_array_foreach(json_object_get(j, "mounts"), i, x) {
+		s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
+		s->mounts[s->n_mounts++] = (lc_mount_t){ jdup(x, "src"), jdup(x, "dst"),
+							 json_is_true(json_object_get(x, "ro")),
+							 json_is_true(json_object_get(x, "tmpfs")) };
+	}
+	json_t *l = json_object_get(j, "limits");
+	if (l) {
+		s->limits.memory = json_integer_value(json_object_get(l, "memory"));
+		s->limits.memory_swap = json_integer_value(json_object_get(l, "memory_swap"));
+		s->limits.pids = json_integer_value(json_object_get(l, "pids"));
+		s->limits.cpus = json_number_value(json_object_get(l, "cpus"));
+		s->limits.cpu_weight = (int)json_integer_value(json_object_get(l, "cpu_weight"));
+		s->limits.io_weight = (int)json_integer_value(json_object_get(l, "io_weight"));
+		s->limits.best_effort = json_is_true(json_object_get(l, "best_effort"));
+	}
+	json_t *n = json_object_get(j, "net");
+	const char *mode = json_string_value(json_object_get(n, "mode"));
+	s->net.mode = mode && !strcmp(mode, "allow") ? LC_NET_ALLOW : mode && !strcmp(mode, "open") ? LC_NET_OPEN : LC_NET_NONE;
+	s->net.policy = jdup(n, "policy");
+	s->net.dns = jdup(n, "dns");
+	return s;
+}

@@ -1,0 +1,69 @@
+# Shared set-up for the integration suite (bats, run as root).
+#
+# LCRUN is the lcrun binary under test (default: the build tree's).  Every
+# test can call host_snapshot before and assert_host_clean after, which
+# compares what a sandbox may leave on the host: mounts, cgroups, network
+# namespaces and links, sandbox directories and state.
+
+: "${LCRUN:=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/build/lcrun}"
+export LCRUN
+LCRUN_LIB=${LCRUN_ROOT:-/var/lib/lcrun}
+LCRUN_RUN=${LCRUN_STATE_DIR:-/run/lcrun}
+
+cgroup2_root() {
+	awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo
+}
+
+host_state() {
+	echo "== mounts"
+	awk '{ print $5, $9 }' /proc/self/mountinfo | sort
+	echo "== cgroups"
+	local cg
+	cg=$(cgroup2_root)
+	[ -n "$cg" ] && [ -d "$cg/lcrun" ] && find "$cg/lcrun" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort
+	echo "== netns"
+	ip netns list 2>/dev/null | awk '{ print $1 }' | sort
+	echo "== links"
+	ip -o link show | awk -F': ' '{ print $2 }' | sed 's/@.*//' | sort
+	echo "== sandboxes"
+	[ -d "$LCRUN_LIB/sandboxes" ] && ls -1 "$LCRUN_LIB/sandboxes" | sort
+	echo "== state"
+	[ -d "$LCRUN_RUN" ] && find "$LCRUN_RUN" -mindepth 1 -maxdepth 1 ! -name names ! -name net ! -name '*.lock' -printf '%f\n' | sort
+	[ -d "$LCRUN_RUN/names" ] && find "$LCRUN_RUN/names" -mindepth 1 -printf 'name %f\n' | sort
+	echo "== nft"
+	nft list table inet lcrun 2>/dev/null | grep -E '^\s*chain ' | sort
+	true
+}
+
+host_snapshot() {
+	host_state > "$BATS_TEST_TMPDIR/host.before"
+}
+
+assert_host_clean() {
+	host_state > "$BATS_TEST_TMPDIR/host.after"
+	if ! diff -u "$BATS_TEST_TMPDIR/host.before" "$BATS_TEST_TMPDIR/host.after"; then
+		echo "the host changed (see the diff above)" >&2
+		return 1
+	fi
+}
+
+# A user for rootless tests.
+rootless_user() {
+	id lcrun-test >/dev/null 2>&1 || useradd --system --create-home --home-dir /var/tmp/lcrun-test-home \
+		--shell /bin/sh lcrun-test >/dev/null 2>&1
+	echo lcrun-test
+}
+
+as_user() {
+	local user=$1
+	shift
+	# shellcheck disable=SC2145
+	runuser -u "$user" -- env HOME="$(getent passwd "$user" | cut -d: -f6)" "$@"
+}
+
+# The controllers the host's cgroup v2 root offers.
+have_controller() {
+	local cg
+	cg=$(cgroup2_root)
+	[ -n "$cg" ] && grep -qw "$1" "$cg/cgroup.controllers"
+}

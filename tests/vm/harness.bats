@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# The VM harness itself (tests/vm/run-vm): the guest is a pure cgroup v2
+# machine over the host's files, and run-vm hands back output and status.
+# Each test boots one VM (about 3 s under TCG).
+
+bats_require_minimum_version 1.5.0
+
+setup() {
+	[ "$(id -u)" = 0 ] || skip "the VM harness runs as root"
+	command -v qemu-system-x86_64 >/dev/null || skip "needs qemu-system-x86_64"
+	[ -x /bin/busybox ] || skip "needs busybox-static"
+	ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "needs a kernel in /boot (linux-image-amd64)"
+	RUN_VM=$BATS_TEST_DIRNAME/run-vm
+}
+
+@test "run-vm: the guest's cgroup2 root offers memory, pids and cpu, with no v1 hierarchy" {
+	run "$RUN_VM" -- sh -c 'cat /sys/fs/cgroup/cgroup.controllers
+		echo "subtree=[$(cat /sys/fs/cgroup/cgroup.subtree_control)]"
+		echo "v1=$(grep -c "^[^ ]* [^ ]* cgroup " /proc/mounts)"
+		echo "v2=$(grep -c "^[^ ]* /sys/fs/cgroup cgroup2 " /proc/mounts)"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for c in memory pids cpu; do
+		[[ " ${lines[0]} " == *" $c "* ]]
+	done
+	[ "${lines[1]}" = "subtree=[]" ]
+	[ "${lines[2]}" = "v1=0" ]
+	[ "${lines[3]}" = "v2=1" ]
+}
+
+@test "run-vm: exits with the command's status" {
+	run "$RUN_VM" -- sh -c 'exit 7'
+	[ "$status" -eq 7 ]
+	run -127 "$RUN_VM" -- lcrun-vm-no-such-command
+	[[ "$output" == *lcrun-vm-no-such-command* ]]
+}
+
+@test "run-vm: the guest sees the host's tree, and its writes stay in the guest" {
+	cd "$BATS_TEST_DIRNAME"
+	name=written-in-guest.$$
+	run "$RUN_VM" -- sh -c "pwd; sha256sum run-vm; echo guest >$name; cat $name; touch /usr/$name && echo usr-writable"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$BATS_TEST_DIRNAME" ]
+	[ "${lines[1]}" = "$(sha256sum run-vm)" ]
+	[ "${lines[2]}" = guest ]
+	[ "${lines[3]}" = usr-writable ]
+	[ ! -e "$BATS_TEST_DIRNAME/$name" ]
+	[ ! -e "/usr/$name" ]
+}
+
+@test "run-vm: a working directory under the guest's fresh /tmp is the host's" {
+	mkdir -p "$BATS_TEST_TMPDIR/cwd"
+	echo "from the host $$" >"$BATS_TEST_TMPDIR/cwd/f"
+	cd "$BATS_TEST_TMPDIR/cwd"
+	run "$RUN_VM" -- sh -c 'pwd; cat f; echo x >g'
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$BATS_TEST_TMPDIR/cwd" ]
+	[ "${lines[1]}" = "from the host $$" ]
+	[ ! -e "$BATS_TEST_TMPDIR/cwd/g" ]
+}
+
+@test "run-vm: stdout and stderr come back intact, with no kernel messages" {
+	run "$RUN_VM" -- sh -c 'seq 1 1000; echo to-stderr >&2'
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 1001 ]
+	[ "$output" = "$(seq 1 1000; echo to-stderr)" ]
+	# bytes, not only lines
+	"$RUN_VM" -- cat /bin/busybox >"$BATS_TEST_TMPDIR/busybox.out"
+	cmp "$BATS_TEST_TMPDIR/busybox.out" /bin/busybox
+}
+
+@test "run-vm: passes LCRUN*, BATS* and TERM, and the arguments as they are" {
+	export LCRUN_HARNESS_VALUE="a b 'c' \$d"
+	export BATS_HARNESS_VALUE=$'two\nlines'
+	export OTHER_HARNESS_VALUE=hidden
+	run "$RUN_VM" -- sh -c 'printf "%s|" "$LCRUN_HARNESS_VALUE" "$BATS_HARNESS_VALUE" "${OTHER_HARNESS_VALUE-unset}" "$@" "$HOME"; id -u' \
+		sh '*' 'x y' ''
+	[ "$status" -eq 0 ]
+	[ "$output" = "a b 'c' \$d|two
+lines|unset|*|x y||/root|0" ]
+}
+
+@test "run-vm: a command that hangs is stopped at --timeout with 124" {
+	start=$SECONDS
+	run "$RUN_VM" --timeout 6 -- sleep 600
+	[ "$status" -eq 124 ]
+	[ "$((SECONDS - start))" -lt 30 ]
+	[[ "$output" == *"did not finish within 6s"* ]]
+}
+
+@test "run-vm: a kernel that does not boot gives 125" {
+	kernel=$(ls /boot/vmlinuz-* | head -1)
+	fake=$BATS_TEST_TMPDIR/${kernel##*/}
+	echo "not a kernel" >"$fake"
+	LCRUN_VM_KERNEL=$fake run "$RUN_VM" --timeout 60 -- true
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"run-vm: the VM failed"* ]]
+}
+
+@test "run-vm: usage errors give 125" {
+	run "$RUN_VM" --cpus zero -- true
+	[ "$status" -eq 125 ]
+	run "$RUN_VM"
+	[ "$status" -eq 125 ]
+}
+
+@test "run-vm: the guest has what the runtime needs (userns, overlay on /var/lib/lcrun, netns, veth, nftables)" {
+	run "$RUN_VM" -- sh -c '
+		set -e
+		setpriv --reuid=65534 --regid=65534 --clear-groups unshare -Ur id -u
+		d=/var/lib/lcrun/harness
+		mkdir -p $d/upper $d/work $d/merged
+		mount -t overlay -o lowerdir=/usr,upperdir=$d/upper,workdir=$d/work harness $d/merged
+		touch $d/merged/new && ls $d/upper
+		umount $d/merged
+		modprobe veth
+		ip netns add harness
+		ip link add harness0 type veth peer name harness1 netns harness
+		ip link show harness0 >/dev/null && echo veth
+		ip netns del harness
+		nft add table inet harness
+		nft list tables
+		nft delete table inet harness'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = 0 ]
+	[ "${lines[1]}" = new ]
+	[ "${lines[2]}" = veth ]
+	[ "${lines[3]}" = "table inet harness" ]
+}
