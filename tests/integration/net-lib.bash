@@ -36,10 +36,20 @@ WORLD_ROUTES6="2001:db8::/32 fd12:3456::/64"
 # network wired in, or with NET_SANDBOX=harness) the library-level harness
 # that puts a plain network namespace around the command.
 NET_HARNESS=${NET_HARNESS:-$(dirname "${LCRUN:-./lcrun}")/tests/integration/net-harness}
-if [ "${NET_SANDBOX:-}" = harness ] || [ -z "${LCRUN:-}" ]; then
-	SB_KIND=harness
-else
+# An lcrun whose --net takes only "none" (the network not wired in yet)
+# says so; anything else it says is a result to test.
+lcrun_has_net() {
+	[ -n "${LCRUN:-}" ] && [ -x "$LCRUN" ] || return 1
+	local out
+	out=$("$LCRUN" run --net open -- true 2>&1)
+	[[ "$out" != *"expected none, allow or open"* && "$out" != *"not built into this lcrun"* ]]
+}
+if [ -n "${NET_SANDBOX:-}" ]; then
+	SB_KIND=$NET_SANDBOX
+elif lcrun_has_net; then
 	SB_KIND=lcrun
+else
+	SB_KIND=harness
 fi
 
 # "${SB[@]}" FLAGS -- CMD runs CMD in a sandbox (started in the background,

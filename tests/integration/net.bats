@@ -12,7 +12,11 @@ setup_file() {
 	export LCRUN_CONFIG=$BATS_FILE_TMPDIR/lcrun.json
 	mkdir -p "$LCRUN_STATE_DIR" "$LCRUN_ETC_DIR"
 	echo '{"net_pool": "10.213.0.0/16", "net_pool6": "fd6c:6372:ff00::/48"}' >"$LCRUN_CONFIG"
-	world_up
+	nft list tables >/dev/null 2>&1 || skip "this kernel has no nftables"
+	world_up || {
+		world_down
+		skip "cannot build the test hosts (network namespaces, veth)"
+	}
 }
 
 teardown_file() {
