@@ -422,9 +422,24 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 		if (s6 >= 0)
 			used[s6] = 1;
 	}
-	unsigned slot = 0;
-	while (slot < g.nslots && used[slot])
-		slot++;
+	/* Round robin from the slot after the last one handed out: an
+	 * address comes back only after the pool went round, long after the
+	 * kernel forgot the connections of its previous holder. */
+	_cleanup_free_ char *next_path = lc_strdup_printf("%s/net/next-slot", lc_run_dir());
+	_cleanup_free_ char *next_text = NULL;
+	unsigned start = 0;
+	lc_error_t *ignore = NULL;
+	if (lc_read_file(next_path, &next_text, NULL, &ignore) == 0)
+		start = (unsigned)strtoul(next_text, NULL, 10) % g.nslots;
+	lc_error_free(ignore);
+	unsigned slot = g.nslots;
+	for (unsigned i = 0; i < g.nslots; i++) {
+		unsigned s = (start + i) % g.nslots;
+		if (!used[s]) {
+			slot = s;
+			break;
+		}
+	}
 	if (slot >= g.nslots)
 		return lc_error_set(err, LC_EXIT_BUSY, 0,
 				    "the sandbox address pool %s is exhausted (%u sandboxes hold a lease); "
@@ -454,6 +469,10 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
 	if (!text || lc_write_file_atomic(path, text, strlen(text), 0600, err) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
+	char next[16];
+	int n = snprintf(next, sizeof(next), "%u\n", (slot + 1) % g.nslots);
+	/* Only a hint: losing it just restarts the round at slot 0. */
+	lc_write_file_atomic(next_path, next, (size_t)n, 0600, NULL);
 	*out = l;
 	return 0;
 }

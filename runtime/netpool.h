@@ -51,8 +51,8 @@ int lc_netpool_check(const lc_net_pool_t *pool, lc_error_t **err);
 char *lc_netpool_dir(void);
 /* Hold the pool lock (returns an fd to close, or -1). */
 int lc_netpool_lock(lc_error_t **err);
-/* Take the lowest free slot for id; LC_EXIT_BUSY when exhausted or when id
- * already has a lease. */
+/* Take the next free slot (round robin) for id; LC_EXIT_BUSY when
+ * exhausted or when id already has a lease. */
 int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode,
 		     const char *policy, lc_lease_t *out, lc_error_t **err);
 /* Read a lease; 0 when found, 1 when there is none, -1 on error. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -574,6 +575,62 @@ START_TEST(test_fw_skeleton)
 }
 END_TEST
 
+/* As root, the JSON goes through libnftables for real, in a network
+ * namespace of the test's own (nothing on the host changes). */
+static int fw_roundtrip(void)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return 10;
+	if (lc_fw_check(NULL) < 0)
+		return 11;
+	lc_net_spec_t allow = {.mode = LC_NET_ALLOW}, open = {.mode = LC_NET_OPEN};
+	lc_net_rule_t r[2];
+	if (lc_net_parse_allow("198.51.100.0/24:443", &r[0], NULL) < 0 ||
+	    lc_net_parse_allow("[2001:db8::/32]", &r[1], NULL) < 0)
+		return 12;
+	allow.allow = r;
+	allow.n_allow = 2;
+	lc_fw_target_t a = {.id = "aaaaaaaaaaaa", .veth = "lcaaaaaaaaaaaa", .addr4 = "10.200.0.2",
+			    .addr6 = "fd6c:6372::2", .pool4 = "10.200.0.0/16", .pool6 = "fd6c:6372::/48"};
+	lc_fw_target_t b = {.id = "bbbbbbbbbbbb", .veth = "lcbbbbbbbbbbbb", .addr4 = "198.18.0.6",
+			    .pool4 = "198.18.0.0/15"};
+	lc_error_t *e = NULL;
+	if (lc_fw_add(&a, &allow, &e) < 0 || lc_fw_add(&b, &open, &e) < 0) {
+		fprintf(stderr, "%s\n", e->msg);
+		return 13;
+	}
+	char **ids = NULL;
+	if (lc_fw_list_ids(&ids, NULL) < 0 || lc_strv_len(ids) != 2)
+		return 14;
+	lc_strv_free(ids);
+	if (lc_fw_dropped("bbbbbbbbbbbb") != 0)
+		return 15;
+	if (lc_fw_remove("aaaaaaaaaaaa", &e) < 0 || lc_fw_remove("aaaaaaaaaaaa", &e) < 0) {
+		fprintf(stderr, "%s\n", e->msg);
+		return 16;
+	}
+	if (lc_fw_list_ids(&ids, NULL) < 0 || lc_strv_len(ids) != 1 || strcmp(ids[0], "bbbbbbbbbbbb"))
+		return 17;
+	lc_strv_free(ids);
+	if (lc_fw_remove("bbbbbbbbbbbb", NULL) < 0 || lc_fw_list_ids(&ids, NULL) < 0 || ids[0])
+		return 18;
+	lc_strv_free(ids);
+	return 0;
+}
+
+START_TEST(test_fw_nft_roundtrip)
+{
+	if (geteuid() != 0)
+		return; /* needs CAP_NET_ADMIN; the integration suite covers it too */
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(fw_roundtrip());
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "step %d failed", WEXITSTATUS(st));
+}
+END_TEST
+
 /* ---- the pool -------------------------------------------------------------------------- */
 
 START_TEST(test_pool_distinct_and_exhausted)
@@ -605,7 +662,8 @@ START_TEST(test_pool_distinct_and_exhausted)
 	ck_assert_int_eq(e->exit_code, LC_EXIT_BUSY);
 	lc_error_free(e);
 	e = NULL;
-	/* A released slot is handed out again; the lease reads back. */
+	/* A released slot is handed out again (the only free one); the
+	 * lease reads back. */
 	ck_assert_int_eq(lc_netpool_release("bbbbbbbbbbbb", NULL), 0);
 	ck_assert_int_eq(lc_netpool_read("bbbbbbbbbbbb", &x, NULL), 1);
 	ck_assert_int_eq(lc_netpool_alloc("eeeeeeeeeeee", &pool, "open", "model-api", &x, NULL), 0);
@@ -627,6 +685,27 @@ START_TEST(test_pool_distinct_and_exhausted)
 	ck_assert_int_eq(lc_netpool_list(&ids, NULL), 0);
 	ck_assert_int_eq(lc_strv_len(ids), 4);
 	lc_strv_free(ids);
+}
+END_TEST
+
+START_TEST(test_pool_round_robin)
+{
+	/* A freed address is not the next one handed out while others are
+	 * free: it comes back only after the pool went round. */
+	lc_net_pool_t pool = {.pool4 = "10.97.0.0/28", .pool6 = ""};
+	lc_lease_t l;
+	ck_assert_int_eq(lc_netpool_alloc("aaaaaaaaaaaa", &pool, "allow", NULL, &l, NULL), 0);
+	ck_assert_str_eq(l.addr4, "10.97.0.2");
+	ck_assert_int_eq(lc_netpool_release("aaaaaaaaaaaa", NULL), 0);
+	ck_assert_int_eq(lc_netpool_alloc("bbbbbbbbbbbb", &pool, "allow", NULL, &l, NULL), 0);
+	ck_assert_str_eq(l.addr4, "10.97.0.6");
+	ck_assert_int_eq(lc_netpool_release("bbbbbbbbbbbb", NULL), 0);
+	ck_assert_int_eq(lc_netpool_alloc("cccccccccccc", &pool, "allow", NULL, &l, NULL), 0);
+	ck_assert_str_eq(l.addr4, "10.97.0.10");
+	ck_assert_int_eq(lc_netpool_alloc("dddddddddddd", &pool, "allow", NULL, &l, NULL), 0);
+	ck_assert_str_eq(l.addr4, "10.97.0.14");
+	ck_assert_int_eq(lc_netpool_alloc("eeeeeeeeeeee", &pool, "allow", NULL, &l, NULL), 0);
+	ck_assert_str_eq(l.addr4, "10.97.0.2"); /* wrapped */
 }
 END_TEST
 
@@ -713,10 +792,12 @@ int main(void)
 	tcase_add_test(fw, test_fw_open);
 	tcase_add_test(fw, test_fw_open_outside_pool);
 	tcase_add_test(fw, test_fw_skeleton);
+	tcase_add_test(fw, test_fw_nft_roundtrip);
 	suite_add_tcase(s, fw);
 	TCase *pool = tcase_create("pool");
 	tcase_add_checked_fixture(pool, tmp_setup, tmp_teardown);
 	tcase_add_test(pool, test_pool_distinct_and_exhausted);
+	tcase_add_test(pool, test_pool_round_robin);
 	tcase_add_test(pool, test_pool_concurrent);
 	tcase_add_test(pool, test_pool_config);
 	suite_add_tcase(s, pool);
