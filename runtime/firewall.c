@@ -355,6 +355,19 @@ static json_t *list_table(struct nft_ctx *ctx, bool *absent, lc_error_t **err)
 	return doc;
 }
 
+/* libnftables opened and the table listed: 0 with *doc, 1 when there is
+ * no table yet, -1 on error. */
+static int open_and_list(struct nft_ctx **ctx, json_t **doc, lc_error_t **err)
+{
+	*doc = NULL;
+	*ctx = nft_open(err);
+	if (!*ctx)
+		return -1;
+	bool absent;
+	*doc = list_table(*ctx, &absent, err);
+	return *doc ? 0 : absent ? 1 : -1;
+}
+
 /* Walk the listing: call fn for every chain name and every element key of
  * the maps and the set. */
 typedef void (*walk_fn)(const char *kind, const char *container, const char *name, void *ud);
@@ -429,13 +442,11 @@ static void collect_removal(const char *kind, const char *container, const char 
 
 int lc_fw_remove(const char *id, lc_error_t **err)
 {
-	_cleanup_nft_ struct nft_ctx *ctx = nft_open(err);
-	if (!ctx)
-		return -1;
-	bool absent;
-	_cleanup_json_ json_t *doc = list_table(ctx, &absent, err);
-	if (!doc)
-		return absent ? 0 : -1;
+	_cleanup_nft_ struct nft_ctx *ctx = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	int listed = open_and_list(&ctx, &doc, err);
+	if (listed != 0)
+		return listed > 0 ? 0 : -1;
 	struct removal r = {.id = id, .cmds = json_array(), .chains = json_array()};
 	walk_table(doc, collect_removal, &r);
 	json_array_extend(r.cmds, r.chains);
@@ -489,13 +500,12 @@ static bool has_chain(json_t *doc, const char *name)
 
 int lc_fw_add(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **err)
 {
-	_cleanup_nft_ struct nft_ctx *ctx = nft_open(err);
-	if (!ctx)
+	_cleanup_nft_ struct nft_ctx *ctx = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	int listed = open_and_list(&ctx, &doc, err);
+	if (listed < 0)
 		return -1;
-	bool absent;
-	_cleanup_json_ json_t *doc = list_table(ctx, &absent, err);
-	if (!doc && !absent)
-		return -1;
+	bool absent = listed > 0;
 	/* The base chains' rules are added only with a new table (or one
 	 * whose base chains someone deleted), never twice. */
 	if (absent || !has_chain(doc, "forward") || !has_chain(doc, "input") || !has_chain(doc, "postrouting")) {
@@ -515,24 +525,12 @@ int lc_fw_add(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **e
 	return 0;
 }
 
-struct drop_count {
-	const char *id;
-	long long n;
-};
-
 long long lc_fw_dropped(const char *id)
 {
-	lc_error_t *e = NULL;
-	struct nft_ctx *ctx = nft_open(&e);
-	if (!ctx) {
-		lc_error_free(e);
-		return -1;
-	}
-	bool absent;
-	json_t *doc = list_table(ctx, &absent, &e);
-	nft_ctx_free(ctx);
-	lc_error_free(e);
-	if (!doc)
+	_cleanup_error_ lc_error_t *e = NULL;
+	_cleanup_nft_ struct nft_ctx *ctx = NULL;
+	_cleanup_json_ json_t *doc = NULL;
+	if (open_and_list(&ctx, &doc, &e) != 0)
 		return -1;
 	char out[64], in[64], host[64];
 	chain_names(id, out, in, host);
@@ -550,6 +548,5 @@ long long lc_fw_dropped(const char *id)
 				n += json_integer_value(json_object_get(c, "packets"));
 		}
 	}
-	json_decref(doc);
 	return n;
 }
