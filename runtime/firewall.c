@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/netlink.h>
 #include <nftables/libnftables.h>
 
 #include "firewall.h"
@@ -191,25 +194,34 @@ static void chain_names(const char *id, char out[64], char in[64], char host[64]
 
 /* ---- documents ------------------------------------------------------------ */
 
-json_t *lc_fw_skeleton_json(void)
+json_t *lc_fw_skeleton_json(unsigned missing)
 {
 	json_t *cmds = json_array();
+	/* "add" of a table, map or set that exists changes nothing. */
 	json_array_append_new(cmds, cmd("add", json_pack("{s:{s:s, s:s}}", "table", "family", "inet", "name", LC_FW_TABLE)));
 	static const char *const vmaps[] = {"fwd_in", "fwd_out", "host_in", NULL};
 	for (size_t i = 0; vmaps[i]; i++)
 		json_array_append_new(cmds, cmd("add", obj_base("map", json_pack("{s:s, s:s, s:s}", "name", vmaps[i],
 										      "type", "ifname", "map", "verdict"))));
 	json_array_append_new(cmds, cmd("add", obj_base("set", json_pack("{s:s, s:s}", "name", "masq", "type", "ifname"))));
-	json_array_append_new(cmds, cmd("add", base_chain_obj("forward", "filter", "forward", 0)));
-	json_array_append_new(cmds, cmd("add", base_chain_obj("input", "filter", "input", 0)));
-	json_array_append_new(cmds, cmd("add", base_chain_obj("postrouting", "nat", "postrouting", 100)));
-	/* Packets to a sandbox first: replies only, whatever the sender's
-	 * own policy says; then packets from a sandbox. */
-	add_rule(cmds, "forward", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("oifname"), "data", "@fwd_in"));
-	add_rule(cmds, "forward", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("iifname"), "data", "@fwd_out"));
-	add_rule(cmds, "input", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("iifname"), "data", "@host_in"));
-	add_rule(cmds, "postrouting", json_pack("[o, o]", match("==", meta("iifname"), json_string("@masq")),
-						verdict("masquerade")));
+	/* A base chain comes with its rules, so it is added only when it is
+	 * missing: never a rule twice. */
+	if (missing & LC_FW_FORWARD) {
+		json_array_append_new(cmds, cmd("add", base_chain_obj("forward", "filter", "forward", 0)));
+		/* Packets to a sandbox first: replies only, whatever the
+		 * sender's own policy says; then packets from a sandbox. */
+		add_rule(cmds, "forward", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("oifname"), "data", "@fwd_in"));
+		add_rule(cmds, "forward", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("iifname"), "data", "@fwd_out"));
+	}
+	if (missing & LC_FW_INPUT) {
+		json_array_append_new(cmds, cmd("add", base_chain_obj("input", "filter", "input", 0)));
+		add_rule(cmds, "input", json_pack("[{s:{s:o, s:s}}]", "vmap", "key", meta("iifname"), "data", "@host_in"));
+	}
+	if (missing & LC_FW_POSTROUTING) {
+		json_array_append_new(cmds, cmd("add", base_chain_obj("postrouting", "nat", "postrouting", 100)));
+		add_rule(cmds, "postrouting", json_pack("[o, o]", match("==", meta("iifname"), json_string("@masq")),
+							verdict("masquerade")));
+	}
 	return json_pack("{s:o}", "nftables", cmds);
 }
 
@@ -277,6 +289,15 @@ static void nft_freep(struct nft_ctx **c)
 
 static struct nft_ctx *nft_open(lc_error_t **err)
 {
+	/* libnftables ends the whole process when it cannot open its netlink
+	 * socket; find out first, and fail like a library should. */
+	int probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+	if (probe < 0) {
+		lc_error_set(err, errno == EPERM || errno == EACCES ? LC_EXIT_PERM : LC_EXIT_RUNTIME, errno,
+			     "this host has no usable nftables (nfnetlink)");
+		return NULL;
+	}
+	close(probe);
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx) {
 		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot initialise libnftables");
@@ -506,16 +527,17 @@ int lc_fw_add(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **e
 	if (listed < 0)
 		return -1;
 	bool absent = listed > 0;
-	/* The base chains' rules are added only with a new table (or one
-	 * whose base chains someone deleted), never twice. */
-	if (absent || !has_chain(doc, "forward") || !has_chain(doc, "input") || !has_chain(doc, "postrouting")) {
-		if (!absent) {
-			_cleanup_json_ json_t *del = json_pack("{s:[{s:{s:{s:s, s:s}}}]}", "nftables", "delete", "table",
-							       "family", "inet", "name", LC_FW_TABLE);
-			if (nft_run_json(ctx, del, "replace the incomplete table inet " LC_FW_TABLE, err) < 0)
-				return -1;
-		}
-		_cleanup_json_ json_t *skel = lc_fw_skeleton_json();
+	/* A new table, or one whose base chains someone deleted: add what
+	 * is missing, leaving the other sandboxes' chains as they are. */
+	unsigned missing = 0;
+	if (absent || !has_chain(doc, "forward"))
+		missing |= LC_FW_FORWARD;
+	if (absent || !has_chain(doc, "input"))
+		missing |= LC_FW_INPUT;
+	if (absent || !has_chain(doc, "postrouting"))
+		missing |= LC_FW_POSTROUTING;
+	if (missing) {
+		_cleanup_json_ json_t *skel = lc_fw_skeleton_json(missing);
 		if (nft_run_json(ctx, skel, "create table inet " LC_FW_TABLE, err) < 0)
 			return -1;
 	}

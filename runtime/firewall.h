@@ -27,8 +27,11 @@ typedef struct lc_fw_target {
 	const char *pool4, *pool6;  /* the address pools: other sandboxes (pool6 may be NULL) */
 } lc_fw_target_t;
 
-/* {"nftables": [...]} documents; the caller owns the result. */
-json_t *lc_fw_skeleton_json(void);
+/* {"nftables": [...]} documents; the caller owns the result.  The
+ * skeleton creates the table, its maps and the base chains named in
+ * missing (each with its rules). */
+enum { LC_FW_FORWARD = 1, LC_FW_INPUT = 2, LC_FW_POSTROUTING = 4, LC_FW_ALL = 7 };
+json_t *lc_fw_skeleton_json(unsigned missing);
 json_t *lc_fw_sandbox_json(const lc_fw_target_t *t, const lc_net_spec_t *spec);
 
 /* nftables usable by this process (LC_EXIT_PERM without CAP_NET_ADMIN,

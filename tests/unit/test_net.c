@@ -555,7 +555,7 @@ END_TEST
 
 START_TEST(test_fw_skeleton)
 {
-	_cleanup_json_ json_t *doc = lc_fw_skeleton_json();
+	_cleanup_json_ json_t *doc = lc_fw_skeleton_json(LC_FW_ALL);
 	int hooks = 0;
 	size_t i;
 	json_t *c;
@@ -572,6 +572,12 @@ START_TEST(test_fw_skeleton)
 	/* replies-only to a sandbox comes before a sandbox's own rules */
 	json_t *vm = json_object_get(json_array_get(json_array_get(fwd, 0), 0), "vmap");
 	ck_assert_str_eq(json_string_value(json_object_get(vm, "data")), "@fwd_in");
+	/* Only a missing base chain is added again, with its rules. */
+	_cleanup_json_ json_t *part = lc_fw_skeleton_json(LC_FW_INPUT);
+	_cleanup_json_ json_t *fwd2 = chain_rules(part, "forward");
+	_cleanup_json_ json_t *in2 = chain_rules(part, "input");
+	ck_assert_int_eq(json_array_size(fwd2), 0);
+	ck_assert_int_eq(json_array_size(in2), 1);
 }
 END_TEST
 
@@ -603,6 +609,18 @@ static int fw_roundtrip(void)
 	if (lc_fw_list_ids(&ids, NULL) < 0 || lc_strv_len(ids) != 2)
 		return 14;
 	lc_strv_free(ids);
+	/* Someone deletes a base chain: the next sandbox brings it back and
+	 * the others keep their chains. */
+	if (system("nft delete chain inet lcrun input") != 0)
+		return 20;
+	lc_fw_target_t c = {.id = "cccccccccccc", .veth = "lccccccccccccc", .addr4 = "10.200.0.10",
+			    .pool4 = "10.200.0.0/16"};
+	if (lc_fw_add(&c, &allow, &e) < 0 || lc_fw_remove("cccccccccccc", &e) < 0)
+		return 21;
+	if (system("nft list chain inet lcrun input | grep -q 'iifname vmap @host_in'") != 0 ||
+	    system("nft list chain inet lcrun out_aaaaaaaaaaaa >/dev/null") != 0 ||
+	    system("test $(nft list chain inet lcrun forward | grep -c vmap) = 2") != 0)
+		return 22;
 	if (lc_fw_dropped("bbbbbbbbbbbb") != 0)
 		return 15;
 	if (lc_fw_remove("aaaaaaaaaaaa", &e) < 0 || lc_fw_remove("aaaaaaaaaaaa", &e) < 0) {
