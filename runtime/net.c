@@ -727,6 +727,9 @@ static void push_unique(char ***v, const char *s)
 
 int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **err)
 {
+	/* Only root makes sandbox networks; a rootless gc has none to find. */
+	if (geteuid() != 0)
+		return 0;
 	_cleanup_strv_ char **ids = NULL;
 	_cleanup_strv_ char **fw = NULL;
 	if (lc_netpool_list(&ids, err) < 0)

@@ -50,7 +50,9 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
  * from the id alone (after a crash). */
 int lc_net_teardown(const char *id, lc_error_t **err);
 /* Remove leftovers (leases, veths, chains) of sandboxes for which is_live()
- * says false.  Returns the number of sandboxes cleaned, or -1. */
+ * says false, except those whose lease belongs to another lcrun process
+ * still running (a sandbox being set up).  Returns the number of sandboxes
+ * cleaned, or -1; 0 when not root (only root makes sandbox networks). */
 int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **err);
 /* {"mode", "address", "address6", "gateway", "gateway6", "veth",
  * "policy"} from the lease, or NULL when the sandbox has none. */
