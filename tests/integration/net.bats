@@ -120,19 +120,21 @@ teardown() {
 }
 
 @test "a sandbox's veth, chains and lease exist while it runs and vanish after" {
-	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- sleep 2 &
+	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- sleep 30 &
 	local pid=$!
 	echo $pid >>"$BATS_TEST_TMPDIR/bg.pids"
-	for _ in $(seq 40); do [ "$(leases)" = 1 ] && break; sleep 0.05; done
+	for _ in $(seq 100); do [ "$(leases)" = 1 ] && break; sleep 0.05; done
 	local id
 	id=$(basename "$(ls "$LCRUN_STATE_DIR"/net/*.json)" .json)
-	sleep 0.3
+	# The chains come last in setup.
+	for _ in $(seq 100); do nft list chain inet lcrun "host_$id" >/dev/null 2>&1 && break; sleep 0.05; done
 	ip link show "lc$id"
 	nft list chain inet lcrun "out_$id" | grep -q 'counter packets .* drop'
 	nft list chain inet lcrun "host_$id"
 	nft list map inet lcrun fwd_out | grep -q "lc$id"
 	[ "$(jq -r .veth "$LCRUN_STATE_DIR/net/$id.json")" = "lc$id" ]
-	wait $pid
+	kill -TERM $pid
+	wait $pid || true
 	no_leftovers
 }
 
