@@ -232,15 +232,36 @@ static bool spec_has_host(const lc_net_spec_t *spec, const char *name)
 	return false;
 }
 
-static void spec_add_host(lc_net_spec_t *spec, const char *name, const char *ip)
+static void spec_push_host(lc_net_spec_t *spec, lc_host_entry_t h)
 {
 	lc_host_entry_t *n = realloc(spec->hosts, (spec->n_hosts + 1) * sizeof(*n));
 	if (!n)
 		abort();
-	n[spec->n_hosts].name = strdup(name);
-	n[spec->n_hosts].ip = strdup(ip);
-	spec->n_hosts++;
+	n[spec->n_hosts++] = h;
 	spec->hosts = n;
+}
+
+static void spec_add_host(lc_net_spec_t *spec, const char *name, const char *ip)
+{
+	spec_push_host(spec, (lc_host_entry_t){.name = strdup(name), .ip = strdup(ip)});
+}
+
+int lc_net_spec_add_allow(lc_net_spec_t *spec, const char *arg, lc_error_t **err)
+{
+	lc_net_rule_t r;
+	if (lc_net_parse_allow(arg, &r, err) < 0)
+		return -1;
+	spec_add_rule(spec, &r);
+	return 0;
+}
+
+int lc_net_spec_add_host(lc_net_spec_t *spec, const char *arg, lc_error_t **err)
+{
+	lc_host_entry_t h;
+	if (lc_net_parse_host(arg, &h, err) < 0)
+		return -1;
+	spec_push_host(spec, h);
+	return 0;
 }
 
 /* ---- policies ---------------------------------------------------------------- */

@@ -19,6 +19,9 @@ int lc_net_parse_allow(const char *arg, lc_net_rule_t *out, lc_error_t **err);
 /* "NAME:IP" (IP v4 or v6, optionally in brackets).  out->name/ip are
  * allocated; free them (or the spec) after use. */
 int lc_net_parse_host(const char *arg, lc_host_entry_t *out, lc_error_t **err);
+/* Parse one --allow / --add-host value and append it to spec. */
+int lc_net_spec_add_allow(lc_net_spec_t *spec, const char *arg, lc_error_t **err);
+int lc_net_spec_add_host(lc_net_spec_t *spec, const char *arg, lc_error_t **err);
 /* Parse "none", "allow" or "open". */
 int lc_net_parse_mode(const char *arg, lc_net_mode_t *out, lc_error_t **err);
 const char *lc_net_mode_name(lc_net_mode_t mode);

@@ -64,17 +64,11 @@ static int parse_flags(int argc, char **argv, int *i, char *id, lc_net_spec_t *s
 			if (lc_net_parse_mode(v, &spec->mode, err) < 0)
 				return -1;
 		} else if (!strcmp(a, "--allow")) {
-			lc_net_rule_t r;
-			if (lc_net_parse_allow(v, &r, err) < 0)
+			if (lc_net_spec_add_allow(spec, v, err) < 0)
 				return -1;
-			spec->allow = realloc(spec->allow, (spec->n_allow + 1) * sizeof(r));
-			spec->allow[spec->n_allow++] = r;
 		} else if (!strcmp(a, "--add-host")) {
-			lc_host_entry_t h;
-			if (lc_net_parse_host(v, &h, err) < 0)
+			if (lc_net_spec_add_host(spec, v, err) < 0)
 				return -1;
-			spec->hosts = realloc(spec->hosts, (spec->n_hosts + 1) * sizeof(h));
-			spec->hosts[spec->n_hosts++] = h;
 		} else if (!strcmp(a, "--dns")) {
 			free(spec->dns);
 			spec->dns = strdup(v);

@@ -86,32 +86,30 @@ START_TEST(test_allow_v4)
 	ck_assert_int_eq(r.n_ports, 2);
 	ck_assert_int_eq(r.ports[0], 443);
 	ck_assert_int_eq(r.ports[1], 80);
-
-	char buf[256];
-	rule_str("203.0.113.7", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "203.0.113.7/32");
-	rule_str("10.0.0.0/8", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "10.0.0.0/8");
-	rule_str("0.0.0.0/0:53", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "0.0.0.0/0:53");
-	rule_str("1.2.3.4:22,22,23", buf, sizeof(buf)); /* duplicates fold */
-	ck_assert_str_eq(buf, "1.2.3.4/32:22,23");
 }
 END_TEST
 
-START_TEST(test_allow_v6)
+START_TEST(test_allow_forms)
 {
-	char buf[256];
-	rule_str("[2001:db8::/32]:443", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "[2001:db8::/32]:443");
-	rule_str("2001:db8::/32", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "[2001:db8::/32]");
-	rule_str("2001:db8::1", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "[2001:db8::1/128]");
-	rule_str("[2001:db8:a::10]:80,8080", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "[2001:db8:a::10/128]:80,8080");
-	rule_str("2001:db8::/32:443", buf, sizeof(buf));
-	ck_assert_str_eq(buf, "[2001:db8::/32]:443");
+	/* What --allow takes, and the rule it means (as formatted back). */
+	static const struct {
+		const char *arg, *rule;
+	} cases[] = {
+		{"203.0.113.7", "203.0.113.7/32"},
+		{"10.0.0.0/8", "10.0.0.0/8"},
+		{"0.0.0.0/0:53", "0.0.0.0/0:53"},
+		{"1.2.3.4:22,22,23", "1.2.3.4/32:22,23"}, /* duplicates fold */
+		{"[2001:db8::/32]:443", "[2001:db8::/32]:443"},
+		{"2001:db8::/32", "[2001:db8::/32]"},
+		{"2001:db8::1", "[2001:db8::1/128]"},
+		{"[2001:db8:a::10]:80,8080", "[2001:db8:a::10/128]:80,8080"},
+		{"2001:db8::/32:443", "[2001:db8::/32]:443"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[256];
+		rule_str(cases[i].arg, buf, sizeof(buf));
+		ck_assert_str_eq(buf, cases[i].rule);
+	}
 	lc_net_rule_t r;
 	ck_assert_int_eq(lc_net_parse_allow("[::/0]", &r, NULL), 0);
 	ck_assert_int_eq(r.family, AF_INET6);
@@ -352,11 +350,14 @@ START_TEST(test_validate)
 	memset(&spec, 0, sizeof(spec));
 	lc_error_t *e = NULL;
 	ck_assert_int_eq(lc_net_validate(&spec, NULL), 0);
-	lc_net_rule_t r;
-	ck_assert_int_eq(lc_net_parse_allow("198.51.100.0/24:443", &r, NULL), 0);
-	spec.allow = malloc(sizeof(r));
-	spec.allow[0] = r;
-	spec.n_allow = 1;
+	ck_assert_int_eq(lc_net_spec_add_allow(&spec, "198.51.100.0/24:443", NULL), 0);
+	ck_assert_int_eq(lc_net_spec_add_host(&spec, "api.example:198.51.100.10", NULL), 0);
+	ck_assert_int_eq(lc_net_spec_add_allow(&spec, "198.51.100.0/24:0", &e), -1);
+	lc_error_free(e);
+	e = NULL;
+	ck_assert_int_eq(spec.n_allow, 1);
+	ck_assert_int_eq(spec.n_hosts, 1);
+	ck_assert_str_eq(spec.hosts[0].ip, "198.51.100.10");
 	ck_assert_int_eq(lc_net_validate(&spec, &e), -1);
 	ck_assert_str_eq(e->msg, "--allow needs --net allow or --net open");
 	ck_assert_int_eq(e->exit_code, LC_EXIT_USAGE);
@@ -797,7 +798,7 @@ int main(void)
 	TCase *parse = tcase_create("parse");
 	tcase_add_checked_fixture(parse, tmp_setup, tmp_teardown);
 	tcase_add_test(parse, test_allow_v4);
-	tcase_add_test(parse, test_allow_v6);
+	tcase_add_test(parse, test_allow_forms);
 	tcase_add_test(parse, test_allow_bad);
 	tcase_add_test(parse, test_host_and_mode);
 	tcase_add_test(parse, test_policy_paths);
