@@ -128,7 +128,7 @@ int lc_netpool_check(const lc_net_pool_t *pool, lc_error_t **err)
 	return 0;
 }
 
-int lc_netpool_config(lc_net_pool_t *pool, lc_error_t **err)
+static int read_config(lc_net_pool_t *pool, lc_error_t **err)
 {
 	snprintf(pool->pool4, sizeof(pool->pool4), "%s", LC_NET_POOL4_DEFAULT);
 	snprintf(pool->pool6, sizeof(pool->pool6), "%s", LC_NET_POOL6_DEFAULT);
@@ -160,6 +160,21 @@ int lc_netpool_config(lc_net_pool_t *pool, lc_error_t **err)
 	}
 	if (lc_netpool_check(pool, err) < 0)
 		return lc_error_wrap(err, "%s", path);
+	return 0;
+}
+
+/* A kernel without IPv6 gets IPv4 only, whatever the pool says. */
+static void ipv6_or_off(lc_net_pool_t *pool)
+{
+	if (access("/proc/sys/net/ipv6", F_OK) < 0)
+		pool->pool6[0] = '\0';
+}
+
+int lc_netpool_config(lc_net_pool_t *pool, lc_error_t **err)
+{
+	if (read_config(pool, err) < 0)
+		return -1;
+	ipv6_or_off(pool);
 	return 0;
 }
 

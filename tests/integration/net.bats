@@ -138,6 +138,32 @@ teardown() {
 	no_leftovers
 }
 
+@test "drops are counted, and describe reports the lease and the count" {
+	# The sandbox knocks on a forbidden host, then waits to be looked at.
+	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- \
+		sh -c "$PY -c \"\$0\" tcp,$FORB4,443 udp,$FORB6,53; sleep 30" "$PROBE_SRC" \
+		>"$BATS_TEST_TMPDIR/knock.log" 2>&1 &
+	local pid=$!
+	echo $pid >>"$BATS_TEST_TMPDIR/bg.pids"
+	for _ in $(seq 100); do grep -q "udp,$FORB6,53 fail" "$BATS_TEST_TMPDIR/knock.log" 2>/dev/null && break; sleep 0.1; done
+	grep -q "tcp,$FORB4,443 fail" "$BATS_TEST_TMPDIR/knock.log"
+	local id
+	id=$(basename "$(ls "$LCRUN_STATE_DIR"/net/*.json)" .json)
+	run "$NET_HARNESS" describe "$id"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .mode <<<"$output")" = allow ]
+	[ "$(jq -r .veth <<<"$output")" = "lc$id" ]
+	[[ "$(jq -r .address <<<"$output")" == 10.213.* ]]
+	[[ "$(jq -r .address6 <<<"$output")" == fd6c:6372:ff00:* ]]
+	# a TCP SYN with its retransmissions and a UDP datagram
+	[ "$(jq -r .dropped_packets <<<"$output")" -ge 2 ]
+	kill -TERM $pid
+	wait $pid || true
+	run "$NET_HARNESS" describe "$id"
+	[ "$status" -ne 0 ]
+	no_leftovers
+}
+
 @test "50 sandboxes started at once each get their own address and all tear down clean" {
 	local i start=$SECONDS
 	for i in $(seq 50); do
