@@ -17,5 +17,8 @@ int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bo
 int lc_cli_net_option(lc_spec_t *s, int which, const char *arg, lc_error_t **err);
 
 int lc_cmd_run(int argc, char **argv);
+int lc_cmd_image(int argc, char **argv);
+int lc_cmd_snapshot(int argc, char **argv);
+int lc_cmd_fork(int argc, char **argv);
 
 #endif

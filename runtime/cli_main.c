@@ -32,6 +32,9 @@ static const struct {
 	const char *help;
 } verbs[] = {
 	{ "run", lc_cmd_run, "run a command in a new sandbox and wait for it" },
+	{ "image", lc_cmd_image, "manage images: ls, inspect, rm, tag, import, export, prune" },
+	{ "snapshot", lc_cmd_snapshot, "save a sandbox's changes as a new image" },
+	{ "fork", lc_cmd_fork, "start N sandboxes from one image in parallel" },
 	{ "seccomp", lc_cmd_seccomp, "check seccomp profiles (seccomp check FILE...)" },
 	{ NULL, NULL, NULL },
 };

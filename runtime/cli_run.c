@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "image.h"
 #include "util.h"
 
 enum {
@@ -364,6 +365,15 @@ int lc_cmd_run(int argc, char **argv)
 	s->forward_signals = true;
 	lc_result_t res;
 	lc_error_t *err = NULL;
+	if (s->image) {
+		lc_image_resolved_t *img = NULL;
+		if (lc_image_resolve(s->image, &img, &err) < 0 || lc_image_apply_config(s, img, &err) < 0) {
+			lc_image_resolved_free(img);
+			lc_spec_free(s);
+			return lc_cli_fail(err);
+		}
+		lc_image_resolved_free(img);
+	}
 	int r = lc_run(s, &res, &err);
 	if (r < 0) {
 		lc_spec_free(s);

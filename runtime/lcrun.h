@@ -76,6 +76,8 @@ typedef struct lc_spec {
 	char *name;      /* optional unique name */
 	char **argv;     /* command to run (NULL-terminated); NULL for create */
 	char **env;      /* K=V entries on top of the clean environment */
+	char **secret_env; /* K=V given to the command but never written down:
+			      not in state.json, logs, images or snapshots */
 	char *workdir;   /* default "/" (or the image's) */
 	char *hostname;  /* default "lcrun" */
 	uid_t uid;       /* inside the sandbox; default 0 */

@@ -122,7 +122,25 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 				plan->idmap_ok = false;
 			usr_lower = "ovl/lower/usr";
 		}
-		if (mount_overlay("../rootfs/usr", usr_lower, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
+		/* an image on the host base: its layers' usr/ above the host's */
+		_cleanup_free_ char *ulowers = strdup("");
+		for (size_t i = 0; plan->usr_lowers && plan->usr_lowers[i]; i++) {
+			_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/usr%zu", i);
+			const char *use = plan->usr_lowers[i];
+			if (!plan->rootless) {
+				int r = attach_lower(plan->usr_lowers[i], dst, plan->idmap_userns_fd, err);
+				if (r < 0)
+					return -1;
+				if (r == 0)
+					plan->idmap_ok = false;
+				use = dst;
+			}
+			char *nl = lc_strdup_printf("%s%s:", ulowers, use);
+			free(ulowers);
+			ulowers = nl;
+		}
+		_cleanup_free_ char *all = lc_strdup_printf("%s%s", ulowers, usr_lower);
+		if (mount_overlay("../rootfs/usr", all, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -134,20 +135,24 @@ static char **build_env(const lc_spec_t *spec)
 	lc_strv_push(&env, t);
 	_cleanup_free_ char *l = lc_strdup_printf("LANG=%s", lang && *lang ? lang : "C.UTF-8");
 	lc_strv_push(&env, l);
-	for (size_t i = 0; spec->env && spec->env[i]; i++) {
-		const char *eq = strchr(spec->env[i], '=');
-		size_t klen = eq ? (size_t)(eq - spec->env[i]) : strlen(spec->env[i]);
-		bool replaced = false;
-		for (size_t j = 0; env[j]; j++) {
-			if (!strncmp(env[j], spec->env[i], klen) && env[j][klen] == '=') {
-				free(env[j]);
-				env[j] = strdup(spec->env[i]);
-				replaced = true;
-				break;
+	char **lists[2] = { spec->env, spec->secret_env };
+	for (int li = 0; li < 2; li++) {
+		for (size_t i = 0; lists[li] && lists[li][i]; i++) {
+			const char *kv = lists[li][i];
+			const char *eq = strchr(kv, '=');
+			size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+			bool replaced = false;
+			for (size_t j = 0; env[j]; j++) {
+				if (!strncmp(env[j], kv, klen) && env[j][klen] == '=') {
+					free(env[j]);
+					env[j] = strdup(kv);
+					replaced = true;
+					break;
+				}
 			}
+			if (!replaced)
+				lc_strv_push(&env, kv);
 		}
-		if (!replaced)
-			lc_strv_push(&env, spec->env[i]);
 	}
 	return env;
 }
@@ -262,11 +267,19 @@ static void staging_main(lc_sb_t *c)
 
 /* ---- preparation in lcrun ------------------------------------------------ */
 
+/* mkdir with exactly this mode, whatever the caller's umask. */
+static int mkdir_mode(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) < 0)
+		return -1;
+	return chmod(path, mode);
+}
+
 static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
-	if (mkdir(dir, 0755) < 0)
+	if (mkdir_mode(dir, 0755) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 	const char *hn = s->hostname ? s->hostname : "lcrun";
 	_cleanup_free_ char *hosts = lc_strdup_printf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
@@ -288,7 +301,7 @@ static int write_files(lc_sb_t *c, lc_error_t **err)
 	for (int i = 0; i < 3; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("%s/%s", dir, f[i].name);
 		_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || lc_write_all(fd, f[i].content, strlen(f[i].content)) < 0)
+		if (fd < 0 || fchmod(fd, 0644) < 0 || lc_write_all(fd, f[i].content, strlen(f[i].content)) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write %s", p);
 	}
 	return 0;
@@ -296,7 +309,7 @@ static int write_files(lc_sb_t *c, lc_error_t **err)
 
 static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_error_t **err)
 {
-	if (mkdir(path, mode) < 0)
+	if (mkdir_mode(path, mode) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", path);
 	if (chown(path, uid, gid) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s", path);
@@ -314,7 +327,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	if (lc_mkdir_p(parent, 0700, err) < 0)
 		return -1;
 	c->sbdir = lc_sandbox_dir(c->id);
-	if (mkdir(c->sbdir, 0711) < 0)
+	if (mkdir_mode(c->sbdir, 0711) < 0)
 		return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 				    "cannot create %s", c->sbdir);
 	/* private/ is searchable (0711) so that the staging process, once in
@@ -322,12 +335,12 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	 * sit one level lower in ovl/ (0700). */
 	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
 	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
-	if (mkdir(priv0, 0711) < 0 || mkdir(priv, 0700) < 0)
+	if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
 	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
 	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
-	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir(work, 0700) < 0 || mkdir(rootfs, 0755) < 0)
+	if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir_mode(work, 0700) < 0 || mkdir_mode(rootfs, 0755) < 0)
 		return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
 	if (write_files(c, err) < 0)
 		return -1;
@@ -338,11 +351,27 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	c->plan.owner_uid = ou;
 	c->plan.owner_gid = og;
-	if (s->rootfs) {
+	bool host = !s->rootfs;
+	if (s->image) {
+		if (lc_image_resolve(s->image, &c->img, err) < 0)
+			return -1;
+		if (lc_image_lowers(c->img, &c->plan.lowers, &c->plan.usr_lowers, err) < 0)
+			return -1;
+		host = c->img->base_host;
+		if (!host && !c->img->n_layers) { /* an image of config only */
+			_cleanup_free_ char *empty = lc_strdup_printf("%s/empty", priv);
+			if (mkdir(empty, 0755) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", empty);
+			lc_strv_push(&c->plan.lowers, empty);
+		}
+	} else if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
-		c->plan.lower_idmap = lc_xmalloc0(sizeof(bool));
-		c->plan.lower_idmap[0] = true;
-	} else {
+	}
+	size_t n_img = lc_strv_len(c->plan.lowers);
+	c->plan.lower_idmap = lc_xmalloc0((n_img + 2) * sizeof(bool));
+	for (size_t i = 0; i < n_img; i++)
+		c->plan.lower_idmap[i] = true;
+	if (host) {
 		c->host_image = true;
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
@@ -352,7 +381,6 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
-		c->plan.lower_idmap = lc_xmalloc0(2 * sizeof(bool));
 		c->plan.usr_overlay = true;
 		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
 		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
@@ -378,18 +406,24 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
 	static const char *modes[] = { "none", "allow", "open" };
-	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:b, s:b, s:I, s:I, s:s, s:s}",
+	json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:o, s:o, s:b, s:b, s:I, s:I, s:I, s:s, s:s}",
 			      "id", c->id, "status", status, "created", (json_int_t)c->created_ms,
 			      "pid", (int)c->init, "uppers", uppers, "argv", argv,
 			      "host_image", c->host_image, "rootless", c->rootless,
 			      "uid_base", (json_int_t)(c->rootless ? geteuid() : lc_uid_base()),
+			      "gid_base", (json_int_t)(c->rootless ? getegid() : lc_uid_base()),
 			      "uid_count", (json_int_t)(c->rootless ? 1 : lc_uid_count()),
 			      "sandbox_dir", c->sbdir, "net", modes[s->net.mode]);
 	json_object_set_new(j, "name", s->name ? json_string(s->name) : json_null());
 	json_object_set_new(j, "cgroup", c->cg.path ? json_string(c->cg.path) : json_null());
 	json_object_set_new(j, "image", s->image ? json_string(s->image) : json_null());
 	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
-	json_object_set_new(j, "layers", json_array());
+	json_t *layers = json_array();
+	for (size_t i = 0; c->img && i < c->img->n_layers; i++)
+		json_array_append_new(layers, json_string(c->img->diff_ids[i]));
+	json_object_set_new(j, "layers", layers);
+	if (c->img)
+		json_object_set_new(j, "image_digest", json_string(c->img->manifest_digest));
 	json_object_set_new(j, "keep", json_boolean(s->keep));
 	/* false where the lower layers' filesystem cannot be idmapped (9p,
 	 * tmpfs before 6.3): root inside then cannot write over them. */
@@ -537,7 +571,9 @@ void lc_sb_free(lc_sb_t *c)
 	lc_seccomp_prog_free(&c->prog);
 	lc_strv_free(c->envp);
 	lc_strv_free(c->plan.lowers);
+	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
+	lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
 	free(c->plan.rootfs);
 	free(c->sbdir);
@@ -675,41 +711,59 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
 	bool got_exit = false, killed = false;
 	int code = 0, sig = 0;
+	int sync_fd = c->sp[0];
 	for (;;) {
-		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { c->sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 } };
-		int timeout = -1;
+		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */
+		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { sync_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
+		int timeout = c->pidfd < 0 ? 10 : -1;
 		if (deadline >= 0 && !killed) {
 			long long left = deadline - lc_now_ms();
-			timeout = left > 0 ? (int)left : 0;
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
 		}
 		int n = poll(p, sigfd >= 0 ? 3 : 2, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && !killed) {
+		if (deadline >= 0 && !killed && lc_now_ms() >= deadline) {
 			res->timed_out = true;
 			killed = true;
 			if (c->cg.path)
 				lc_cgroup_kill(c->cg.path);
-			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			if (c->pidfd >= 0)
+				syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			else
+				kill(c->init, SIGKILL);
 			continue;
 		}
-		if (p[1].revents & POLLIN) {
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			lc_msg_t m;
-			if (lc_msg_recv(c->sp[0], &m) == 1 && m.type == LC_MSG_EXIT) {
-				got_exit = true;
-				code = m.a;
-				sig = m.b;
+			if (lc_msg_recv(sync_fd, &m) == 1) {
+				if (m.type == LC_MSG_EXIT) {
+					got_exit = true;
+					code = m.a;
+					sig = m.b;
+				}
 			} else {
-				p[1].fd = -1;
+				sync_fd = -1; /* pid 1 hung up: only its exit is left to see */
 			}
 		}
 		if (sigfd >= 0 && (p[2].revents & POLLIN)) {
 			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof(si)) == sizeof(si))
-				syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
+			if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
+				if (c->pidfd >= 0)
+					syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
+				else
+					kill(c->init, (int)si.ssi_signo);
+			}
 		}
-		if (p[0].revents & POLLIN)
+		if (c->pidfd >= 0 && (p[0].revents & POLLIN))
 			break;
+		if (c->pidfd < 0) {
+			siginfo_t si;
+			memset(&si, 0, sizeof(si));
+			if (waitid(P_PID, (id_t)c->init, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->init)
+				break;
+		}
 	}
 	trace("pid 1 exited");
 	int status = 0;

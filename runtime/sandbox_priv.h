@@ -93,6 +93,7 @@ typedef struct lc_rootfs_plan {
 	char **lowers;     /* lower dirs of the root overlay, TOP first */
 	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
 	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
+	char **usr_lowers; /* image layers' usr/ dirs above the host's /usr, TOP first (idmapped) */
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
@@ -133,6 +134,7 @@ typedef struct lc_sb {
 	long long created_ms;
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool idmapped;   /* the staging process could idmap the lower layers */
+	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
 
 /* Fill defaults (before lc_sb_start). */

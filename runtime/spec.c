@@ -26,6 +26,9 @@ void lc_spec_free(lc_spec_t *s)
 	free(s->name);
 	lc_strv_free(s->argv);
 	lc_strv_free(s->env);
+	for (size_t i = 0; s->secret_env && s->secret_env[i]; i++)
+		explicit_bzero(s->secret_env[i], strlen(s->secret_env[i]));
+	lc_strv_free(s->secret_env);
 	free(s->workdir);
 	free(s->hostname);
 	free(s->rootfs);

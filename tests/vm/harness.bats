@@ -49,14 +49,21 @@ setup() {
 	[ ! -e "/usr/$name" ]
 }
 
-@test "run-vm: a working directory under the guest's fresh /tmp is the host's" {
-	mkdir -p "$BATS_TEST_TMPDIR/cwd"
+@test "run-vm: the working directory and --share DIR under the guest's fresh /tmp are the host's" {
+	mkdir -p "$BATS_TEST_TMPDIR/cwd" "$BATS_TEST_TMPDIR/other dir"
 	echo "from the host $$" >"$BATS_TEST_TMPDIR/cwd/f"
+	echo "shared $$" >"$BATS_TEST_TMPDIR/other dir/f"
+	echo "not shared" >"$BATS_TEST_TMPDIR/f"
 	cd "$BATS_TEST_TMPDIR/cwd"
-	run "$RUN_VM" -- sh -c 'pwd; cat f; echo x >g'
+	run "$RUN_VM" --share "$BATS_TEST_TMPDIR/other dir" -- sh -c 'pwd; cat f "$1/other dir/f"; echo x >g; ls "$1"' sh "$BATS_TEST_TMPDIR"
+	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = "$BATS_TEST_TMPDIR/cwd" ]
 	[ "${lines[1]}" = "from the host $$" ]
+	[ "${lines[2]}" = "shared $$" ]
+	[ "${lines[3]}" = "cwd" ]
+	[ "${lines[4]}" = "other dir" ]
+	[ "${#lines[@]}" -eq 5 ]
 	[ ! -e "$BATS_TEST_TMPDIR/cwd/g" ]
 }
 
@@ -87,6 +94,15 @@ lines|unset|*|x y||/root|0" ]
 	[ "$status" -eq 124 ]
 	[ "$((SECONDS - start))" -lt 30 ]
 	[[ "$output" == *"did not finish within 6s"* ]]
+}
+
+@test "run-vm: a boot that hangs is stopped by the boot watchdog, tried again, then 125" {
+	# under TCG the kernel alone needs more than a second
+	start=$SECONDS
+	LCRUN_VM_ACCEL=tcg LCRUN_VM_BOOT_TIMEOUT=1 run "$RUN_VM" --timeout 60 -- true
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"did not boot within 1s; trying once more"* ]]
+	[ "$((SECONDS - start))" -lt 30 ]
 }
 
 @test "run-vm: a kernel that does not boot gives 125" {
@@ -128,4 +144,16 @@ lines|unset|*|x y||/root|0" ]
 	[ "${lines[1]}" = new ]
 	[ "${lines[2]}" = veth ]
 	[ "${lines[3]}" = "table inet harness" ]
+}
+
+@test "check-vm: runs bats in the VM, streams the TAP and sums it up" {
+	# any executable will do as the lcrun that the sample does not run
+	LCRUN=/bin/true run "$BATS_TEST_DIRNAME/check-vm" "$BATS_TEST_DIRNAME/fixtures/check-vm-sample"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "${lines[0]}" = "1..3" ]
+	[[ "$output" == *"ok 1 sample: runs in the VM with LCRUN set"* ]]
+	[[ "$output" == *"ok 2 sample: skips # skip a sample skip"* ]]
+	[[ "$output" == *"not ok 3 sample: fails"* ]]
+	[ "${lines[-1]}" = "vm: 1 passed, 1 failed, 1 skipped" ]
 }

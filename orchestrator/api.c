@@ -1,0 +1,736 @@
+/* api.c — lcd's JSON HTTP API (libmicrohttpd, a thread per connection) on
+ * the unix socket and, when configured, on TCP behind a bearer token.
+ * Every error is {"error": "...", "exit_code": N} with N from error.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <microhttpd.h>
+
+#include "lcd.h"
+#include "util.h"
+
+#define SECRET_MAX (64 * 1024)
+#define SPAWN_MAP_MAX 10000
+#define WAIT_MAX_S 300
+#define HTTP_TOO_LARGE 413 /* MHD renamed its constant across versions */
+
+struct lcd_api {
+	lcd_t *lcd;
+	struct MHD_Daemon *unix_d, *tcp_d;
+	char *token;
+	struct listener {
+		struct lcd_api *api;
+		bool tcp;
+	} l_unix, l_tcp;
+};
+
+struct req {
+	char *body;
+	size_t len;
+	bool too_big;
+};
+
+typedef struct {
+	struct MHD_Connection *c;
+	lcd_t *lcd;
+	const char *method;
+	char **seg;   /* path segments after /v1 */
+	size_t n;
+	const char *rest_key; /* for .../keys/KEY: everything after "keys/" */
+	json_t *body; /* parsed body, when there is one */
+} call_t;
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+	char *text = json_dumps(body ? body : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(body);
+	size_t len = strlen(text);
+	text = realloc(text, len + 2);
+	text[len++] = '\n';
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static unsigned status_of(int exit_code)
+{
+	switch (exit_code) {
+	case LC_EXIT_UNKNOWN:
+	case LC_EXIT_NOENT:
+		return MHD_HTTP_NOT_FOUND;
+	case LC_EXIT_BUSY:
+		return MHD_HTTP_TOO_MANY_REQUESTS;
+	case LC_EXIT_INVALID:
+	case LC_EXIT_USAGE:
+		return MHD_HTTP_BAD_REQUEST;
+	case LC_EXIT_STATE:
+		return MHD_HTTP_CONFLICT;
+	case LC_EXIT_PERM:
+		return MHD_HTTP_FORBIDDEN;
+	default:
+		return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+static enum MHD_Result fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static enum MHD_Result fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	json_t *b = json_pack("{s:s, s:i}", "error", msg ? msg : "error", "exit_code", exit_code);
+	free(msg);
+	return reply(c, status, b);
+}
+
+static enum MHD_Result fail_err(struct MHD_Connection *c, lc_error_t *err)
+{
+	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
+	enum MHD_Result r = fail_status(c, status_of(code), code, "%s", err && err->msg ? err->msg : "internal error");
+	lc_error_free(err);
+	return r;
+}
+
+#define FAIL(call, code, ...) fail_status((call)->c, status_of(code), code, __VA_ARGS__)
+
+static const char *query(call_t *call, const char *key)
+{
+	return MHD_lookup_connection_value(call->c, MHD_GET_ARGUMENT_KIND, key);
+}
+
+static bool query_int(call_t *call, const char *key, long long *out)
+{
+	const char *v = query(call, key);
+	if (!v)
+		return true;
+	char *end = NULL;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || end == v || *end || n < 0)
+		return false;
+	*out = n;
+	return true;
+}
+
+/* ---- apps ---- */
+
+static json_t *app_summary(const lcd_app_t *app)
+{
+	json_t *fns = json_array(), *sch = json_array(), *maps = json_array(), *hooks = json_array();
+	for (size_t i = 0; i < app->n_functions; i++)
+		json_array_append_new(fns, json_string(app->functions[i].name));
+	for (size_t i = 0; i < app->n_schedules; i++)
+		json_array_append_new(sch, json_string(app->schedules[i].name));
+	for (size_t i = 0; app->maps && app->maps[i]; i++)
+		json_array_append_new(maps, json_string(app->maps[i]));
+	for (size_t i = 0; i < app->n_webhooks; i++)
+		json_array_append_new(hooks, json_string(app->webhooks[i].name));
+	return json_pack("{s:s, s:o, s:o, s:o, s:o}", "name", app->name, "functions", fns, "schedules", sch, "maps",
+			 maps, "webhooks", hooks);
+}
+
+static enum MHD_Result h_deploy(call_t *call)
+{
+	if (!call->body)
+		return FAIL(call, LC_EXIT_INVALID, "request body: expected the app manifest (JSON)");
+	lc_error_t *err = NULL;
+	bool replaced = false;
+	lcd_app_t *app = NULL;
+	if (lcd_deploy(call->lcd, call->body, &replaced, &app, &err) < 0)
+		return fail_err(call->c, err);
+	json_t *out = app_summary(app);
+	json_object_set_new(out, "replaced", json_boolean(replaced));
+	lcd_app_unref(app);
+	return reply(call->c, replaced ? MHD_HTTP_OK : MHD_HTTP_CREATED, out);
+}
+
+static enum MHD_Result h_apps(call_t *call)
+{
+	size_t n;
+	lcd_app_t **apps = lcd_apps_snapshot(call->lcd, &n);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, app_summary(apps[i]));
+	lcd_apps_release(apps, n);
+	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "apps", arr));
+}
+
+static lcd_app_t *need_app(call_t *call, const char *name, enum MHD_Result *r)
+{
+	lcd_app_t *app = lcd_app_get(call->lcd, name);
+	if (!app)
+		*r = FAIL(call, LC_EXIT_UNKNOWN, "no app named '%s'", name);
+	return app;
+}
+
+static enum MHD_Result h_app_show(call_t *call, const char *name)
+{
+	enum MHD_Result r;
+	lcd_app_t *app = need_app(call, name, &r);
+	if (!app)
+		return r;
+	json_t *out = app_summary(app);
+	json_object_set(out, "manifest", app->manifest);
+	lcd_app_unref(app);
+	return reply(call->c, MHD_HTTP_OK, out);
+}
+
+static enum MHD_Result h_app_delete(call_t *call, const char *name)
+{
+	lc_error_t *err = NULL;
+	if (lcd_app_remove(call->lcd, name, &err) < 0)
+		return fail_err(call->c, err);
+	return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "app", name, "deleted", 1));
+}
+
+/* ---- tasks ---- */
+
+static enum MHD_Result spawned(call_t *call, json_t *ids, bool many)
+{
+	if (many)
+		return reply(call->c, MHD_HTTP_ACCEPTED, json_pack("{s:o}", "ids", ids));
+	json_t *out = json_pack("{s:O}", "id", json_array_get(ids, 0));
+	json_decref(ids);
+	return reply(call->c, MHD_HTTP_ACCEPTED, out);
+}
+
+static enum MHD_Result h_spawn(call_t *call, const char *appname, const char *fn, bool map)
+{
+	enum MHD_Result r;
+	json_t *args = call->body ? json_object_get(call->body, "args") : NULL;
+	if (call->body && !json_is_object(call->body))
+		return FAIL(call, LC_EXIT_INVALID, "request body: expected an object {\"args\": ...}");
+	_cleanup_json_ json_t *list = NULL;
+	if (map) {
+		if (!json_is_array(args) || json_array_size(args) == 0)
+			return FAIL(call, LC_EXIT_INVALID, "args: expected a non-empty array of argument sets");
+		if (json_array_size(args) > SPAWN_MAP_MAX)
+			return FAIL(call, LC_EXIT_INVALID, "args: at most %d argument sets", SPAWN_MAP_MAX);
+		list = json_incref(args);
+	} else {
+		list = json_pack("[o]", args ? json_incref(args) : json_object());
+	}
+	lcd_app_t *app = need_app(call, appname, &r);
+	if (!app)
+		return r;
+	lc_error_t *err = NULL;
+	json_t *ids = json_array();
+	int rc = lcd_spawn(call->lcd, app, fn, NULL, list, ids, &err);
+	lcd_app_unref(app);
+	if (rc < 0) {
+		json_decref(ids);
+		return fail_err(call->c, err);
+	}
+	return spawned(call, ids, map);
+}
+
+static enum MHD_Result h_tasks(call_t *call)
+{
+	long long limit = 0;
+	if (!query_int(call, "limit", &limit))
+		return FAIL(call, LC_EXIT_USAGE, "limit: expected a non-negative integer");
+	const char *state = query(call, "state");
+	if (state && !lcd_state_final(state) && strcmp(state, "queued") && strcmp(state, "running"))
+		return FAIL(call, LC_EXIT_USAGE, "state: expected queued, running, succeeded, failed, timed-out or cancelled");
+	lc_error_t *err = NULL;
+	json_t *rows = lcd_store_task_list(call->lcd->db, query(call, "app"), state, limit, &err);
+	if (!rows)
+		return fail_err(call->c, err);
+	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "tasks", rows));
+}
+
+static enum MHD_Result h_task(call_t *call, const char *id)
+{
+	lc_error_t *err = NULL;
+	json_t *t = lcd_store_task_get(call->lcd->db, id, &err);
+	if (!t)
+		return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
+	return reply(call->c, MHD_HTTP_OK, t);
+}
+
+static enum MHD_Result h_result(call_t *call, const char *id)
+{
+	long long wait = 0;
+	if (!query_int(call, "wait", &wait))
+		return FAIL(call, LC_EXIT_USAGE, "wait: expected seconds (a non-negative integer)");
+	if (wait > WAIT_MAX_S)
+		wait = WAIT_MAX_S;
+	lc_error_t *err = NULL;
+	json_t *t = lcd_task_wait(call->lcd, id, wait * 1000, &err);
+	if (!t)
+		return fail_err(call->c, err);
+	bool done = lcd_state_final(json_string_value(json_object_get(t, "state")));
+	return reply(call->c, done ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, t);
+}
+
+static enum MHD_Result h_cancel(call_t *call, const char *id)
+{
+	lc_error_t *err = NULL;
+	if (lcd_cancel(call->lcd, id, &err) < 0)
+		return fail_err(call->c, err);
+	return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "id", id, "cancelled", 1));
+}
+
+struct logstream {
+	lcd_t *lcd;
+	int fd;
+	bool follow;
+	char id[LC_ID_LEN + 1];
+};
+
+static bool task_over(lcd_t *lcd, const char *id)
+{
+	_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, id, NULL);
+	return !t || lcd_state_final(json_string_value(json_object_get(t, "state")));
+}
+
+static ssize_t log_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct logstream *ls = cls;
+	for (;;) {
+		ssize_t n = pread(ls->fd, buf, max, (off_t)pos);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno != EINTR)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (!ls->follow)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (task_over(ls->lcd, ls->id)) {
+			/* One more read: lines written just before the end. */
+			n = pread(ls->fd, buf, max, (off_t)pos);
+			return n > 0 ? n : MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		if (lcd_sleep(ls->lcd, &ls->lcd->changed, 100))
+			return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+}
+
+static void log_free(void *cls)
+{
+	struct logstream *ls = cls;
+	close(ls->fd);
+	free(ls);
+}
+
+static enum MHD_Result h_logs(call_t *call, const char *id)
+{
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *t = lcd_store_task_get(call->lcd->db, id, &err);
+	if (!t)
+		return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
+	char path[4096];
+	int fd = open(lcd_task_log_path(call->lcd, id, path, sizeof(path)), O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		/* Still queued: nothing written yet.  An empty log. */
+		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return FAIL(call, LC_EXIT_RUNTIME, "cannot open the log of task %s: %s", id, strerror(errno));
+	const char *f = query(call, "follow");
+	struct logstream *ls = lc_xmalloc0(sizeof(*ls));
+	ls->lcd = call->lcd;
+	ls->fd = fd;
+	ls->follow = f && strcmp(f, "0") && strcmp(f, "false");
+	snprintf(ls->id, sizeof(ls->id), "%s", id);
+	if (ls->follow && !strcmp(json_string_value(json_object_get(t, "state")), "queued")) {
+		/* Follow a queued task's log from when it starts. */
+		close(fd);
+		ls->fd = -1;
+		while (!task_over(call->lcd, id)) {
+			ls->fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (ls->fd >= 0 || lcd_sleep(call->lcd, &call->lcd->changed, 100))
+				break;
+		}
+		if (ls->fd < 0)
+			ls->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, log_read, ls, log_free);
+	MHD_add_response_header(r, "Content-Type", "text/plain; charset=utf-8");
+	enum MHD_Result ret = MHD_queue_response(call->c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* ---- schedules ---- */
+
+static enum MHD_Result h_schedules(call_t *call)
+{
+	lc_error_t *err = NULL;
+	json_t *s = lcd_schedules_json(call->lcd, &err);
+	if (!s)
+		return fail_err(call->c, err);
+	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "schedules", s));
+}
+
+static enum MHD_Result h_schedule_verb(call_t *call, const char *appname, const char *name, const char *verb)
+{
+	enum MHD_Result r;
+	lcd_app_t *app = need_app(call, appname, &r);
+	if (!app)
+		return r;
+	const lcd_schedule_t *s = lcd_app_schedule(app, name);
+	lc_error_t *err = NULL;
+	if (!s) {
+		lcd_app_unref(app);
+		return FAIL(call, LC_EXIT_UNKNOWN, "app %s has no schedule '%s'", appname, name);
+	}
+	if (!strcmp(verb, "run")) {
+		json_t *ids = json_array();
+		int rc = lcd_schedule_fire(call->lcd, app, s, ids, &err);
+		lcd_app_unref(app);
+		if (rc < 0) {
+			json_decref(ids);
+			return fail_err(call->c, err);
+		}
+		return spawned(call, ids, false);
+	}
+	lcd_app_unref(app);
+	bool pause = !strcmp(verb, "stop");
+	if (lcd_store_schedule_pause(call->lcd->db, appname, name, pause, &err) < 0)
+		return fail_err(call->c, err);
+	lcd_log("schedule %s:%s %s", appname, name, pause ? "paused" : "resumed");
+	return reply(call->c, MHD_HTTP_OK,
+		     json_pack("{s:s, s:s, s:b}", "app", appname, "schedule", name, "paused", pause));
+}
+
+/* ---- maps ---- */
+
+static enum MHD_Result h_map(call_t *call, const char *appname, const char *map, const char *key)
+{
+	enum MHD_Result r;
+	lcd_app_t *app = need_app(call, appname, &r);
+	if (!app)
+		return r;
+	bool has = lcd_app_has_map(app, map);
+	lcd_app_unref(app);
+	if (!has)
+		return FAIL(call, LC_EXIT_UNKNOWN, "app %s has no map '%s'", appname, map);
+	lcd_db_t *db = call->lcd->db;
+	lc_error_t *err = NULL;
+	long long now = lc_wall_ms();
+	if (!key) {
+		if (strcmp(call->method, "GET"))
+			return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a map", call->method);
+		json_t *rows = lcd_store_map_list(db, appname, map, query(call, "prefix"), now, &err);
+		if (!rows)
+			return fail_err(call->c, err);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "keys", rows));
+	}
+	if (!*key || strlen(key) > 1024)
+		return FAIL(call, LC_EXIT_USAGE, "map key: expected 1 to 1024 bytes");
+	if (!strcmp(call->method, "GET")) {
+		char *v = lcd_store_map_get(db, appname, map, key, now, &err);
+		if (!v)
+			return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "%s/%s: no key '%s'", appname, map, key);
+		json_t *out = json_pack("{s:s, s:s}", "key", key, "value", v);
+		free(v);
+		return reply(call->c, MHD_HTTP_OK, out);
+	}
+	if (!strcmp(call->method, "DELETE")) {
+		int n = lcd_store_map_del(db, appname, map, key, now, &err);
+		if (n < 0)
+			return fail_err(call->c, err);
+		if (n == 0)
+			return FAIL(call, LC_EXIT_UNKNOWN, "%s/%s: no key '%s'", appname, map, key);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "deleted", 1));
+	}
+	if (!strcmp(call->method, "PUT")) {
+		json_t *b = call->body;
+		json_t *v = b ? json_object_get(b, "value") : NULL;
+		json_t *ttl = b ? json_object_get(b, "ttl") : NULL;
+		json_t *ia = b ? json_object_get(b, "if_absent") : NULL;
+		if (!json_is_string(v))
+			return FAIL(call, LC_EXIT_INVALID, "value: expected a string");
+		if (ttl && (!json_is_integer(ttl) || json_integer_value(ttl) <= 0))
+			return FAIL(call, LC_EXIT_INVALID, "ttl: expected a positive integer (seconds)");
+		if (ia && !json_is_boolean(ia))
+			return FAIL(call, LC_EXIT_INVALID, "if_absent: expected true or false");
+		int n = lcd_store_map_set(db, appname, map, key, json_string_value(v),
+					  ttl ? json_integer_value(ttl) : 0, json_is_true(ia), now, &err);
+		if (n < 0)
+			return fail_err(call->c, err);
+		if (n == 0)
+			return fail_status(call->c, MHD_HTTP_CONFLICT, LC_EXIT_BUSY, "%s/%s: key '%s' is already set",
+					   appname, map, key);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "set", 1));
+	}
+	return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a map key", call->method);
+}
+
+/* ---- secrets ---- */
+
+static enum MHD_Result h_secret(call_t *call, const char *name)
+{
+	lcd_db_t *db = call->lcd->db;
+	lc_error_t *err = NULL;
+	if (!name) {
+		if (strcmp(call->method, "GET"))
+			return FAIL(call, LC_EXIT_USAGE, "%s not allowed on secrets", call->method);
+		json_t *rows = lcd_store_secret_names(db, &err);
+		if (!rows)
+			return fail_err(call->c, err);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "secrets", rows));
+	}
+	if (!lcd_secret_name_valid(name))
+		return FAIL(call, LC_EXIT_USAGE, "bad secret name '%s' (letters, digits, '_'; not starting with a digit)", name);
+	if (!strcmp(call->method, "PUT")) {
+		json_t *v = call->body ? json_object_get(call->body, "value") : NULL;
+		if (!json_is_string(v))
+			return FAIL(call, LC_EXIT_INVALID, "value: expected a string");
+		if (json_string_length(v) > SECRET_MAX)
+			return FAIL(call, LC_EXIT_INVALID, "value: at most %d bytes", SECRET_MAX);
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return FAIL(call, LC_EXIT_INVALID, "value: must not contain NUL bytes");
+		if (lcd_store_secret_set(db, name, json_string_value(v), lc_wall_ms(), &err) < 0)
+			return fail_err(call->c, err);
+		lcd_log("secret %s set", name);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "set", 1));
+	}
+	if (!strcmp(call->method, "DELETE")) {
+		int n = lcd_store_secret_delete(db, name, &err);
+		if (n < 0)
+			return fail_err(call->c, err);
+		if (n == 0)
+			return FAIL(call, LC_EXIT_UNKNOWN, "no secret named '%s'", name);
+		lcd_log("secret %s deleted", name);
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+	}
+	return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a secret (its value is never read back)", call->method);
+}
+
+/* ---- routing ---- */
+
+static bool is(call_t *call, const char *method, size_t n, ...)
+{
+	if (strcmp(call->method, method) || call->n != n)
+		return false;
+	va_list ap;
+	va_start(ap, n);
+	bool ok = true;
+	for (size_t i = 0; i < n; i++) {
+		const char *want = va_arg(ap, const char *);
+		if (want && strcmp(want, call->seg[i]))
+			ok = false;
+	}
+	va_end(ap);
+	return ok;
+}
+
+static enum MHD_Result route(call_t *call)
+{
+	char **s = call->seg;
+	if (is(call, "GET", 1, "health"))
+		return reply(call->c, MHD_HTTP_OK, json_pack("{s:b, s:s}", "ok", 1, "version", PACKAGE_VERSION));
+	if (is(call, "GET", 1, "apps"))
+		return h_apps(call);
+	if (is(call, "POST", 1, "apps"))
+		return h_deploy(call);
+	if (is(call, "GET", 2, "apps", NULL))
+		return h_app_show(call, s[1]);
+	if (is(call, "DELETE", 2, "apps", NULL))
+		return h_app_delete(call, s[1]);
+	if (is(call, "POST", 5, "apps", NULL, "functions", NULL, "spawn"))
+		return h_spawn(call, s[1], s[3], false);
+	if (is(call, "POST", 5, "apps", NULL, "functions", NULL, "spawn_map"))
+		return h_spawn(call, s[1], s[3], true);
+	if (call->n == 5 && !strcmp(call->method, "POST") && !strcmp(s[0], "apps") && !strcmp(s[2], "schedules") &&
+	    (!strcmp(s[4], "run") || !strcmp(s[4], "stop") || !strcmp(s[4], "start")))
+		return h_schedule_verb(call, s[1], s[3], s[4]);
+	if (is(call, "GET", 1, "schedules"))
+		return h_schedules(call);
+	if (is(call, "GET", 1, "tasks"))
+		return h_tasks(call);
+	if (is(call, "GET", 2, "tasks", NULL))
+		return h_task(call, s[1]);
+	if (is(call, "GET", 3, "tasks", NULL, "result"))
+		return h_result(call, s[1]);
+	if (is(call, "GET", 3, "tasks", NULL, "logs"))
+		return h_logs(call, s[1]);
+	if (is(call, "POST", 3, "tasks", NULL, "cancel"))
+		return h_cancel(call, s[1]);
+	if (call->n == 4 && !strcmp(s[0], "apps") && !strcmp(s[2], "maps"))
+		return h_map(call, s[1], s[3], NULL);
+	if (call->n >= 6 && !strcmp(s[0], "apps") && !strcmp(s[2], "maps") && !strcmp(s[4], "keys"))
+		return h_map(call, s[1], s[3], call->rest_key);
+	if (call->n == 1 && !strcmp(s[0], "secrets"))
+		return h_secret(call, NULL);
+	if (call->n == 2 && !strcmp(s[0], "secrets"))
+		return h_secret(call, s[1]);
+	return fail_status(call->c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s /v1/%s", call->method,
+			   call->n ? s[0] : "");
+}
+
+static bool token_ok(struct lcd_api *api, struct MHD_Connection *c)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (!h || strncmp(h, "Bearer ", 7) != 0)
+		return false;
+	const char *got = h + 7;
+	size_t a = strlen(got), b = strlen(api->token);
+	unsigned char diff = a != b;
+	for (size_t i = 0; i < b; i++)
+		diff |= (unsigned char)(got[i < a ? i : 0] ^ api->token[i]);
+	return diff == 0;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			       const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct listener *l = cls;
+	struct lcd_api *api = l->api;
+	lcd_t *lcd = api->lcd;
+	struct req *rq = *con_cls;
+	if (!rq) {
+		rq = lc_xmalloc0(sizeof(*rq));
+		*con_cls = rq;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > lcd->max_body)
+			return fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID,
+					   "request body too large (limit %zu bytes)", lcd->max_body);
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!rq->too_big && rq->len + *upload_size <= lcd->max_body) {
+			rq->body = realloc(rq->body, rq->len + *upload_size + 1);
+			memcpy(rq->body + rq->len, upload, *upload_size);
+			rq->len += *upload_size;
+			rq->body[rq->len] = '\0';
+		} else {
+			rq->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (rq->too_big)
+		return fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID, "request body too large (limit %zu bytes)",
+				   lcd->max_body);
+	if (l->tcp && !token_ok(api, c))
+		return fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM, "missing or wrong bearer token");
+
+	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0)
+		return fail_status(c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s (the API is under /v1/)", url);
+	call_t call = { .c = c, .lcd = lcd, .method = method };
+	_cleanup_json_ json_t *body = NULL;
+	if (rq->len) {
+		json_error_t je;
+		body = json_loadb(rq->body, rq->len, 0, &je);
+		if (!body)
+			return fail_status(c, MHD_HTTP_BAD_REQUEST, LC_EXIT_INVALID, "request body: malformed JSON at line %d: %s",
+					   je.line, je.text);
+		call.body = body;
+	}
+	_cleanup_free_ char *path = lc_xmalloc0(strlen(url) + 4);
+	strcpy(path, url + 3);
+	_cleanup_free_ char *keyrest = NULL;
+	char *segs[16];
+	size_t n = 0;
+	/* A map key is everything after ".../keys/", slashes included. */
+	char *k = strstr(path, "/keys/");
+	if (k && !strncmp(path, "/apps/", 6)) {
+		keyrest = strdup(k + 6);
+		k[6] = '\0';
+		strcat(path, "x");
+	}
+	char *save = NULL;
+	for (char *t = strtok_r(path, "/", &save); t && n < 16; t = strtok_r(NULL, "/", &save))
+		segs[n++] = t;
+	call.seg = segs;
+	call.n = n;
+	call.rest_key = keyrest;
+	return route(&call);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *con_cls;
+	if (rq) {
+		free(rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct sockaddr *sa, bool v6)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	if (v6)
+		flags |= MHD_USE_IPv6;
+	if (fd >= 0)
+		return MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_LISTEN_SOCKET, fd,
+					MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+}
+
+int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
+		  lc_error_t **err)
+{
+	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
+	api->lcd = lcd;
+	api->l_unix = (struct listener){ api, false };
+	api->l_tcp = (struct listener){ api, true };
+	api->unix_d = start_daemon(&api->l_unix, unix_fd, NULL, false);
+	if (!api->unix_d) {
+		free(api);
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the unix socket");
+	}
+	if (tcp_addr) {
+		if (!token || !*token) {
+			lcd_api_stop(api);
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener %s needs a bearer token (token_file)", tcp_addr);
+		}
+		api->token = strdup(token);
+		_cleanup_free_ char *host = strdup(tcp_addr);
+		char *colon = strrchr(host, ':');
+		if (!colon) {
+			lcd_api_stop(api);
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': expected HOST:PORT", tcp_addr);
+		}
+		*colon = '\0';
+		char *h = host;
+		if (*h == '[' && colon[-1] == ']') {
+			h++;
+			colon[-1] = '\0';
+		}
+		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+		int rc = getaddrinfo(h, colon + 1, &hints, &ai);
+		if (rc != 0) {
+			lcd_api_stop(api);
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': %s", tcp_addr, gai_strerror(rc));
+		}
+		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6);
+		freeaddrinfo(ai);
+		if (!api->tcp_d) {
+			lcd_api_stop(api);
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot listen on %s", tcp_addr);
+		}
+	}
+	*out = api;
+	return 0;
+}
+
+void lcd_api_stop(lcd_api_t *api)
+{
+	if (!api)
+		return;
+	if (api->tcp_d)
+		MHD_stop_daemon(api->tcp_d);
+	if (api->unix_d)
+		MHD_stop_daemon(api->unix_d);
+	if (api->token) {
+		explicit_bzero(api->token, strlen(api->token));
+		free(api->token);
+	}
+	free(api);
+}

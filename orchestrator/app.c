@@ -1,0 +1,171 @@
+/* app.c — the deployed apps: kept in lcd.db, parsed once, shared by
+ * reference between API threads and task workers. */
+#include <string.h>
+
+#include "lcd.h"
+#include "util.h"
+
+int lcd_apps_load(lcd_t *lcd, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = lcd_store_apps(lcd->db, err);
+	if (!rows)
+		return -1;
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_object_get(row, "name"));
+		_cleanup_json_ json_t *m = json_loads(json_string_value(json_object_get(row, "manifest")), 0, NULL);
+		lcd_app_t *app = NULL;
+		_cleanup_error_ lc_error_t *perr = NULL;
+		if (!m || lcd_app_parse(m, &app, &perr) < 0) {
+			/* Stored manifests were valid when deployed; a newer lcd may
+			 * be stricter.  Say so and keep serving the others. */
+			lcd_log("app %s: stored manifest no longer valid: %s", name, perr ? perr->msg : "bad JSON");
+			continue;
+		}
+		lcd->apps = realloc(lcd->apps, (lcd->n_apps + 1) * sizeof(*lcd->apps));
+		lcd->apps[lcd->n_apps++] = app;
+	}
+	return 0;
+}
+
+void lcd_apps_free(lcd_t *lcd)
+{
+	for (size_t i = 0; i < lcd->n_apps; i++)
+		lcd_app_unref(lcd->apps[i]);
+	free(lcd->apps);
+	lcd->apps = NULL;
+	lcd->n_apps = 0;
+}
+
+static ssize_t find(lcd_t *lcd, const char *name)
+{
+	for (size_t i = 0; i < lcd->n_apps; i++)
+		if (!strcmp(lcd->apps[i]->name, name))
+			return (ssize_t)i;
+	return -1;
+}
+
+lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name)
+{
+	pthread_mutex_lock(&lcd->lock);
+	ssize_t i = find(lcd, name);
+	lcd_app_t *app = i >= 0 ? lcd_app_ref(lcd->apps[i]) : NULL;
+	pthread_mutex_unlock(&lcd->lock);
+	return app;
+}
+
+lcd_app_t **lcd_apps_snapshot(lcd_t *lcd, size_t *n)
+{
+	pthread_mutex_lock(&lcd->lock);
+	lcd_app_t **v = lc_xmalloc0((lcd->n_apps + 1) * sizeof(*v));
+	for (size_t i = 0; i < lcd->n_apps; i++)
+		v[i] = lcd_app_ref(lcd->apps[i]);
+	*n = lcd->n_apps;
+	pthread_mutex_unlock(&lcd->lock);
+	return v;
+}
+
+void lcd_apps_release(lcd_app_t **apps, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		lcd_app_unref(apps[i]);
+	free(apps);
+}
+
+int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err)
+{
+	if (!strcmp(policy, "none"))
+		return 0;
+#ifdef LCD_HAVE_NET_POLICY
+	if (lc_net_policy_load(policy, spec, err) < 0)
+		return lc_error_wrap(err, "functions.%s.net", function);
+	return 0;
+#else
+	return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
+			    "functions.%s.net: network policy '%s' cannot be applied: this lcrun has no policy loader",
+			    function, policy);
+#endif
+}
+
+/* Policies named by functions must load now, not when a task starts. */
+static int check_policies(const lcd_app_t *app, lc_error_t **err)
+{
+	for (size_t i = 0; i < app->n_functions; i++) {
+		lc_net_spec_t net = { 0 };
+		int r = lcd_net_policy(app->functions[i].name, app->functions[i].net, &net, err);
+#ifdef LCD_HAVE_NET_POLICY
+		lc_net_spec_clear(&net);
+#endif
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err)
+{
+	lcd_app_t *app = NULL;
+	if (lcd_app_parse(manifest, &app, err) < 0)
+		return -1;
+	if (check_policies(app, err) < 0) {
+		lcd_app_unref(app);
+		return -1;
+	}
+	_cleanup_free_ char *text = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
+	_cleanup_strv_ char **scheds = NULL;
+	for (size_t i = 0; i < app->n_schedules; i++)
+		lc_strv_push(&scheds, app->schedules[i].name);
+	/* The app lock is held across the store so two deploys of one app
+	 * land in the same order in the db and in memory. */
+	pthread_mutex_lock(&lcd->lock);
+	if (lcd_store_app_put(lcd->db, app->name, text, scheds, lcd_now_s(lcd), replaced, err) < 0) {
+		pthread_mutex_unlock(&lcd->lock);
+		lcd_app_unref(app);
+		return lc_error_wrap(err, "cannot store app %s", app->name);
+	}
+	ssize_t i = find(lcd, app->name);
+	if (i >= 0) {
+		lcd_app_unref(lcd->apps[i]);
+		lcd->apps[i] = app;
+	} else {
+		lcd->apps = realloc(lcd->apps, (lcd->n_apps + 1) * sizeof(*lcd->apps));
+		lcd->apps[lcd->n_apps++] = app;
+	}
+	if (out)
+		*out = lcd_app_ref(app);
+	pthread_cond_broadcast(&lcd->wake);
+	pthread_mutex_unlock(&lcd->lock);
+	lcd_log("deployed app %s (%zu functions, %zu schedules)", app->name, app->n_functions, app->n_schedules);
+	return 0;
+}
+
+int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err)
+{
+	pthread_mutex_lock(&lcd->lock);
+	ssize_t i = find(lcd, name);
+	if (i < 0) {
+		pthread_mutex_unlock(&lcd->lock);
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no app named '%s'", name);
+	}
+	lcd_app_t *app = lcd->apps[i];
+	lcd->apps[i] = lcd->apps[--lcd->n_apps];
+	pthread_mutex_unlock(&lcd->lock);
+
+	/* Its running tasks are killed first; their rows go with the app. */
+	lcd_cancel_app(lcd, name);
+	_cleanup_json_ json_t *tasks = lcd_store_task_list(lcd->db, name, NULL, 0, NULL);
+	int r = lcd_store_app_delete(lcd->db, name, err);
+	if (r >= 0) {
+		size_t k;
+		json_t *t;
+		char buf[4096];
+		json_array_foreach(tasks, k, t) {
+			const char *id = json_string_value(json_object_get(t, "id"));
+			unlink(lcd_task_log_path(lcd, id, buf, sizeof(buf)));
+		}
+		lcd_log("deleted app %s", name);
+	}
+	lcd_app_unref(app);
+	return r < 0 ? -1 : 0;
+}

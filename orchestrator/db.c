@@ -1,0 +1,310 @@
+/* db.c — SQLite access for lcd: schema, migrations, small query helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+
+#include "db.h"
+#include "util.h"
+
+struct lcd_db {
+	sqlite3 *conn;
+	pthread_mutex_t lock;
+};
+
+/* migrations[i] brings the schema from version i to i + 1.  Never edit a
+ * shipped step: add a new one. */
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE apps ("
+	"  name TEXT PRIMARY KEY,"
+	"  manifest TEXT NOT NULL,"
+	"  deployed_at INTEGER NOT NULL);"
+	"CREATE TABLE tasks ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  id TEXT NOT NULL UNIQUE,"
+	"  app TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,"
+	"  function TEXT NOT NULL,"
+	"  schedule TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('queued','running','succeeded','failed','timed-out','cancelled')),"
+	"  args TEXT NOT NULL,"
+	"  result TEXT,"
+	"  exit_code INTEGER,"
+	"  error TEXT,"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  sandbox_id TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  finished_at INTEGER);"
+	"CREATE INDEX tasks_fn_state ON tasks(app, function, state);"
+	"CREATE INDEX tasks_state ON tasks(state);"
+	"CREATE TABLE maps ("
+	"  app TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,"
+	"  map TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  value TEXT NOT NULL,"
+	"  expires_at INTEGER,"
+	"  updated_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (app, map, key));"
+	"CREATE INDEX maps_expiry ON maps(expires_at) WHERE expires_at IS NOT NULL;"
+	"CREATE TABLE schedules ("
+	"  app TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  paused INTEGER NOT NULL DEFAULT 0,"
+	"  last_slot INTEGER NOT NULL,"
+	"  PRIMARY KEY (app, name));"
+	"CREATE TABLE secrets ("
+	"  name TEXT PRIMARY KEY,"
+	"  value BLOB NOT NULL,"
+	"  updated_at INTEGER NOT NULL);",
+};
+
+static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)
+{
+	int code = sqlite3_errcode(db->conn);
+	int exit_code = (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? LC_EXIT_BUSY : LC_EXIT_RUNTIME;
+	return lc_error_set(err, exit_code, 0, "database: %s: %s", what, sqlite3_errmsg(db->conn));
+}
+
+static int exec_plain(lcd_db_t *db, const char *sql, lc_error_t **err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->conn, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: %s", msg ? msg : "error");
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int migrate(lcd_db_t *db, const char *path, lc_error_t **err)
+{
+	const int target = (int)(sizeof(migrations) / sizeof(migrations[0]));
+	long long v = lcd_db_query_int(db, err, 0, "PRAGMA user_version", "");
+	if (v < 0)
+		return -1;
+	if (v > target)
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "%s has schema version %lld, newer than this lcd knows (%d)", path, v, target);
+	for (int i = (int)v; i < target; i++) {
+		if (lcd_db_begin(db, err) < 0)
+			return -1;
+		_cleanup_free_ char *bump = lc_strdup_printf("PRAGMA user_version = %d", i + 1);
+		if (exec_plain(db, migrations[i], err) < 0 || exec_plain(db, bump, err) < 0) {
+			lcd_db_rollback(db);
+			return lc_error_wrap(err, "%s: migration to schema version %d", path, i + 1);
+		}
+		if (lcd_db_commit(db, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int lcd_db_open(const char *path, lcd_db_t **out, lc_error_t **err)
+{
+	lcd_db_t *db = lc_xmalloc0(sizeof(*db));
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&db->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	/* Secrets live here: create it 0600 before SQLite does (its -wal and
+	 * -shm files take the database file's mode). */
+	int pfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (pfd < 0 || fchmod(pfd, 0600) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create database %s", path);
+		if (pfd >= 0)
+			close(pfd);
+		lcd_db_close(db);
+		return -1;
+	}
+	close(pfd);
+	int rc = sqlite3_open_v2(path, &db->conn,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot open database %s: %s", path,
+			     db->conn ? sqlite3_errmsg(db->conn) : sqlite3_errstr(rc));
+		lcd_db_close(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db->conn, 5000);
+	if (exec_plain(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
+		       err) < 0 ||
+	    migrate(db, path, err) < 0) {
+		lc_error_wrap(err, "database %s", path);
+		lcd_db_close(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+void lcd_db_close(lcd_db_t *db)
+{
+	if (!db)
+		return;
+	if (db->conn)
+		sqlite3_close(db->conn);
+	pthread_mutex_destroy(&db->lock);
+	free(db);
+}
+
+void lcd_db_lock(lcd_db_t *db)
+{
+	pthread_mutex_lock(&db->lock);
+}
+
+void lcd_db_unlock(lcd_db_t *db)
+{
+	pthread_mutex_unlock(&db->lock);
+}
+
+int lcd_db_begin(lcd_db_t *db, lc_error_t **err)
+{
+	lcd_db_lock(db);
+	if (exec_plain(db, "BEGIN IMMEDIATE", err) < 0) {
+		lcd_db_unlock(db);
+		return -1;
+	}
+	return 0;
+}
+
+int lcd_db_commit(lcd_db_t *db, lc_error_t **err)
+{
+	int r = exec_plain(db, "COMMIT", err);
+	if (r < 0)
+		exec_plain(db, "ROLLBACK", NULL);
+	lcd_db_unlock(db);
+	return r;
+}
+
+void lcd_db_rollback(lcd_db_t *db)
+{
+	exec_plain(db, "ROLLBACK", NULL);
+	lcd_db_unlock(db);
+}
+
+static sqlite3_stmt *prepare(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db->conn, sql, -1, &st, NULL) != SQLITE_OK) {
+		sql_fail(db, err, "prepare");
+		return NULL;
+	}
+	int idx = 1;
+	for (const char *t = types; *t; t++, idx++) {
+		int rc;
+		if (*t == 's') {
+			const char *s = va_arg(ap, const char *);
+			rc = s ? sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
+		} else if (*t == 'i') {
+			rc = sqlite3_bind_int64(st, idx, va_arg(ap, long long));
+		} else {
+			rc = sqlite3_bind_null(st, idx);
+		}
+		if (rc != SQLITE_OK) {
+			sql_fail(db, err, "bind");
+			sqlite3_finalize(st);
+			return NULL;
+		}
+	}
+	return st;
+}
+
+int lcd_db_exec(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	lcd_db_lock(db);
+	va_start(ap, types);
+	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
+	va_end(ap);
+	int r = -1;
+	if (st) {
+		int rc;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			;
+		if (rc == SQLITE_DONE)
+			r = sqlite3_changes(db->conn);
+		else
+			sql_fail(db, err, "step");
+		sqlite3_finalize(st);
+	}
+	lcd_db_unlock(db);
+	return r;
+}
+
+static json_t *column_json(sqlite3_stmt *st, int i)
+{
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_INTEGER:
+		return json_integer(sqlite3_column_int64(st, i));
+	case SQLITE_FLOAT:
+		return json_real(sqlite3_column_double(st, i));
+	case SQLITE_NULL:
+		return json_null();
+	default:
+		return json_stringn((const char *)sqlite3_column_text(st, i), (size_t)sqlite3_column_bytes(st, i));
+	}
+}
+
+static json_t *query_v(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, va_list ap)
+{
+	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
+	if (!st)
+		return NULL;
+	json_t *rows = json_array();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *row = json_object();
+		for (int i = 0; i < sqlite3_column_count(st); i++) {
+			json_t *v = column_json(st, i);
+			json_object_set_new(row, sqlite3_column_name(st, i), v ? v : json_null());
+		}
+		json_array_append_new(rows, row);
+	}
+	if (rc != SQLITE_DONE) {
+		sql_fail(db, err, "query");
+		json_decref(rows);
+		rows = NULL;
+	}
+	sqlite3_finalize(st);
+	return rows;
+}
+
+json_t *lcd_db_query(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	lcd_db_lock(db);
+	va_start(ap, types);
+	json_t *rows = query_v(db, err, sql, types, ap);
+	va_end(ap);
+	lcd_db_unlock(db);
+	return rows;
+}
+
+long long lcd_db_query_int(lcd_db_t *db, lc_error_t **err, long long def, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	lcd_db_lock(db);
+	va_start(ap, types);
+	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
+	va_end(ap);
+	long long r = -1;
+	if (st) {
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			r = sqlite3_column_int64(st, 0);
+		else if (rc == SQLITE_DONE)
+			r = def;
+		else
+			sql_fail(db, err, "query");
+		sqlite3_finalize(st);
+	}
+	lcd_db_unlock(db);
+	return r;
+}

@@ -1,0 +1,818 @@
+/* lcctl — the operator's client of lcd: HTTP over lcd's unix socket.
+ *
+ * Every failure is one line on stderr, "lcctl: ...", and an exit code
+ * from error.h (lcd's own code for the error, passed through). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <curl/curl.h>
+
+#include "lcrun.h"
+#include "util.h"
+
+/* ---- options ---- */
+
+struct opts {
+	const char *socket;
+	bool json, detach, follow, if_absent;
+	const char *app, *state, *limit, *ttl, *from_env, *prefix;
+	char **pos; /* positional arguments after the verb words */
+	size_t n;
+	unsigned seen; /* bit per option, see opt_table */
+};
+
+static const struct {
+	const char *name;
+	char shortname;
+	bool value;
+} opt_table[] = {
+	{ "json", 0, false },  { "detach", 'd', false }, { "follow", 'f', false }, { "if-absent", 0, false },
+	{ "app", 0, true },    { "state", 0, true },     { "limit", 0, true },     { "ttl", 0, true },
+	{ "from-env", 0, true }, { "prefix", 0, true },  { "socket", 0, true },
+};
+enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET };
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("lcctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return LC_EXIT_USAGE;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			for (i++; i < argc; i++)
+				o->pos[o->n++] = argv[i];
+			break;
+		}
+		if (a[0] != '-' || !a[1] || (a[1] != '-' && !isalpha((unsigned char)a[1]))) {
+			o->pos[o->n++] = argv[i];
+			continue;
+		}
+		int k = -1;
+		const char *val = NULL;
+		for (size_t t = 0; t < sizeof(opt_table) / sizeof(opt_table[0]); t++) {
+			size_t len = strlen(opt_table[t].name);
+			if (a[1] == '-' && !strncmp(a + 2, opt_table[t].name, len) && (a[2 + len] == '\0' || a[2 + len] == '=')) {
+				k = (int)t;
+				if (a[2 + len] == '=')
+					val = a + 3 + len;
+			} else if (a[1] != '-' && opt_table[t].shortname == a[1] && !a[2]) {
+				k = (int)t;
+			}
+		}
+		if (k < 0)
+			return usage_error("unknown option '%s' (see lcctl --help)", a);
+		if (opt_table[k].value && !val) {
+			if (i + 1 >= argc)
+				return usage_error("option --%s needs a value", opt_table[k].name);
+			val = argv[++i];
+		} else if (!opt_table[k].value && val) {
+			return usage_error("option --%s takes no value", opt_table[k].name);
+		}
+		o->seen |= 1u << k;
+		switch (k) {
+		case O_JSON: o->json = true; break;
+		case O_DETACH: o->detach = true; break;
+		case O_FOLLOW: o->follow = true; break;
+		case O_IF_ABSENT: o->if_absent = true; break;
+		case O_APP: o->app = val; break;
+		case O_STATE: o->state = val; break;
+		case O_LIMIT: o->limit = val; break;
+		case O_TTL: o->ttl = val; break;
+		case O_FROM_ENV: o->from_env = val; break;
+		case O_PREFIX: o->prefix = val; break;
+		case O_SOCKET: o->socket = val; break;
+		}
+	}
+	return 0;
+}
+
+/* Refuse options the verb does not take; `allowed` is a mask of O_*. */
+static int only(const struct opts *o, unsigned allowed, const char *verb)
+{
+	unsigned extra = o->seen & ~(allowed | (1u << O_SOCKET));
+	for (size_t t = 0; extra && t < sizeof(opt_table) / sizeof(opt_table[0]); t++)
+		if (extra & (1u << t))
+			return usage_error("%s does not take --%s", verb, opt_table[t].name);
+	return 0;
+}
+
+static int npos(const struct opts *o, size_t min, size_t max, const char *use)
+{
+	if (o->n < min || o->n > max)
+		return usage_error("usage: lcctl %s", use);
+	return 0;
+}
+
+/* ---- HTTP ---- */
+
+static const char *sock_path;
+
+struct buf {
+	char *data;
+	size_t len;
+};
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	size_t add = sz * n;
+	b->data = realloc(b->data, b->len + add + 1);
+	memcpy(b->data + b->len, p, add);
+	b->len += add;
+	b->data[b->len] = '\0';
+	return add;
+}
+
+static size_t to_stdout(char *p, size_t sz, size_t n, void *ud)
+{
+	size_t w = fwrite(p, sz, n, stdout);
+	fflush(stdout);
+	return w * sz;
+}
+
+static char *esc(const char *s)
+{
+	CURL *c = curl_easy_init();
+	char *e = curl_easy_escape(c, s, 0);
+	char *r = strdup(e);
+	curl_free(e);
+	curl_easy_cleanup(c);
+	return r;
+}
+
+/* One request.  2xx: *out gets the parsed body (when out is given).
+ * Otherwise *err gets lcd's message and exit code.  With stream, the
+ * body goes to stdout as it arrives. */
+static int request(const char *method, const char *path, json_t *body, long *status, json_t **out, bool stream,
+		   lc_error_t **err)
+{
+	CURL *c = curl_easy_init();
+	if (!c)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot initialise libcurl");
+	_cleanup_free_ char *url = lc_strdup_printf("http://lcd/v1%s", path);
+	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	struct buf b = { 0 };
+	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "Expect:");
+	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock_path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (text) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
+	}
+	long st = 0;
+	CURLcode rc;
+	if (stream) {
+		/* A successful body goes straight to stdout as it arrives; on an
+		 * error status curl stops and the JSON error is fetched below. */
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_stdout);
+		curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+	} else {
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	}
+	rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(c);
+	if (status)
+		*status = st;
+	if (rc != CURLE_OK && !(stream && rc == CURLE_HTTP_RETURNED_ERROR)) {
+		free(b.data);
+		if (rc == CURLE_COULDNT_CONNECT)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot reach lcd at %s (is it running?)", sock_path);
+		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd at %s closed the connection early (is it stopping?)",
+					    sock_path);
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "talking to lcd at %s: %s", sock_path, curl_easy_strerror(rc));
+	}
+	if (stream && rc == CURLE_HTTP_RETURNED_ERROR) {
+		/* The error body was dropped by FAILONERROR; ask again for it. */
+		free(b.data);
+		return request("GET", path, NULL, status, NULL, false, err);
+	}
+	_cleanup_json_ json_t *j = b.data ? json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL) : NULL;
+	free(b.data);
+	if (st < 200 || st >= 300) {
+		const char *msg = json_string_value(json_object_get(j, "error"));
+		json_t *code = json_object_get(j, "exit_code");
+		int ec = json_is_integer(code) ? (int)json_integer_value(code)
+		       : st == 404 ? LC_EXIT_UNKNOWN : st == 429 ? LC_EXIT_BUSY : st == 400 || st == 413 ? LC_EXIT_INVALID
+		       : LC_EXIT_RUNTIME;
+		return lc_error_set(err, ec, 0, "%s", msg ? msg : "lcd answered with an error");
+	}
+	if (out)
+		*out = lc_steal(j);
+	return 0;
+}
+
+static int fail(lc_error_t *err)
+{
+	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
+	lc_error_print(err, "lcctl");
+	lc_error_free(err);
+	return code;
+}
+
+static void print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	if (s)
+		puts(s);
+	free(s);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "-";
+}
+
+static void fmt_time(json_t *v, char *buf, size_t len)
+{
+	if (!json_is_integer(v)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	time_t t = (time_t)(json_integer_value(v) / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* GET a listing: returns its `key` array (owned by *out), or NULL when
+ * there is nothing more to do: printed as JSON (--json) or failed; *code
+ * is then the exit code. */
+static json_t *get_list(const struct opts *o, const char *path, const char *key, json_t **out, int *code)
+{
+	lc_error_t *err = NULL;
+	*code = 0;
+	if (request("GET", path, NULL, NULL, out, false, &err) < 0) {
+		*code = fail(err);
+		return NULL;
+	}
+	json_t *list = json_object_get(*out, key);
+	if (o->json) {
+		print_json(list);
+		return NULL;
+	}
+	return list;
+}
+
+/* ---- verbs ---- */
+
+static int v_deploy(struct opts *o)
+{
+	if (only(o, 0, "deploy") || npos(o, 1, 1, "deploy APP.json"))
+		return LC_EXIT_USAGE;
+	json_error_t je;
+	_cleanup_json_ json_t *m = json_load_file(o->pos[0], 0, &je);
+	if (!m) {
+		lc_error_t *e = NULL;
+		if (access(o->pos[0], F_OK) < 0)
+			lc_error_set(&e, LC_EXIT_NOENT, errno, "%s", o->pos[0]);
+		else
+			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s: line %d: %s", o->pos[0], je.line, je.text);
+		return fail(e);
+	}
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (request("POST", "/apps", m, NULL, &out, false, &err) < 0)
+		return fail(err);
+	printf("%s app %s (%zu functions, %zu schedules)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
+	       str(out, "name"), json_array_size(json_object_get(out, "functions")),
+	       json_array_size(json_object_get(out, "schedules")));
+	return 0;
+}
+
+static void join_names(json_t *arr, char *buf, size_t len)
+{
+	size_t i, off = 0;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(arr, i, v) {
+		int n = snprintf(buf + off, len - off, "%s%s", i ? "," : "", json_string_value(v));
+		if (n < 0 || (size_t)n >= len - off)
+			break;
+		off += (size_t)n;
+	}
+	if (!off)
+		snprintf(buf, len, "-");
+}
+
+static int v_app(struct opts *o)
+{
+	if (o->n < 1)
+		return usage_error("usage: lcctl app list|show|delete …");
+	const char *sub = o->pos[0];
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {
+		if (only(o, 1u << O_JSON, "app list") || npos(o, 1, 1, "app list [--json]"))
+			return LC_EXIT_USAGE;
+		int code;
+		json_t *apps = get_list(o, "/apps", "apps", &out, &code);
+		if (!apps)
+			return code;
+		printf("%-20s %-30s %-20s %s\n", "APP", "FUNCTIONS", "SCHEDULES", "MAPS");
+		size_t i;
+		json_t *a;
+		json_array_foreach(apps, i, a) {
+			char f[256], s[256], m[256];
+			join_names(json_object_get(a, "functions"), f, sizeof(f));
+			join_names(json_object_get(a, "schedules"), s, sizeof(s));
+			join_names(json_object_get(a, "maps"), m, sizeof(m));
+			printf("%-20s %-30s %-20s %s\n", str(a, "name"), f, s, m);
+		}
+		return 0;
+	}
+	if (!strcmp(sub, "show") || !strcmp(sub, "delete") || !strcmp(sub, "rm")) {
+		bool show = !strcmp(sub, "show");
+		if (only(o, show ? 1u << O_JSON : 0, show ? "app show" : "app delete") ||
+		    npos(o, 2, 2, show ? "app show APP" : "app delete APP"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *app = esc(o->pos[1]);
+		_cleanup_free_ char *path = lc_strdup_printf("/apps/%s", app);
+		if (request(show ? "GET" : "DELETE", path, NULL, NULL, &out, false, &err) < 0)
+			return fail(err);
+		if (show)
+			print_json(json_object_get(out, "manifest"));
+		else
+			printf("deleted app %s\n", o->pos[1]);
+		return 0;
+	}
+	return usage_error("unknown app verb '%s' (list, show, delete)", sub);
+}
+
+/* "APP:NAME" -> app, name (pointers into a copy the caller frees). */
+static int split_target(const char *s, char **copy, char **app, char **name)
+{
+	*copy = strdup(s);
+	char *c = strchr(*copy, ':');
+	if (!c || c == *copy || !c[1])
+		return usage_error("'%s': expected APP:FUNCTION or APP:SCHEDULE", s);
+	*c = '\0';
+	*app = *copy;
+	*name = c + 1;
+	return 0;
+}
+
+static bool in_list(json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+		if (!strcmp(json_string_value(v), s))
+			return true;
+	return false;
+}
+
+static int task_exit(json_t *t)
+{
+	const char *state = str(t, "state");
+	json_t *ec = json_object_get(t, "exit_code");
+	int code = json_is_integer(ec) ? (int)json_integer_value(ec) : 0;
+	if (!strcmp(state, "succeeded"))
+		return 0;
+	fprintf(stderr, "lcctl: task %s %s%s%s\n", str(t, "id"), state, json_is_string(json_object_get(t, "error")) ? ": " : "",
+		json_is_string(json_object_get(t, "error")) ? str(t, "error") : "");
+	if (!strcmp(state, "timed-out"))
+		return LC_EXIT_TIMEOUT;
+	if (!strcmp(state, "cancelled"))
+		return LC_EXIT_STATE;
+	return code > 0 && code < 256 ? code : 1;
+}
+
+static int v_run(struct opts *o)
+{
+	if (only(o, 1u << O_DETACH | 1u << O_JSON, "run") || npos(o, 1, 2, "run APP:FUNCTION|APP:SCHEDULE [JSON-ARGS] [--detach]"))
+		return LC_EXIT_USAGE;
+	_cleanup_free_ char *copy = NULL;
+	char *app = NULL, *name = NULL;
+	if (split_target(o->pos[0], &copy, &app, &name) < 0)
+		return LC_EXIT_USAGE;
+	_cleanup_json_ json_t *args = NULL;
+	if (o->n == 2) {
+		json_error_t je;
+		args = json_loads(o->pos[1], JSON_DECODE_ANY, &je);
+		if (!args)
+			return usage_error("arguments are not valid JSON: %s", je.text);
+	}
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *info = NULL, *out = NULL;
+	_cleanup_free_ char *eapp = esc(app), *ename = esc(name);
+	_cleanup_free_ char *apath = lc_strdup_printf("/apps/%s", eapp);
+	if (request("GET", apath, NULL, NULL, &info, false, &err) < 0)
+		return fail(err);
+	_cleanup_free_ char *path = NULL;
+	_cleanup_json_ json_t *body = NULL;
+	if (in_list(json_object_get(info, "functions"), name)) {
+		path = lc_strdup_printf("/apps/%s/functions/%s/spawn", eapp, ename);
+		body = json_pack("{s:o}", "args", args ? json_incref(args) : json_object());
+	} else if (in_list(json_object_get(info, "schedules"), name)) {
+		if (args)
+			return usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
+		path = lc_strdup_printf("/apps/%s/schedules/%s/run", eapp, ename);
+	} else {
+		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "app %s has no function or schedule '%s'", app, name);
+		return fail(err);
+	}
+	if (request("POST", path, body, NULL, &out, false, &err) < 0)
+		return fail(err);
+	const char *id = str(out, "id");
+	if (o->detach) {
+		puts(id);
+		return 0;
+	}
+	_cleanup_free_ char *rpath = lc_strdup_printf("/tasks/%s/result?wait=60", id);
+	for (;;) {
+		json_t *t = NULL;
+		long st = 0;
+		if (request("GET", rpath, NULL, &st, &t, false, &err) < 0)
+			return fail(err);
+		if (st == 200) {
+			if (o->json)
+				print_json(t);
+			else if (!json_is_null(json_object_get(t, "result")) && json_object_get(t, "result"))
+				print_json(json_object_get(t, "result"));
+			int code = task_exit(t);
+			json_decref(t);
+			return code;
+		}
+		json_decref(t);
+	}
+}
+
+static int v_task(struct opts *o)
+{
+	if (o->n < 1)
+		return usage_error("usage: lcctl task list|show|logs|cancel …");
+	const char *sub = o->pos[0];
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {
+		if (only(o, 1u << O_JSON | 1u << O_APP | 1u << O_STATE | 1u << O_LIMIT, "task list") ||
+		    npos(o, 1, 1, "task list [--app APP] [--state STATE] [--limit N] [--json]"))
+			return LC_EXIT_USAGE;
+		char q[512] = "";
+		_cleanup_free_ char *a = o->app ? esc(o->app) : NULL, *s = o->state ? esc(o->state) : NULL,
+				    *l = o->limit ? esc(o->limit) : NULL;
+		snprintf(q, sizeof(q), "/tasks?%s%s%s%s%s%s", a ? "app=" : "", a ? a : "", s ? "&state=" : "", s ? s : "",
+			 l ? "&limit=" : "", l ? l : "");
+		int code;
+		json_t *tasks = get_list(o, q, "tasks", &out, &code);
+		if (!tasks)
+			return code;
+		printf("%-12s %-30s %-10s %-4s %-20s %s\n", "ID", "APP:FUNCTION", "STATE", "EXIT", "CREATED", "SECONDS");
+		size_t i;
+		json_t *t;
+		json_array_foreach(tasks, i, t) {
+			char created[32], fn[128], secs[32] = "-", ec[16] = "-";
+			fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
+			snprintf(fn, sizeof(fn), "%s:%s", str(t, "app"), str(t, "function"));
+			json_t *s0 = json_object_get(t, "started_at"), *s1 = json_object_get(t, "finished_at");
+			if (json_is_integer(s0) && json_is_integer(s1))
+				snprintf(secs, sizeof(secs), "%.1f", (double)(json_integer_value(s1) - json_integer_value(s0)) / 1000);
+			if (json_is_integer(json_object_get(t, "exit_code")))
+				snprintf(ec, sizeof(ec), "%lld", (long long)json_integer_value(json_object_get(t, "exit_code")));
+			printf("%-12s %-30s %-10s %-4s %-20s %s\n", str(t, "id"), fn, str(t, "state"), ec, created, secs);
+		}
+		return 0;
+	}
+	if (!strcmp(sub, "show") || !strcmp(sub, "cancel")) {
+		bool show = !strcmp(sub, "show");
+		if (only(o, show ? 1u << O_JSON : 0, show ? "task show" : "task cancel") ||
+		    npos(o, 2, 2, show ? "task show ID" : "task cancel ID"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *path = lc_strdup_printf(show ? "/tasks/%s" : "/tasks/%s/cancel", id);
+		if (request(show ? "GET" : "POST", path, NULL, NULL, &out, false, &err) < 0)
+			return fail(err);
+		if (show)
+			print_json(out);
+		else
+			printf("cancelled task %s\n", o->pos[1]);
+		return 0;
+	}
+	if (!strcmp(sub, "logs")) {
+		if (only(o, 1u << O_FOLLOW, "task logs") || npos(o, 2, 2, "task logs ID [-f]"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *path = lc_strdup_printf("/tasks/%s/logs%s", id, o->follow ? "?follow=1" : "");
+		if (request("GET", path, NULL, NULL, NULL, true, &err) < 0)
+			return fail(err);
+		return 0;
+	}
+	return usage_error("unknown task verb '%s' (list, show, logs, cancel)", sub);
+}
+
+static int map_target(const char *s, char **copy, char **path)
+{
+	*copy = strdup(s);
+	char *slash = strchr(*copy, '/');
+	if (!slash || slash == *copy || !slash[1] || strchr(slash + 1, '/'))
+		return usage_error("'%s': expected APP/MAP", s);
+	*slash = '\0';
+	_cleanup_free_ char *a = esc(*copy), *m = esc(slash + 1);
+	*path = lc_strdup_printf("/apps/%s/maps/%s", a, m);
+	return 0;
+}
+
+static int v_map(struct opts *o)
+{
+	if (o->n < 2)
+		return usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
+	const char *sub = o->pos[0];
+	_cleanup_free_ char *copy = NULL, *base = NULL;
+	if (map_target(o->pos[1], &copy, &base) < 0)
+		return LC_EXIT_USAGE;
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+		if (only(o, 1u << O_JSON | 1u << O_PREFIX, "map ls") || npos(o, 2, 2, "map ls APP/MAP [--prefix P] [--json]"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *p = o->prefix ? esc(o->prefix) : NULL;
+		_cleanup_free_ char *path = lc_strdup_printf("%s%s%s", base, p ? "?prefix=" : "", p ? p : "");
+		int code;
+		json_t *keys = get_list(o, path, "keys", &out, &code);
+		if (!keys)
+			return code;
+		size_t i;
+		json_t *k;
+		json_array_foreach(keys, i, k)
+			printf("%-30s %s\n", str(k, "key"), str(k, "value"));
+		return 0;
+	}
+	if (o->n < 3)
+		return usage_error("usage: lcctl map %s APP/MAP KEY%s", sub, !strcmp(sub, "set") ? " VALUE" : "");
+	_cleanup_free_ char *key = esc(o->pos[2]);
+	_cleanup_free_ char *path = lc_strdup_printf("%s/keys/%s", base, key);
+	if (!strcmp(sub, "get")) {
+		if (only(o, 0, "map get") || npos(o, 3, 3, "map get APP/MAP KEY"))
+			return LC_EXIT_USAGE;
+		if (request("GET", path, NULL, NULL, &out, false, &err) < 0)
+			return fail(err);
+		puts(str(out, "value"));
+		return 0;
+	}
+	if (!strcmp(sub, "del") || !strcmp(sub, "delete") || !strcmp(sub, "rm")) {
+		if (only(o, 0, "map del") || npos(o, 3, 3, "map del APP/MAP KEY"))
+			return LC_EXIT_USAGE;
+		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
+			return fail(err);
+		return 0;
+	}
+	if (!strcmp(sub, "set")) {
+		if (only(o, 1u << O_TTL | 1u << O_IF_ABSENT, "map set") ||
+		    npos(o, 4, 4, "map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]"))
+			return LC_EXIT_USAGE;
+		_cleanup_json_ json_t *body = json_pack("{s:s, s:b}", "value", o->pos[3], "if_absent", o->if_absent);
+		if (o->ttl) {
+			char *end = NULL;
+			long long ttl = strtoll(o->ttl, &end, 10);
+			if (!*o->ttl || *end || ttl <= 0)
+				return usage_error("--ttl: expected a positive number of seconds");
+			json_object_set_new(body, "ttl", json_integer(ttl));
+		}
+		if (request("PUT", path, body, NULL, &out, false, &err) < 0)
+			return fail(err);
+		return 0;
+	}
+	return usage_error("unknown map verb '%s' (get, set, del, ls)", sub);
+}
+
+static int v_secret(struct opts *o)
+{
+	if (o->n < 1)
+		return usage_error("usage: lcctl secret set|ls|delete …");
+	const char *sub = o->pos[0];
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+		if (only(o, 1u << O_JSON, "secret ls") || npos(o, 1, 1, "secret ls [--json]"))
+			return LC_EXIT_USAGE;
+		int code;
+		json_t *s = get_list(o, "/secrets", "secrets", &out, &code);
+		if (!s)
+			return code;
+		size_t i;
+		json_t *e;
+		json_array_foreach(s, i, e)
+			puts(str(e, "name"));
+		return 0;
+	}
+	if (!strcmp(sub, "set")) {
+		if (only(o, 1u << O_FROM_ENV, "secret set") || npos(o, 2, 2, "secret set NAME [--from-env VAR] (value on stdin)"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *value = NULL;
+		if (o->from_env) {
+			const char *v = getenv(o->from_env);
+			if (!v)
+				return usage_error("--from-env: %s is not set", o->from_env);
+			value = strdup(v);
+		} else {
+			if (isatty(STDIN_FILENO))
+				fprintf(stderr, "value of %s (end with Ctrl-D): ", o->pos[1]);
+			size_t cap = 4096, len = 0;
+			value = lc_xmalloc0(cap);
+			size_t r;
+			while ((r = fread(value + len, 1, cap - len - 1, stdin)) > 0) {
+				len += r;
+				if (len + 1 >= cap) {
+					if (cap > 128 * 1024)
+						return usage_error("secret value too large");
+					cap *= 2;
+					value = realloc(value, cap);
+				}
+			}
+			value[len] = '\0';
+			if (len && value[len - 1] == '\n')
+				value[--len] = '\0'; /* `echo x | lcctl secret set` */
+			if (len && value[len - 1] == '\r')
+				value[--len] = '\0';
+		}
+		_cleanup_json_ json_t *body = json_pack("{s:s}", "value", value);
+		explicit_bzero(value, strlen(value));
+		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
+		int r = request("PUT", path, body, NULL, &out, false, &err);
+		if (r < 0)
+			return fail(err);
+		return 0;
+	}
+	if (!strcmp(sub, "delete") || !strcmp(sub, "rm") || !strcmp(sub, "del")) {
+		if (only(o, 0, "secret delete") || npos(o, 2, 2, "secret delete NAME"))
+			return LC_EXIT_USAGE;
+		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
+		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
+			return fail(err);
+		return 0;
+	}
+	return usage_error("unknown secret verb '%s' (set, ls, delete)", sub);
+}
+
+static int v_deployment(struct opts *o)
+{
+	if (o->n < 1)
+		return usage_error("usage: lcctl deployment ls|stop|start …");
+	const char *sub = o->pos[0];
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (request("GET", "/schedules", NULL, NULL, &out, false, &err) < 0)
+		return fail(err);
+	json_t *list = json_object_get(out, "schedules");
+	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+		if (only(o, 1u << O_JSON, "deployment ls") || npos(o, 1, 1, "deployment ls [--json]"))
+			return LC_EXIT_USAGE;
+		if (o->json) {
+			print_json(list);
+			return 0;
+		}
+		printf("%-30s %-20s %-20s %-8s %s\n", "SCHEDULE", "CRON", "FUNCTION", "STATE", "NEXT");
+		size_t i;
+		json_t *s;
+		json_array_foreach(list, i, s) {
+			char name[128], next[32] = "-";
+			snprintf(name, sizeof(name), "%s:%s", str(s, "app"), str(s, "name"));
+			json_t *nx = json_object_get(s, "next");
+			if (json_is_integer(nx))
+				fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
+			printf("%-30s %-20s %-20s %-8s %s\n", name, str(s, "cron"), str(s, "function"),
+			       json_is_true(json_object_get(s, "paused")) ? "stopped" : "active", next);
+		}
+		return 0;
+	}
+	if (strcmp(sub, "stop") && strcmp(sub, "start"))
+		return usage_error("unknown deployment verb '%s' (ls, stop, start)", sub);
+	if (only(o, 0, "deployment") || npos(o, 2, 2, "deployment stop|start [APP:]SCHEDULE"))
+		return LC_EXIT_USAGE;
+	/* NAME is APP:SCHEDULE, or a schedule name unique across apps. */
+	const char *want = o->pos[1], *colon = strchr(want, ':');
+	json_t *hit = NULL;
+	size_t i, hits = 0;
+	json_t *s;
+	json_array_foreach(list, i, s) {
+		char full[256];
+		snprintf(full, sizeof(full), "%s:%s", str(s, "app"), str(s, "name"));
+		if (colon ? !strcmp(full, want) : !strcmp(str(s, "name"), want)) {
+			hit = s;
+			hits++;
+		}
+	}
+	if (hits == 0) {
+		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "no schedule named '%s'", want);
+		return fail(err);
+	}
+	if (hits > 1)
+		return usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
+	_cleanup_free_ char *a = esc(str(hit, "app")), *n = esc(str(hit, "name"));
+	_cleanup_free_ char *path = lc_strdup_printf("/apps/%s/schedules/%s/%s", a, n, sub);
+	_cleanup_json_ json_t *r = NULL;
+	if (request("POST", path, NULL, NULL, &r, false, &err) < 0)
+		return fail(err);
+	printf("%s %s:%s\n", !strcmp(sub, "stop") ? "stopped" : "started", str(hit, "app"), str(hit, "name"));
+	return 0;
+}
+
+static int v_status(struct opts *o)
+{
+	if (only(o, 1u << O_JSON, "status") || npos(o, 0, 0, "status"))
+		return LC_EXIT_USAGE;
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *out = NULL;
+	if (request("GET", "/health", NULL, NULL, &out, false, &err) < 0)
+		return fail(err);
+	if (o->json)
+		print_json(out);
+	else
+		printf("lcd %s is up on %s\n", str(out, "version"), sock_path);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: lcctl [--socket PATH] VERB …\n\n"
+	      "  deploy APP.json                      validate and store an app (again: replace it)\n"
+	      "  app list|show APP|delete APP         deployed apps\n"
+	      "  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
+	      "  run APP:SCHEDULE                     fire a schedule now\n"
+	      "  task list [--app A] [--state S] [--limit N] [--json]\n"
+	      "  task show ID | task logs ID [-f] | task cancel ID\n"
+	      "  map get|del APP/MAP KEY | map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]\n"
+	      "  map ls APP/MAP [--prefix P] [--json]\n"
+	      "  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
+	      "  secret ls [--json] | secret delete NAME\n"
+	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
+	      "  status                               is lcd up?\n\n"
+	      "The socket is --socket, else $LCD_SOCKET, else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
+	      "Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
+	      "117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
+	      "app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return LC_EXIT_USAGE;
+	}
+	struct opts o = { 0 };
+	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (parse_opts(argc - 1, argv + 1, &o) < 0)
+		return LC_EXIT_USAGE;
+	if (o.n == 0) {
+		usage(stderr);
+		return LC_EXIT_USAGE;
+	}
+	_cleanup_free_ char *def = lc_strdup_printf("%s/lcd.sock", lc_run_dir());
+	sock_path = o.socket ? o.socket : getenv("LCD_SOCKET") && *getenv("LCD_SOCKET") ? getenv("LCD_SOCKET") : def;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	const char *verb = o.pos[0];
+	o.pos++;
+	o.n--;
+	int r;
+	if (!strcmp(verb, "deploy"))
+		r = v_deploy(&o);
+	else if (!strcmp(verb, "app"))
+		r = v_app(&o);
+	else if (!strcmp(verb, "run"))
+		r = v_run(&o);
+	else if (!strcmp(verb, "task"))
+		r = v_task(&o);
+	else if (!strcmp(verb, "map"))
+		r = v_map(&o);
+	else if (!strcmp(verb, "secret"))
+		r = v_secret(&o);
+	else if (!strcmp(verb, "deployment"))
+		r = v_deployment(&o);
+	else if (!strcmp(verb, "status"))
+		r = v_status(&o);
+	else
+		r = usage_error("unknown verb '%s' (see lcctl --help)", verb);
+	curl_global_cleanup();
+	return r;
+}

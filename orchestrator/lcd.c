@@ -1,0 +1,374 @@
+/* lcd.c — the orchestrator service: configuration, state directories,
+ * the unix socket, systemd readiness, threads, and orderly shutdown.
+ *
+ *   lcd [--config FILE] [--socket PATH] [--clock-file FILE]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lcd.h"
+#include "util.h"
+
+#define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
+#define DEFAULT_MAX_BODY (1024 * 1024)
+#define DEFAULT_CATCHUP_MAX 10
+#define STOP_WAIT_S 20
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void lcd_log(const char *fmt, ...)
+{
+	char buf[2048];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ lcd: ", &tm);
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	va_end(ap);
+	if (m < 0)
+		return;
+	n += (size_t)m < sizeof(buf) - n - 1 ? (size_t)m : sizeof(buf) - n - 2;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n++] = '\n';
+	pthread_mutex_lock(&log_lock);
+	(void)lc_write_all(STDERR_FILENO, buf, n);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* sd_notify without libsystemd: one datagram to $NOTIFY_SOCKET. */
+static void notify(const char *msg)
+{
+	const char *p = getenv("NOTIFY_SOCKET");
+	if (!p || !*p)
+		return;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(p);
+	if (len >= sizeof(sa.sun_path) || (p[0] != '/' && p[0] != '@'))
+		return;
+	memcpy(sa.sun_path, p, len);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
+		lcd_log("cannot notify the service manager: %s", strerror(errno));
+	close(fd);
+}
+
+struct config {
+	char *socket;
+	char *socket_group;
+	char *listen;
+	char *token_file;
+	long long max_body;
+	long long catchup_max;
+};
+
+static int config_load(const char *path, bool must_exist, struct config *c, lc_error_t **err)
+{
+	if (access(path, F_OK) < 0 && !must_exist)
+		return 0;
+	json_error_t je;
+	_cleanup_json_ json_t *j = json_load_file(path, 0, &je);
+	if (!j)
+		return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_INVALID, 0, "config %s: %s (line %d)",
+				    path, je.text, je.line);
+	if (!json_is_object(j))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: expected a JSON object", path);
+	const char *key;
+	json_t *v;
+	json_object_foreach(j, key, v) {
+		char **s = NULL;
+		long long *n = NULL;
+		if (!strcmp(key, "socket"))
+			s = &c->socket;
+		else if (!strcmp(key, "socket_group"))
+			s = &c->socket_group;
+		else if (!strcmp(key, "listen"))
+			s = &c->listen;
+		else if (!strcmp(key, "token_file"))
+			s = &c->token_file;
+		else if (!strcmp(key, "max_body"))
+			n = &c->max_body;
+		else if (!strcmp(key, "catchup_max"))
+			n = &c->catchup_max;
+		else
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: unknown key", path, key);
+		if (s) {
+			if (!json_is_string(v) || !*json_string_value(v))
+				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a string", path, key);
+			free(*s);
+			*s = strdup(json_string_value(v));
+		} else {
+			if (!json_is_integer(v) || json_integer_value(v) <= 0)
+				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a positive integer", path, key);
+			*n = json_integer_value(v);
+		}
+	}
+	return 0;
+}
+
+static int open_socket(const char *path, const char *group, lc_error_t **err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "socket path %s is too long", path);
+	strcpy(sa.sun_path, path);
+	_cleanup_free_ char *dir = strdup(path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (lc_mkdir_p(dir, 0755, err) < 0)
+			return -1;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "socket");
+	/* A live lcd answers on it; a stale socket file is removed. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(fd);
+		return lc_error_set(err, LC_EXIT_BUSY, 0, "another lcd is already serving %s", path);
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "socket");
+	mode_t old = umask(0117);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0) {
+		int e = errno;
+		close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot bind %s", path);
+	}
+	gid_t gid = 0;
+	struct group *gr = getgrnam(group ? group : "lcrun");
+	if (gr)
+		gid = gr->gr_gid;
+	else if (group)
+		lcd_log("group %s does not exist: %s stays root-only", group, path);
+	if (chown(path, 0, gid) < 0 || chmod(path, 0660) < 0 || listen(fd, 128) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot set up %s", path);
+	}
+	return fd;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: lcd [--config FILE] [--socket PATH] [--clock-file FILE]\n"
+		   "  --config FILE      configuration (default " DEFAULT_CONFIG ", optional)\n"
+		   "  --socket PATH      API socket (default $LCRUN_STATE_DIR/lcd.sock, /run/lcrun/lcd.sock)\n"
+		   "  --clock-file FILE  test hook: the scheduler reads the current time from FILE\n"
+		   "                     (epoch seconds or YYYY-MM-DDTHH:MM[:SS]Z); also LCD_TEST_CLOCK\n");
+}
+
+static int fail(lc_error_t *err)
+{
+	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
+	lc_error_print(err, "lcd");
+	lc_error_free(err);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "clock-file", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config_path = NULL, *sock_opt = NULL, *clock_opt = NULL;
+	int o;
+	while ((o = getopt_long(argc, argv, "c:s:k:hV", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': config_path = optarg; break;
+		case 's': sock_opt = optarg; break;
+		case 'k': clock_opt = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("lcd %s\n", PACKAGE_VERSION); return 0;
+		default: usage(stderr); return LC_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lcd: unexpected argument '%s'\n", argv[optind]);
+		return LC_EXIT_USAGE;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "lcd: must run as root (it makes sandboxes and keeps secrets)\n");
+		return LC_EXIT_PERM;
+	}
+	/* liblcrun makes sandbox directories the sandbox's own uid must
+	 * reach: keep the usual umask and give lcd's private files explicit
+	 * modes instead (lcd.db 0600, logs 0600 in a 0700 dir). */
+	umask(022);
+	signal(SIGPIPE, SIG_IGN);
+
+	lc_error_t *err = NULL;
+	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX };
+	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
+		return fail(err);
+	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30)) {
+		fprintf(stderr, "lcd: config: catchup_max is at most 100000 and max_body at most 1 GiB\n");
+		return LC_EXIT_INVALID;
+	}
+
+	lcd_t lcd = { 0 };
+	pthread_mutex_init(&lcd.lock, NULL);
+	pthread_cond_init(&lcd.wake, NULL);
+	pthread_cond_init(&lcd.changed, NULL);
+	pthread_cond_init(&lcd.idle, NULL);
+	pthread_cond_init(&lcd.tick, NULL);
+	lcd.max_body = (size_t)cfg.max_body;
+	lcd.catchup_max = (int)cfg.catchup_max;
+	const char *clock = clock_opt ? clock_opt : getenv("LCD_TEST_CLOCK");
+	if (clock && *clock) {
+		lcd.clock_file = strdup(clock);
+		lcd_log("scheduler clock read from %s (test hook)", clock);
+	}
+	lcd.state_dir = lc_strdup_printf("%s/lcd", lc_lib_dir());
+	lcd.tasks_dir = lc_strdup_printf("%s/tasks", lcd.state_dir);
+	lcd.logs_dir = lc_strdup_printf("%s/logs", lcd.state_dir);
+	_cleanup_free_ char *dbpath = lc_strdup_printf("%s/lcd.db", lc_lib_dir());
+	/* lc_lib_dir() is shared with liblcrun (images, sandboxes): 0755 as
+	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
+	 * unprivileged host uid) must traverse them to bind its own task
+	 * directory, but nobody can list them; logs/ and lcd.db are 0700/0600. */
+	int mk = lc_mkdir_p(lc_lib_dir(), 0755, &err);
+	if (mk < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 || lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0)
+		return fail(err);
+	if (chmod(lcd.state_dir, 0711) < 0 || chmod(lcd.tasks_dir, 0711) < 0 || chmod(lcd.logs_dir, 0700) < 0) {
+		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot set the mode of %s", lcd.state_dir);
+		return fail(err);
+	}
+
+	_cleanup_free_ char *token = NULL;
+	if (cfg.listen) {
+		if (!cfg.token_file) {
+			fprintf(stderr, "lcd: listen %s needs token_file (a bearer token) in the config\n", cfg.listen);
+			return LC_EXIT_USAGE;
+		}
+		if (lc_read_file(cfg.token_file, &token, NULL, &err) < 0)
+			return fail(err);
+		token[strcspn(token, "\r\n")] = '\0';
+		if (strlen(token) < 16) {
+			fprintf(stderr, "lcd: token in %s is too short (at least 16 characters)\n", cfg.token_file);
+			return LC_EXIT_INVALID;
+		}
+	}
+
+	/* One lcd per state directory: a second one must not "recover" the
+	 * first one's running tasks.  The lock lives as long as the process. */
+	_cleanup_free_ char *lockpath = lc_strdup_printf("%s/lock", lcd.state_dir);
+	int lockfd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) < 0) {
+		lc_error_set(&err, errno == EWOULDBLOCK ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, 0,
+			     "another lcd is running on %s (%s)", lc_lib_dir(), lockpath);
+		return fail(err);
+	}
+
+	_cleanup_free_ char *sock_default = lc_strdup_printf("%s/lcd.sock", lc_run_dir());
+	const char *sock = sock_opt ? sock_opt : cfg.socket ? cfg.socket : sock_default;
+	int fd = open_socket(sock, cfg.socket_group, &err);
+	if (fd < 0)
+		return fail(err);
+
+	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0) {
+		unlink(sock);
+		return fail(err);
+	}
+
+	/* Every thread started below inherits this mask; main waits for them. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	pthread_t disp, sched;
+	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
+	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
+	lcd_api_t *api = NULL;
+	if (lcd_api_start(&lcd, fd, cfg.listen, token, &api, &err) < 0) {
+		unlink(sock);
+		return fail(err);
+	}
+	if (token)
+		explicit_bzero(token, strlen(token));
+	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
+		cfg.listen ? cfg.listen : "", dbpath, lcd.n_apps);
+	notify("READY=1");
+
+	int sig = 0;
+	while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+		lcd_log("SIGHUP ignored (redeploy apps with lcctl deploy)");
+	lcd_log("signal %d: stopping", sig);
+	notify("STOPPING=1");
+
+	pthread_mutex_lock(&lcd.lock);
+	lcd.stopping = true;
+	pthread_cond_broadcast(&lcd.wake);
+	pthread_cond_broadcast(&lcd.changed);
+	pthread_cond_broadcast(&lcd.tick);
+	pthread_mutex_unlock(&lcd.lock);
+	lcd_api_stop(api);
+	unlink(sock);
+	pthread_join(disp, NULL);
+	pthread_join(sched, NULL);
+	/* Running tasks end now: failed (or queued again, per retries).  Kill
+	 * again while waiting: a sandbox still being made was not there yet. */
+	int left;
+	for (int i = 0; i < STOP_WAIT_S * 2; i++) {
+		lcd_kill_running(&lcd, false);
+		struct timespec ts;
+		lcd_deadline(&ts, 500);
+		pthread_mutex_lock(&lcd.lock);
+		if (lcd.workers > 0)
+			pthread_cond_timedwait(&lcd.idle, &lcd.lock, &ts);
+		left = lcd.workers;
+		pthread_mutex_unlock(&lcd.lock);
+		if (left == 0)
+			break;
+	}
+	if (left > 0) {
+		/* Their rows stay "running": the next start recovers them. */
+		lcd_log("%d task(s) did not end within %d s; the next start recovers them", left, STOP_WAIT_S);
+		return 0;
+	}
+	lcd_apps_free(&lcd);
+	lcd_db_close(lcd.db);
+	free(lcd.state_dir);
+	free(lcd.tasks_dir);
+	free(lcd.logs_dir);
+	free(lcd.clock_file);
+	lcd_log("stopped");
+	return 0;
+}

@@ -1,0 +1,111 @@
+/* lcd.h — the orchestrator service's shared state and its parts:
+ * apps (app.c), the task queue and runner (queue.c), the scheduler
+ * (sched.c), the HTTP API (api.c) and the entry point (lcd.c). */
+#ifndef LCD_H
+#define LCD_H
+
+#include <pthread.h>
+#include <time.h>
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "db.h"
+#include "lcrun.h"
+#include "manifest.h"
+#include "store.h"
+
+typedef struct lcd_running {
+	char id[LC_ID_LEN + 1];
+	char sandbox_id[LC_ID_LEN + 1];
+	bool cancel;
+	long long started_ms;
+	struct lcd_running *next;
+} lcd_running_t;
+
+typedef struct lcd {
+	lcd_db_t *db;
+	char *state_dir;  /* lc_lib_dir()/lcd */
+	char *tasks_dir;  /* per-task directories, bound at /run/task */
+	char *logs_dir;   /* ID.log: the task's stdout and stderr */
+	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
+	size_t max_body;
+	int catchup_max;
+
+	pthread_mutex_t lock;    /* guards everything below */
+	pthread_cond_t wake;     /* dispatcher: something to start */
+	pthread_cond_t changed;  /* a task changed state */
+	pthread_cond_t idle;     /* a worker ended */
+	pthread_cond_t tick;     /* scheduler: stop sleeping */
+	lcd_app_t **apps;
+	size_t n_apps;
+	lcd_running_t *running;
+	int workers;
+	bool stopping;
+} lcd_t;
+
+/* The network policy loader (runtime/net.h) is used once liblcrun has it;
+ * until then a function whose net is not "none" is refused at deploy. */
+#if __has_include("net.h")
+#include "net.h"
+#define LCD_HAVE_NET_POLICY 1
+#endif
+
+/* Fill spec with the named policy ("none": nothing to do). */
+int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err);
+
+/* ---- app.c ---- */
+int lcd_apps_load(lcd_t *lcd, lc_error_t **err);
+void lcd_apps_free(lcd_t *lcd);
+/* A counted reference (lcd_app_unref it) or NULL. */
+lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name);
+/* All apps, each referenced; free with lcd_apps_release. */
+lcd_app_t **lcd_apps_snapshot(lcd_t *lcd, size_t *n);
+void lcd_apps_release(lcd_app_t **apps, size_t n);
+int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err);
+int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err);
+
+/* ---- queue.c ---- */
+/* Queue tasks (one per element of args_list) for app:function; all or
+ * nothing, LC_EXIT_BUSY when the function's queue is full. */
+int lcd_spawn(lcd_t *lcd, const lcd_app_t *app, const char *function, const char *schedule, json_t *args_list,
+	      json_t *ids, lc_error_t **err);
+int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err);
+/* Wait until the task has ended or timeout_ms passed; returns the task. */
+json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err);
+bool lcd_state_final(const char *state);
+/* Wait on cond (with lcd->lock) for at most ms unless lcd is stopping;
+ * returns true when it is stopping. */
+bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms);
+/* CLOCK_REALTIME now + ms, for pthread_cond_timedwait. */
+void lcd_deadline(struct timespec *ts, long long ms);
+/* At start: tasks left running by a crash are failed or queued again
+ * (per retries), their sandboxes killed, their directories removed. */
+int lcd_recover(lcd_t *lcd, lc_error_t **err);
+void *lcd_dispatcher(void *arg);
+/* Kill every running task's sandbox (cancel flags stay as they are). */
+void lcd_kill_running(lcd_t *lcd, bool only_cancelled);
+/* Kill running tasks of one app and mark them cancelled. */
+void lcd_cancel_app(lcd_t *lcd, const char *app);
+const char *lcd_task_log_path(lcd_t *lcd, const char *id, char *buf, size_t len);
+
+/* ---- sched.c ---- */
+/* The scheduler's clock: the clock file's time when one is set (a test
+ * hook: the file holds epoch seconds or YYYY-MM-DDTHH:MM[:SS]Z), else now. */
+long long lcd_now_s(lcd_t *lcd);
+void *lcd_scheduler(void *arg);
+/* Fire a schedule now (lcctl run APP:SCHEDULE). */
+int lcd_schedule_fire(lcd_t *lcd, const lcd_app_t *app, const lcd_schedule_t *s, json_t *ids, lc_error_t **err);
+/* [{app, name, cron, function, paused, last_slot, next}] */
+json_t *lcd_schedules_json(lcd_t *lcd, lc_error_t **err);
+
+/* ---- api.c ---- */
+typedef struct lcd_api lcd_api_t;
+/* Serve on an already listening unix socket fd, and on tcp_addr
+ * ("HOST:PORT", may be NULL) requiring the bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
+		  lc_error_t **err);
+void lcd_api_stop(lcd_api_t *api);
+
+void lcd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

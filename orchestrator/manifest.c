@@ -1,0 +1,534 @@
+/* manifest.c — validate an app manifest and build lcd_app_t from it.
+ * Every error names the JSON path of the offending value. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manifest.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT 3600
+#define DEFAULT_CONCURRENCY 1
+#define DEFAULT_QUEUE 100
+#define MAX_CONCURRENCY 1000
+#define MAX_QUEUE 100000
+
+bool lcd_name_valid(const char *s)
+{
+	if (!s || !*s || strlen(s) > 63)
+		return false;
+	if (!islower((unsigned char)s[0]) && !isdigit((unsigned char)s[0]))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) && *p != '-' && *p != '_')
+			return false;
+	return true;
+}
+
+bool lcd_secret_name_valid(const char *s)
+{
+	if (!s || !*s || strlen(s) > 127)
+		return false;
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '_')
+			return false;
+	return true;
+}
+
+static int bad(lc_error_t **err, const char *path, const char *what)
+{
+	return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s", path, what);
+}
+
+/* Refuse keys outside the allowed list (catches typos like "concurency"). */
+static int check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			ok |= strcmp(key, allowed[i]) == 0;
+		if (!ok) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s%s%s", path, *path ? "." : "", key);
+			return bad(err, p, "unknown key");
+		}
+	}
+	return 0;
+}
+
+/* An optional integer member >= min; *out keeps its default when absent. */
+static int get_int(json_t *obj, const char *key, const char *path, long long min, long long max,
+		   long long *out, lc_error_t **err)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!v)
+		return 0;
+	_cleanup_free_ char *p = lc_strdup_printf("%s.%s", path, key);
+	if (!json_is_integer(v) || json_integer_value(v) < min) {
+		if (min == 1)
+			return bad(err, p, "expected a positive integer");
+		if (min == 0)
+			return bad(err, p, "expected a non-negative integer");
+		return bad(err, p, "expected an integer");
+	}
+	if (json_integer_value(v) > max) {
+		_cleanup_free_ char *what = lc_strdup_printf("at most %lld", max);
+		return bad(err, p, what);
+	}
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_strv(json_t *v, const char *path, bool (*valid)(const char *), const char *what,
+		    char ***out, lc_error_t **err)
+{
+	if (!json_is_array(v))
+		return bad(err, path, "expected an array of strings");
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s[%zu]", path, i);
+		if (!json_is_string(e) || !*json_string_value(e))
+			return bad(err, p, "expected a non-empty string");
+		if (valid && !valid(json_string_value(e)))
+			return bad(err, p, what);
+		lc_strv_push(out, json_string_value(e));
+	}
+	return 0;
+}
+
+static int parse_size_value(json_t *v, const char *path, long long *out, lc_error_t **err)
+{
+	if (json_is_integer(v) && json_integer_value(v) > 0) {
+		*out = json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v) && lc_parse_size(json_string_value(v), out) == 0 && *out > 0)
+		return 0;
+	return bad(err, path, "expected a size (bytes, or like \"512M\")");
+}
+
+static int parse_limits(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err)
+{
+	static const char *const keys[] = { "memory", "memory_swap", "pids", "cpus", "cpu_weight",
+		"io_weight", "best_effort", NULL };
+	l->memory = -1;
+	l->memory_swap = -1;
+	l->pids = -1;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return bad(err, path, "expected an object");
+	if (check_keys(v, path, keys, err) < 0)
+		return -1;
+	json_t *m;
+	if ((m = json_object_get(v, "memory"))) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.memory", path);
+		if (parse_size_value(m, p, &l->memory, err) < 0)
+			return -1;
+	}
+	if ((m = json_object_get(v, "memory_swap"))) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.memory_swap", path);
+		if (json_is_integer(m) && json_integer_value(m) == 0)
+			l->memory_swap = 0;
+		else if (parse_size_value(m, p, &l->memory_swap, err) < 0)
+			return -1;
+	}
+	long long n = -1;
+	if (get_int(v, "pids", path, 1, 1 << 22, &n, err) < 0)
+		return -1;
+	l->pids = n;
+	if ((m = json_object_get(v, "cpus"))) {
+		if (!json_is_number(m) || json_number_value(m) <= 0 || json_number_value(m) > 4096) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.cpus", path);
+			return bad(err, p, "expected a positive number of CPUs");
+		}
+		l->cpus = json_number_value(m);
+	}
+	n = 0;
+	if (get_int(v, "cpu_weight", path, 1, 10000, &n, err) < 0)
+		return -1;
+	l->cpu_weight = (int)n;
+	n = 0;
+	if (get_int(v, "io_weight", path, 1, 10000, &n, err) < 0)
+		return -1;
+	l->io_weight = (int)n;
+	if ((m = json_object_get(v, "best_effort"))) {
+		if (!json_is_boolean(m)) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.best_effort", path);
+			return bad(err, p, "expected true or false");
+		}
+		l->best_effort = json_is_true(m);
+	}
+	return 0;
+}
+
+/* The common start of a named entry (functions.NAME, schedules.NAME, …):
+ * its path, a valid name, an object with only the allowed keys. */
+static int entry_start(const char *section, const char *what, const char *name, json_t *v,
+		       const char *const *keys, char **path, lc_error_t **err)
+{
+	*path = lc_strdup_printf("%s.%s", section, name);
+	if (!lcd_name_valid(name)) {
+		_cleanup_free_ char *m = lc_strdup_printf("bad %s name (lowercase letters, digits, '-', '_'; at most 63)", what);
+		return bad(err, *path, m);
+	}
+	if (!json_is_object(v))
+		return bad(err, *path, "expected an object");
+	return check_keys(v, *path, keys, err);
+}
+
+/* PATH.function: required, naming one of the app's functions. */
+static int function_ref(lcd_app_t *app, json_t *v, const char *path, char **out, lc_error_t **err)
+{
+	json_t *fn = json_object_get(v, "function");
+	_cleanup_free_ char *fp = lc_strdup_printf("%s.function", path);
+	if (!json_is_string(fn))
+		return bad(err, fp, fn ? "expected a string" : "required");
+	if (!lcd_app_function(app, json_string_value(fn)))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: no function '%s' in this app", fp,
+				    json_string_value(fn));
+	*out = strdup(json_string_value(fn));
+	return 0;
+}
+
+static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
+{
+	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
+		"concurrency", "queue", "secrets", "description", NULL };
+	_cleanup_free_ char *path = NULL;
+	f->name = strdup(name);
+	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
+		return -1;
+
+	json_t *cmd = json_object_get(v, "command");
+	_cleanup_free_ char *cpath = lc_strdup_printf("%s.command", path);
+	if (!cmd)
+		return bad(err, cpath, "required");
+	if (json_is_string(cmd)) {
+		if (!*json_string_value(cmd))
+			return bad(err, cpath, "expected a non-empty string or array of strings");
+		/* A string is a shell command line, run by the sandbox's /bin/sh. */
+		lc_strv_push(&f->argv, "/bin/sh");
+		lc_strv_push(&f->argv, "-c");
+		lc_strv_push(&f->argv, json_string_value(cmd));
+	} else {
+		if (!json_is_array(cmd) || json_array_size(cmd) == 0)
+			return bad(err, cpath, "expected a non-empty string or array of strings");
+		if (get_strv(cmd, cpath, NULL, NULL, &f->argv, err) < 0)
+			return -1;
+	}
+
+	json_t *img = json_object_get(v, "image");
+	if (img) {
+		if (!json_is_string(img) || !*json_string_value(img)) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.image", path);
+			return bad(err, p, "expected an image name or \"host\"");
+		}
+		if (strcmp(json_string_value(img), "host") != 0)
+			f->image = strdup(json_string_value(img));
+	}
+
+	_cleanup_free_ char *lpath = lc_strdup_printf("%s.limits", path);
+	if (parse_limits(json_object_get(v, "limits"), lpath, &f->limits, err) < 0)
+		return -1;
+
+	json_t *net = json_object_get(v, "net");
+	if (net) {
+		if (!json_is_string(net) || !lcd_name_valid(json_string_value(net))) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.net", path);
+			return bad(err, p, "expected \"none\" or a network policy name");
+		}
+		f->net = strdup(json_string_value(net));
+	} else {
+		f->net = strdup("none");
+	}
+
+	long long n = DEFAULT_TIMEOUT;
+	if (get_int(v, "timeout", path, 1, 7 * 86400, &n, err) < 0)
+		return -1;
+	f->timeout = (int)n;
+	n = 0;
+	if (get_int(v, "retries", path, 0, 100, &n, err) < 0)
+		return -1;
+	f->retries = (int)n;
+	n = DEFAULT_CONCURRENCY;
+	if (get_int(v, "concurrency", path, 1, MAX_CONCURRENCY, &n, err) < 0)
+		return -1;
+	f->concurrency = (int)n;
+	n = DEFAULT_QUEUE;
+	if (get_int(v, "queue", path, 0, MAX_QUEUE, &n, err) < 0)
+		return -1;
+	f->queue = (int)n;
+
+	json_t *sec = json_object_get(v, "secrets");
+	if (sec) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.secrets", path);
+		if (get_strv(sec, p, lcd_secret_name_valid,
+			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->secrets, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int parse_schedule(lcd_app_t *app, const char *name, json_t *v, void *elem, lc_error_t **err)
+{
+	lcd_schedule_t *s = elem;
+	static const char *const keys[] = { "cron", "function", "args", "catchup", "description", NULL };
+	_cleanup_free_ char *path = NULL;
+	s->name = strdup(name);
+	if (entry_start("schedules", "schedule", name, v, keys, &path, err) < 0)
+		return -1;
+	if (lcd_app_function(app, name))
+		return bad(err, path, "a function has the same name");
+	json_t *c = json_object_get(v, "cron");
+	_cleanup_free_ char *cp = lc_strdup_printf("%s.cron", path);
+	if (!json_is_string(c))
+		return bad(err, cp, c ? "expected a string" : "required");
+	_cleanup_free_ char *msg = NULL;
+	if (lcd_cron_parse(json_string_value(c), &s->cron, &msg) < 0)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: bad cron expression '%s': %s", cp,
+				    json_string_value(c), msg ? msg : "invalid");
+	s->cron_expr = strdup(json_string_value(c));
+	if (function_ref(app, v, path, &s->function, err) < 0)
+		return -1;
+	json_t *args = json_object_get(v, "args");
+	s->args = args ? json_incref(args) : json_object();
+	json_t *cu = json_object_get(v, "catchup");
+	if (cu) {
+		const char *cs = json_string_value(cu);
+		if (cs && !strcmp(cs, "all"))
+			s->catchup = LCD_CATCHUP_ALL;
+		else if (cs && !strcmp(cs, "one"))
+			s->catchup = LCD_CATCHUP_ONE;
+		else if (cs && !strcmp(cs, "none"))
+			s->catchup = LCD_CATCHUP_NONE;
+		else {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.catchup", path);
+			return bad(err, p, "expected \"all\", \"one\" or \"none\"");
+		}
+	}
+	return 0;
+}
+
+static int parse_webhook(lcd_app_t *app, const char *name, json_t *v, void *elem, lc_error_t **err)
+{
+	lcd_webhook_t *w = elem;
+	static const char *const keys[] = { "function", "secret", "events", "description", NULL };
+	_cleanup_free_ char *path = NULL;
+	w->name = strdup(name);
+	if (entry_start("webhooks", "webhook", name, v, keys, &path, err) < 0 ||
+	    function_ref(app, v, path, &w->function, err) < 0)
+		return -1;
+	json_t *sec = json_object_get(v, "secret");
+	if (sec) {
+		if (!json_is_string(sec) || !lcd_secret_name_valid(json_string_value(sec))) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.secret", path);
+			return bad(err, p, "expected a secret name");
+		}
+		w->secret = strdup(json_string_value(sec));
+	}
+	json_t *ev = json_object_get(v, "events");
+	if (ev) {
+		_cleanup_strv_ char **tmp = NULL;
+		_cleanup_free_ char *p = lc_strdup_printf("%s.events", path);
+		if (get_strv(ev, p, NULL, NULL, &tmp, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* An optional object of named entries (schedules, webhooks): an array of
+ * n elements of `size` bytes, each filled by parse. */
+static int parse_named(lcd_app_t *app, json_t *m, const char *key, size_t size, void **arr, size_t *n,
+		       int (*parse)(lcd_app_t *, const char *, json_t *, void *, lc_error_t **), lc_error_t **err)
+{
+	json_t *obj = json_object_get(m, key);
+	if (!obj)
+		return 0;
+	if (!json_is_object(obj))
+		return bad(err, key, "expected an object");
+	*arr = lc_xmalloc0((json_object_size(obj) + 1) * size);
+	const char *name;
+	json_t *v;
+	json_object_foreach(obj, name, v) {
+		if (parse(app, name, v, (char *)*arr + (*n)++ * size, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool map_name_ok(const char *s)
+{
+	return lcd_name_valid(s);
+}
+
+int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
+{
+	static const char *const keys[] = { "name", "description", "functions", "schedules", "maps",
+		"webhooks", "budget", "repository", NULL };
+	if (!json_is_object(m))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "manifest: expected a JSON object");
+	if (check_keys(m, "", keys, err) < 0)
+		return -1;
+	lcd_app_t *app = lc_xmalloc0(sizeof(*app));
+	app->refs = 1;
+	app->manifest = json_incref(m);
+	int r = -1;
+
+	json_t *name = json_object_get(m, "name");
+	if (!json_is_string(name)) {
+		bad(err, "name", name ? "expected a string" : "required");
+		goto out;
+	}
+	if (!lcd_name_valid(json_string_value(name))) {
+		bad(err, "name", "bad app name (lowercase letters, digits, '-', '_'; at most 63)");
+		goto out;
+	}
+	app->name = strdup(json_string_value(name));
+
+	json_t *fns = json_object_get(m, "functions");
+	if (!json_is_object(fns) || json_object_size(fns) == 0) {
+		bad(err, "functions", fns ? "expected an object with at least one function" : "required");
+		goto out;
+	}
+	app->functions = lc_xmalloc0(json_object_size(fns) * sizeof(*app->functions));
+	const char *key;
+	json_t *v;
+	json_object_foreach(fns, key, v) {
+		if (parse_function(key, v, &app->functions[app->n_functions++], err) < 0)
+			goto out;
+	}
+
+	json_t *maps = json_object_get(m, "maps");
+	if (maps) {
+		if (json_is_object(maps)) {
+			json_object_foreach(maps, key, v) {
+				if (!map_name_ok(key)) {
+					_cleanup_free_ char *p = lc_strdup_printf("maps.%s", key);
+					bad(err, p, "bad map name (lowercase letters, digits, '-', '_'; at most 63)");
+					goto out;
+				}
+				lc_strv_push(&app->maps, key);
+			}
+		} else if (get_strv(maps, "maps", map_name_ok,
+				    "bad map name (lowercase letters, digits, '-', '_'; at most 63)", &app->maps, err) < 0) {
+			goto out;
+		}
+	}
+
+	if (parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
+			parse_schedule, err) < 0 ||
+	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,
+			parse_webhook, err) < 0)
+		goto out;
+	r = 0;
+out:
+	if (r < 0) {
+		lcd_app_unref(app);
+		return -1;
+	}
+	*out = app;
+	return 0;
+}
+
+lcd_app_t *lcd_app_ref(lcd_app_t *app)
+{
+	if (app)
+		__atomic_add_fetch(&app->refs, 1, __ATOMIC_SEQ_CST);
+	return app;
+}
+
+void lcd_app_unref(lcd_app_t *app)
+{
+	if (!app || __atomic_sub_fetch(&app->refs, 1, __ATOMIC_SEQ_CST) > 0)
+		return;
+	for (size_t i = 0; i < app->n_functions; i++) {
+		lcd_function_t *f = &app->functions[i];
+		free(f->name);
+		lc_strv_free(f->argv);
+		free(f->image);
+		free(f->net);
+		lc_strv_free(f->secrets);
+	}
+	free(app->functions);
+	for (size_t i = 0; i < app->n_schedules; i++) {
+		lcd_schedule_t *s = &app->schedules[i];
+		free(s->name);
+		free(s->cron_expr);
+		free(s->function);
+		json_decref(s->args);
+	}
+	free(app->schedules);
+	for (size_t i = 0; i < app->n_webhooks; i++) {
+		free(app->webhooks[i].name);
+		free(app->webhooks[i].function);
+		free(app->webhooks[i].secret);
+	}
+	free(app->webhooks);
+	lc_strv_free(app->maps);
+	free(app->name);
+	json_decref(app->manifest);
+	free(app);
+}
+
+const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name)
+{
+	for (size_t i = 0; name && i < app->n_functions; i++)
+		if (app->functions[i].name && !strcmp(app->functions[i].name, name))
+			return &app->functions[i];
+	return NULL;
+}
+
+const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name)
+{
+	for (size_t i = 0; name && i < app->n_schedules; i++)
+		if (app->schedules[i].name && !strcmp(app->schedules[i].name, name))
+			return &app->schedules[i];
+	return NULL;
+}
+
+bool lcd_app_has_map(const lcd_app_t *app, const char *name)
+{
+	for (size_t i = 0; name && app->maps && app->maps[i]; i++)
+		if (!strcmp(app->maps[i], name))
+			return true;
+	return false;
+}
+
+size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
+			long long *newest, size_t *skipped)
+{
+	size_t n = 0, total = 0;
+	*newest = 0;
+	*skipped = 0;
+	if (max == 0)
+		return 0;
+	/* Keep the newest max slots in out as a sliding window. */
+	for (long long t = last;;) {
+		long long next = lcd_cron_next(&s->cron, (time_t)t);
+		if (next < 0 || next > now)
+			break;
+		if (n == max) {
+			memmove(out, out + 1, (n - 1) * sizeof(*out));
+			n--;
+		}
+		out[n++] = next;
+		total++;
+		t = next;
+	}
+	if (n == 0)
+		return 0;
+	*newest = out[n - 1];
+	size_t first = 0;
+	if (s->catchup == LCD_CATCHUP_ONE)
+		first = n - 1;
+	else if (s->catchup == LCD_CATCHUP_NONE)
+		first = now - *newest < 60 ? n - 1 : n; /* only a slot due this very minute */
+	memmove(out, out + first, (n - first) * sizeof(*out));
+	*skipped = total - (n - first);
+	return n - first;
+}

@@ -1,0 +1,75 @@
+/* manifest.h — an app: functions, schedules, maps, webhooks (app.json). */
+#ifndef LCD_MANIFEST_H
+#define LCD_MANIFEST_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "cron.h"
+#include "lcrun.h"
+
+enum { LCD_CATCHUP_ALL = 0, LCD_CATCHUP_ONE, LCD_CATCHUP_NONE };
+
+typedef struct lcd_function {
+	char *name;
+	char **argv;
+	char *image;     /* NULL: the host image */
+	lc_limits_t limits;
+	char *net;       /* "none" or a network policy name */
+	int timeout;     /* seconds */
+	int retries;
+	int concurrency; /* at most this many running */
+	int queue;       /* at most this many waiting */
+	char **secrets;  /* names of the secrets it sees as environment */
+} lcd_function_t;
+
+typedef struct lcd_schedule {
+	char *name;
+	char *cron_expr;
+	lcd_cron_t cron;
+	char *function;
+	json_t *args;
+	int catchup;     /* LCD_CATCHUP_* */
+} lcd_schedule_t;
+
+typedef struct lcd_webhook {
+	char *name;
+	char *function;
+	char *secret;    /* name of the secret that signs deliveries, or NULL */
+} lcd_webhook_t;
+
+typedef struct lcd_app {
+	int refs;
+	char *name;
+	json_t *manifest;
+	lcd_function_t *functions;
+	size_t n_functions;
+	lcd_schedule_t *schedules;
+	size_t n_schedules;
+	char **maps;
+	lcd_webhook_t *webhooks;
+	size_t n_webhooks;
+} lcd_app_t;
+
+/* Validate a manifest and build the app (refs = 1).  Errors name the JSON
+ * path: "functions.solve.timeout: expected a positive integer". */
+int lcd_app_parse(json_t *manifest, lcd_app_t **out, lc_error_t **err);
+lcd_app_t *lcd_app_ref(lcd_app_t *app);
+void lcd_app_unref(lcd_app_t *app);
+
+/* The slots of s due in (last, now] (epoch seconds) and which of them to
+ * fire under its catch-up policy: at most max, oldest first, into out.
+ * Returns how many to fire; *newest is the latest due slot (0: none),
+ * *skipped how many due slots are not fired. */
+size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
+			long long *newest, size_t *skipped);
+
+const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
+const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
+bool lcd_app_has_map(const lcd_app_t *app, const char *name);
+/* Names of apps, functions, maps, schedules: [a-z0-9][a-z0-9_-]{0,62}. */
+bool lcd_name_valid(const char *s);
+/* Secret names are environment variable names: [A-Za-z_][A-Za-z0-9_]{0,127}. */
+bool lcd_secret_name_valid(const char *s);
+
+#endif

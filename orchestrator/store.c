@@ -1,0 +1,333 @@
+/* store.c — the records lcd keeps in SQLite, one function per operation.
+ * Multi-statement operations run in one IMMEDIATE transaction under the
+ * database lock, so concurrent API threads never see half a change. */
+#include <string.h>
+
+#include "lcrun.h"
+#include "store.h"
+#include "util.h"
+
+#define TASK_COLUMNS \
+	"id, app, function, schedule, state, args, result, exit_code, error, attempts, " \
+	"sandbox_id, created_at, started_at, finished_at"
+
+/* ---- apps ---- */
+
+int lcd_store_app_put(lcd_db_t *db, const char *name, const char *manifest, char *const *sched_names,
+		      long long now_s, bool *replaced, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = NULL;
+	if (lcd_db_begin(db, err) < 0)
+		return -1;
+	long long n = lcd_db_query_int(db, err, 0, "SELECT count(*) FROM apps WHERE name = ?", "s", name);
+	if (n < 0)
+		goto fail;
+	if (replaced)
+		*replaced = n > 0;
+	/* UPSERT, not REPLACE: a REPLACE would delete the row and cascade. */
+	if (lcd_db_exec(db, err,
+			"INSERT INTO apps (name, manifest, deployed_at) VALUES (?, ?, ?) "
+			"ON CONFLICT(name) DO UPDATE SET manifest = excluded.manifest, deployed_at = excluded.deployed_at",
+			"ssi", name, manifest, now_s * 1000) < 0)
+		goto fail;
+	/* Schedules no longer declared go; declared ones keep their state. */
+	rows = lcd_db_query(db, err, "SELECT name FROM schedules WHERE app = ?", "s", name);
+	if (!rows)
+		goto fail;
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *s = json_string_value(json_object_get(row, "name"));
+		bool keep = false;
+		for (size_t k = 0; sched_names && sched_names[k]; k++)
+			keep |= !strcmp(sched_names[k], s);
+		if (!keep && lcd_db_exec(db, err, "DELETE FROM schedules WHERE app = ? AND name = ?", "ss", name, s) < 0)
+			goto fail;
+	}
+	for (size_t k = 0; sched_names && sched_names[k]; k++)
+		if (lcd_db_exec(db, err, "INSERT OR IGNORE INTO schedules (app, name, paused, last_slot) VALUES (?, ?, 0, ?)",
+				"ssi", name, sched_names[k], now_s) < 0)
+			goto fail;
+	return lcd_db_commit(db, err);
+fail:
+	lcd_db_rollback(db);
+	return -1;
+}
+
+int lcd_store_app_delete(lcd_db_t *db, const char *name, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "DELETE FROM apps WHERE name = ?", "s", name);
+}
+
+json_t *lcd_store_apps(lcd_db_t *db, lc_error_t **err)
+{
+	return lcd_db_query(db, err, "SELECT name, manifest, deployed_at FROM apps ORDER BY name", "");
+}
+
+/* ---- tasks ---- */
+
+static void parse_json_member(json_t *row, const char *key)
+{
+	json_t *v = json_object_get(row, key);
+	if (!json_is_string(v))
+		return;
+	json_t *parsed = json_loads(json_string_value(v), JSON_DECODE_ANY, NULL);
+	if (parsed)
+		json_object_set_new(row, key, parsed);
+}
+
+static json_t *task_rows(json_t *rows)
+{
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		parse_json_member(row, "args");
+		parse_json_member(row, "result");
+	}
+	return rows;
+}
+
+int lcd_store_task_add(lcd_db_t *db, const char *app, const char *function, const char *schedule,
+		       json_t *args_list, int concurrency, int queue, long long now, json_t *ids, lc_error_t **err)
+{
+	size_t n = json_array_size(args_list);
+	_cleanup_json_ json_t *counts = NULL;
+	if (lcd_db_begin(db, err) < 0)
+		return -1;
+	counts = lcd_db_query(db, err,
+		"SELECT sum(state = 'running') AS running, sum(state = 'queued') AS queued FROM tasks "
+		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", app, function);
+	if (!counts)
+		goto fail;
+	json_t *c = json_array_get(counts, 0);
+	long long running = json_integer_value(json_object_get(c, "running"));
+	long long queued = json_integer_value(json_object_get(c, "queued"));
+	if (running + queued + (long long)n > (long long)concurrency + queue) {
+		lc_error_set(err, LC_EXIT_BUSY, 0,
+			     "%s:%s is full: %lld running, %lld queued (concurrency %d, queue %d); %zu more refused",
+			     app, function, running, queued, concurrency, queue, n);
+		goto fail;
+	}
+	size_t i;
+	json_t *args;
+	json_array_foreach(args_list, i, args) {
+		char id[LC_ID_LEN + 1];
+		lc_random_hex(id, LC_ID_LEN);
+		_cleanup_free_ char *text = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (lcd_db_exec(db, err,
+				"INSERT INTO tasks (id, app, function, schedule, state, args, created_at) "
+				"VALUES (?, ?, ?, ?, 'queued', ?, ?)",
+				"sssssi", id, app, function, schedule, text, now) < 0)
+			goto fail;
+		json_array_append_new(ids, json_string(id));
+	}
+	return lcd_db_commit(db, err);
+fail:
+	lcd_db_rollback(db);
+	return -1;
+}
+
+json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function, int concurrency,
+			     const char *sandbox_id, long long now, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = NULL;
+	if (lcd_db_begin(db, err) < 0)
+		return NULL;
+	long long running = lcd_db_query_int(db, err, 0,
+		"SELECT count(*) FROM tasks WHERE app = ? AND function = ? AND state = 'running'", "ss", app, function);
+	if (running < 0)
+		goto fail;
+	if (running >= concurrency) {
+		lcd_db_rollback(db);
+		return NULL;
+	}
+	rows = lcd_db_query(db, err,
+		"SELECT id FROM tasks WHERE app = ? AND function = ? AND state = 'queued' ORDER BY seq LIMIT 1",
+		"ss", app, function);
+	if (!rows)
+		goto fail;
+	if (json_array_size(rows) == 0) {
+		lcd_db_rollback(db);
+		return NULL;
+	}
+	const char *id = json_string_value(json_object_get(json_array_get(rows, 0), "id"));
+	if (lcd_db_exec(db, err,
+			"UPDATE tasks SET state = 'running', sandbox_id = ?, started_at = ?, finished_at = NULL, "
+			"attempts = attempts + 1 WHERE id = ?", "sis", sandbox_id, now, id) < 0)
+		goto fail;
+	json_t *task = lcd_store_task_get(db, id, err);
+	if (!task)
+		goto fail;
+	if (lcd_db_commit(db, err) < 0) {
+		json_decref(task);
+		return NULL;
+	}
+	return task;
+fail:
+	lcd_db_rollback(db);
+	return NULL;
+}
+
+int lcd_store_task_finish(lcd_db_t *db, const char *id, const char *state, const char *result_json,
+			  int exit_code, const char *error, long long now, lc_error_t **err)
+{
+	return lcd_db_exec(db, err,
+			   "UPDATE tasks SET state = ?, result = ?, exit_code = ?, error = ?, finished_at = ? "
+			   "WHERE id = ? AND state = 'running'",
+			   "ssisis", state, result_json, (long long)exit_code, error, now, id);
+}
+
+int lcd_store_task_requeue(lcd_db_t *db, const char *id, const char *error, lc_error_t **err)
+{
+	return lcd_db_exec(db, err,
+			   "UPDATE tasks SET state = 'queued', error = ?, sandbox_id = NULL WHERE id = ? AND state = 'running'",
+			   "ss", error, id);
+}
+
+int lcd_store_task_cancel_queued(lcd_db_t *db, const char *id, long long now, lc_error_t **err)
+{
+	return lcd_db_exec(db, err,
+			   "UPDATE tasks SET state = 'cancelled', finished_at = ?, error = 'cancelled while queued' "
+			   "WHERE id = ? AND state = 'queued'", "is", now, id);
+}
+
+json_t *lcd_store_task_get(lcd_db_t *db, const char *id, lc_error_t **err)
+{
+	json_t *rows = lcd_db_query(db, err, "SELECT " TASK_COLUMNS " FROM tasks WHERE id = ?", "s", id);
+	if (!rows)
+		return NULL;
+	json_t *t = json_incref(json_array_get(task_rows(rows), 0));
+	json_decref(rows);
+	return t;
+}
+
+json_t *lcd_store_task_list(lcd_db_t *db, const char *app, const char *state, long long limit, lc_error_t **err)
+{
+	json_t *rows = lcd_db_query(db, err,
+		"SELECT " TASK_COLUMNS " FROM tasks WHERE (?1 IS NULL OR app = ?1) AND (?2 IS NULL OR state = ?2) "
+		"ORDER BY seq DESC LIMIT ?3", "ssi", app, state, limit > 0 ? limit : -1LL);
+	return rows ? task_rows(rows) : NULL;
+}
+
+json_t *lcd_store_task_pending(lcd_db_t *db, lc_error_t **err)
+{
+	return lcd_db_query(db, err,
+			    "SELECT app, function, min(seq) AS first FROM tasks WHERE state = 'queued' "
+			    "GROUP BY app, function ORDER BY first", "");
+}
+
+long long lcd_store_task_count(lcd_db_t *db, const char *app, const char *function, const char *state,
+			       lc_error_t **err)
+{
+	return lcd_db_query_int(db, err, 0,
+		"SELECT count(*) FROM tasks WHERE app = ? AND function = ? AND state = ?", "sss", app, function, state);
+}
+
+/* ---- maps ---- */
+
+int lcd_store_map_set(lcd_db_t *db, const char *app, const char *map, const char *key, const char *value,
+		      long long ttl_s, bool if_absent, long long now, lc_error_t **err)
+{
+	long long exp = ttl_s > 0 ? now + ttl_s * 1000 : 0;
+	/* One statement, so two racing claims are ordered by SQLite: the
+	 * second finds a live row and its DO UPDATE ... WHERE changes nothing. */
+	if (if_absent)
+		return lcd_db_exec(db, err,
+			"INSERT INTO maps (app, map, key, value, expires_at, updated_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6) "
+			"ON CONFLICT(app, map, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, "
+			"updated_at = excluded.updated_at WHERE maps.expires_at IS NOT NULL AND maps.expires_at <= ?6",
+			"ssssii", app, map, key, value, exp, now);
+	return lcd_db_exec(db, err,
+		"INSERT INTO maps (app, map, key, value, expires_at, updated_at) VALUES (?1, ?2, ?3, ?4, nullif(?5, 0), ?6) "
+		"ON CONFLICT(app, map, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, "
+		"updated_at = excluded.updated_at",
+		"ssssii", app, map, key, value, exp, now) < 0 ? -1 : 1;
+}
+
+#define LIVE "(expires_at IS NULL OR expires_at > ?)"
+
+char *lcd_store_map_get(lcd_db_t *db, const char *app, const char *map, const char *key, long long now,
+			lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err,
+		"SELECT value FROM maps WHERE app = ? AND map = ? AND key = ? AND " LIVE, "sssi", app, map, key, now);
+	const char *v = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	return v ? strdup(v) : NULL;
+}
+
+int lcd_store_map_del(lcd_db_t *db, const char *app, const char *map, const char *key, long long now,
+		      lc_error_t **err)
+{
+	/* An expired key counts as absent: deleting it reports 0. */
+	if (lcd_db_begin(db, err) < 0)
+		return -1;
+	long long live = lcd_db_query_int(db, err, 0,
+		"SELECT count(*) FROM maps WHERE app = ? AND map = ? AND key = ? AND " LIVE, "sssi", app, map, key, now);
+	if (live < 0 || lcd_db_exec(db, err, "DELETE FROM maps WHERE app = ? AND map = ? AND key = ?", "sss",
+				    app, map, key) < 0) {
+		lcd_db_rollback(db);
+		return -1;
+	}
+	return lcd_db_commit(db, err) < 0 ? -1 : (int)live;
+}
+
+json_t *lcd_store_map_list(lcd_db_t *db, const char *app, const char *map, const char *prefix, long long now,
+			   lc_error_t **err)
+{
+	return lcd_db_query(db, err,
+		"SELECT key, value, expires_at FROM maps WHERE app = ? AND map = ? AND " LIVE
+		" AND (? IS NULL OR substr(key, 1, length(?5)) = ?5) ORDER BY key",
+		"ssiss", app, map, now, prefix, prefix);
+}
+
+int lcd_store_map_gc(lcd_db_t *db, long long now, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "DELETE FROM maps WHERE expires_at IS NOT NULL AND expires_at <= ?", "i", now);
+}
+
+/* ---- secrets ---- */
+
+int lcd_store_secret_set(lcd_db_t *db, const char *name, const char *value, long long now, lc_error_t **err)
+{
+	return lcd_db_exec(db, err,
+		"INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?) "
+		"ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+		"ssi", name, value, now);
+}
+
+char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM secrets WHERE name = ?", "s", name);
+	const char *v = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	return v ? strdup(v) : NULL;
+}
+
+int lcd_store_secret_delete(lcd_db_t *db, const char *name, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "DELETE FROM secrets WHERE name = ?", "s", name);
+}
+
+json_t *lcd_store_secret_names(lcd_db_t *db, lc_error_t **err)
+{
+	return lcd_db_query(db, err, "SELECT name, updated_at FROM secrets ORDER BY name", "");
+}
+
+/* ---- schedules ---- */
+
+json_t *lcd_store_schedules(lcd_db_t *db, lc_error_t **err)
+{
+	return lcd_db_query(db, err, "SELECT app, name, paused, last_slot FROM schedules ORDER BY app, name", "");
+}
+
+int lcd_store_schedule_pause(lcd_db_t *db, const char *app, const char *name, bool paused, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "UPDATE schedules SET paused = ? WHERE app = ? AND name = ?", "iss",
+			   (long long)paused, app, name);
+}
+
+int lcd_store_schedule_set_slot(lcd_db_t *db, const char *app, const char *name, long long slot_s,
+				lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "UPDATE schedules SET last_slot = ? WHERE app = ? AND name = ?", "iss",
+			   slot_s, app, name);
+}

@@ -1,0 +1,432 @@
+#!/usr/bin/env bats
+# lcd and lcctl as an operator uses them: a private lcd per test (temp
+# LCRUN_ROOT, LCRUN_STATE_DIR and socket), the app in
+# tests/fixtures/lcd/app.json, tasks run for real with lc_run().
+# Needs root.  $LCRUN names the built lcrun; lcd and lcctl sit beside it.
+
+FIXTURES="$BATS_TEST_DIRNAME/../fixtures/lcd"
+
+setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	BIN="$(dirname "${LCRUN:-$BATS_TEST_DIRNAME/../../build/lcrun}")"
+	LCD="${LCD:-$BIN/lcd}"
+	LCCTL="${LCCTL:-$BIN/lcctl}"
+	T="$(mktemp -d /tmp/lcd-bats.XXXXXX)"
+	export LCRUN_ROOT="$T/root" LCRUN_STATE_DIR="$T/state"
+	export LCD_SOCKET="$T/lcd.sock"
+	SECRET="s3cr3t-$RANDOM-$RANDOM-value"
+	start_lcd
+	"$LCCTL" deploy "$FIXTURES/app.json"
+}
+
+teardown() {
+	stop_lcd
+	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
+	# Sandboxes whose lcd was killed are the runtime gc's to remove; until
+	# `lcrun gc` exists, drop their (empty) cgroups here.
+	cg=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+	for sb in ${KILLED_SANDBOXES:-}; do
+		[ -n "$cg" ] && rmdir "$cg/lcrun/$sb" 2>/dev/null || true
+	done
+	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+start_lcd() {
+	[ -f "$T/lcd.json" ] || echo '{}' >"$T/lcd.json" # not the host's /etc/lcrun/lcd.json
+	"$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" ${CLOCK:+--clock-file "$CLOCK"} \
+		>>"$T/lcd.log" 2>&1 &
+	LCD_PID=$!
+	for _ in $(seq 100); do
+		"$LCCTL" status >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	cat "$T/lcd.log" >&2
+	return 1
+}
+
+stop_lcd() {
+	[ -n "${LCD_PID:-}" ] || return 0
+	kill "$LCD_PID" 2>/dev/null || true
+	for _ in $(seq 300); do kill -0 "$LCD_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$LCD_PID" 2>/dev/null || true
+	wait "$LCD_PID" 2>/dev/null || true
+	LCD_PID=
+}
+
+api() { # METHOD PATH [BODY]: prints the body, then the status on its own line
+	curl -s --unix-socket "$LCD_SOCKET" -X "$1" "http://lcd/v1$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"} \
+		-w '\n%{http_code}\n'
+}
+
+state_of() { "$LCCTL" task show "$1" | jq -r .state; }
+
+wait_state() { # ID STATE [SECONDS]
+	for _ in $(seq $(( ${3:-30} * 10 ))); do
+		[ "$(state_of "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "task $1 is $(state_of "$1"), not $2" >&2
+	return 1
+}
+
+count() { # ARGS for task list: how many tasks
+	"$LCCTL" task list --json "$@" | jq length
+}
+
+@test "lcd: a function writes a result; lcctl shows result, logs and state" {
+	run "$LCCTL" run demo:hello '{"who": "bats"}'
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq -r .greeting)" = hi ]
+	[ "$(echo "$output" | jq -r .args.who)" = bats ]
+	id=$("$LCCTL" task list --app demo --json | jq -r '.[0].id')
+	[ "$(state_of "$id")" = succeeded ]
+	"$LCCTL" task show "$id" | jq -e '.exit_code == 0 and .attempts == 1 and .result.greeting == "hi"'
+	run "$LCCTL" task logs "$id"
+	[[ "$output" == *"hello from $id"* ]]
+	[[ "$output" == *oops* ]]            # stderr is kept too
+	[[ "$output" == *'{"who":"bats"}'* ]] # args.json as the task saw it
+	run "$LCCTL" task list
+	[[ "$output" == *"$id"*demo:hello*succeeded* ]]
+	# detached: prints the id, the result is there later
+	id2=$("$LCCTL" run --detach demo:hello '{"n": 2}')
+	wait_state "$id2" succeeded
+	api GET "/tasks/$id2/result?wait=5" | head -1 | jq -e '.result.args.n == 2'
+}
+
+@test "lcd: failures, timeouts and retries end in the right state and exit code" {
+	run "$LCCTL" run demo:fail
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"lcctl: task "*" failed: exited with status 3"* ]]
+	id=$("$LCCTL" task list --json | jq -r '.[0].id')
+	"$LCCTL" task show "$id" | jq -e '.result == 3' # no result.json: the exit status
+	run "$LCCTL" run demo:sleeper
+	[ "$status" -eq 124 ]
+	id=$("$LCCTL" task list --json | jq -r '.[0].id')
+	[ "$(state_of "$id")" = timed-out ]
+	run "$LCCTL" run demo:flaky
+	[ "$status" -eq 1 ]
+	id=$("$LCCTL" task list --json | jq -r '.[0].id')
+	"$LCCTL" task show "$id" | jq -e '.state == "failed" and .attempts == 3'
+	[ "$("$LCCTL" task logs "$id" | grep -c '^attempt$')" -eq 3 ]
+}
+
+@test "lcd: queue: concurrency 3 and queue 20, 30 spawns: 3 run, 20 wait, 7 refused, 23 finish" {
+	# demo:gated waits until the test puts "go" in its /run/task, i.e. in
+	# $LCRUN_ROOT/lcd/tasks/ID on the host: nothing ends by itself.
+	ids=() refused=0
+	for i in $(seq 30); do
+		if out=$("$LCCTL" run --detach demo:gated 2>"$T/err"); then
+			ids+=("$out")
+		else
+			rc=$?
+			[ "$rc" -eq 119 ]
+			grep -q 'demo:gated is full: [0-9]* running, [0-9]* queued (concurrency 3, queue 20)' "$T/err"
+			refused=$((refused + 1))
+		fi
+	done
+	[ "${#ids[@]}" -eq 23 ]
+	[ "$refused" -eq 7 ]
+	for _ in $(seq 100); do [ "$(count --app demo --state running)" -eq 3 ] && break; sleep 0.1; done
+	[ "$(count --app demo --state running)" -eq 3 ]
+	[ "$(count --app demo --state queued)" -eq 20 ]
+	# the API says 429, at once
+	run api POST /apps/demo/functions/gated/spawn '{}'
+	[ "${lines[1]}" = 429 ]
+	# release them as they start: all 23 finish, never more than 3 at once
+	for _ in $(seq 600); do
+		[ "$(count --app demo --state succeeded)" -eq 23 ] && break
+		running=$("$LCCTL" task list --app demo --state running --json | jq -r '.[].id')
+		[ "$(echo "$running" | grep -c .)" -le 3 ]
+		for id in $running; do touch "$LCRUN_ROOT/lcd/tasks/$id/go" 2>/dev/null || true; done
+		sleep 0.1
+	done
+	[ "$(count --app demo --state succeeded)" -eq 23 ]
+	[ "$(count --app demo)" -eq 23 ] # nothing refused was stored
+	for id in "${ids[@]}"; do "$LCCTL" task logs "$id" | grep -qx released; done
+}
+
+@test "lcd: spawn_map of 50 argument sets: 50 tasks, each with its own arguments" {
+	body=$(jq -cn '{args: [range(50) | {i: .}]}')
+	run api POST /apps/demo/functions/many/spawn_map "$body"
+	[ "${lines[1]}" = 202 ]
+	[ "$(echo "${lines[0]}" | jq '.ids | length')" -eq 50 ]
+	for id in $(echo "${lines[0]}" | jq -r '.ids[]'); do
+		api GET "/tasks/$id/result?wait=60" | head -1 | jq -e '.state == "succeeded" and .result.i == .args.i' >/dev/null
+	done
+	[ "$("$LCCTL" task list --app demo --state succeeded --json | jq '[.[].result.i] | unique | length')" -eq 50 ]
+	# a map that does not fit is refused whole
+	body=$(jq -cn '{args: [range(200) | {i: .}]}')
+	run api POST /apps/demo/functions/many/spawn_map "$body"
+	[ "${lines[1]}" = 429 ]
+	[ "$(count --app demo)" -eq 50 ]
+}
+
+@test "lcd: claim race: 20 concurrent set --if-absent, exactly one wins; TTL expiry" {
+	pids=()
+	for i in $(seq 20); do
+		( rc=0; "$LCCTL" map set demo/claims issue-7 "worker-$i" --if-absent 2>/dev/null || rc=$?
+		  echo "$i $rc" >"$T/claim.$i" ) &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	winners=$(cat "$T"/claim.* | awk '$2 == 0' | wc -l)
+	losers=$(cat "$T"/claim.* | awk '$2 == 119' | wc -l)
+	[ "$winners" -eq 1 ]
+	[ "$losers" -eq 19 ]
+	w=$(cat "$T"/claim.* | awk '$2 == 0 {print $1}')
+	[ "$("$LCCTL" map get demo/claims issue-7)" = "worker-$w" ]
+
+	"$LCCTL" map set demo/state lease holder --ttl 3
+	[ "$("$LCCTL" map get demo/state lease)" = holder ]
+	sleep 4
+	run "$LCCTL" map get demo/state lease
+	[ "$status" -eq 120 ]
+	[ "$("$LCCTL" map ls demo/state --json | jq length)" -eq 0 ]
+	"$LCCTL" map set demo/state lease next --if-absent # an expired key can be claimed
+	"$LCCTL" map del demo/state lease
+	run "$LCCTL" map get demo/nosuchmap k
+	[ "$status" -eq 120 ]
+}
+
+@test "lcd: secrets: only a declaring function sees one; the value is never shown or logged" {
+	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
+	run "$LCCTL" secret ls
+	[ "$output" = DEMO_TOKEN ]
+	id=$("$LCCTL" run -d demo:withsecret)
+	wait_state "$id" running
+	! ps -eo args | grep -q "$SECRET" # not on any command line
+	run "$LCCTL" run demo:withsecret
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq .len)" -eq "${#SECRET}" ]
+	run "$LCCTL" run demo:nosecret
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq .seen)" -eq 0 ]
+	id=$("$LCCTL" task list --json | jq -r '.[0].id')
+	"$LCCTL" task logs "$id" | grep -qx token-absent
+	# nowhere to be read back
+	! "$LCCTL" secret ls --json | grep -q "$SECRET"
+	! "$LCCTL" task list --json | grep -q "$SECRET"
+	! "$LCCTL" task show "$id" | grep -q "$SECRET"
+	! sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q "$SECRET"
+	! grep -rq "$SECRET" "$LCRUN_ROOT/lcd/logs" "$T/lcd.log"
+	run api GET /secrets/DEMO_TOKEN
+	[ "${lines[1]}" != 200 ]
+	[ "$(stat -c %a "$LCRUN_ROOT/lcd.db")" = 600 ]
+	"$LCCTL" secret delete DEMO_TOKEN
+	run "$LCCTL" run demo:withsecret
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"secret DEMO_TOKEN"*"is not set"* ]]
+}
+
+@test "lcd: schedules fire at their cron time by the test clock, catch up after a restart, pause" {
+	stop_lcd
+	CLOCK="$T/clock"
+	echo 2030-01-01T02:59:00Z >"$CLOCK"
+	rm -rf "$LCRUN_ROOT"
+	start_lcd
+	"$LCCTL" deploy "$FIXTURES/app.json"
+	"$LCCTL" deployment stop quarter
+	sleep 1
+	[ "$(count)" -eq 0 ]
+	echo 2030-01-01T03:00:20Z >"$CLOCK"
+	for _ in $(seq 50); do [ "$(count)" -ge 1 ] && break; sleep 0.1; done
+	sleep 1.5 # a second tick must not fire it again
+	[ "$("$LCCTL" task list --json | jq '[.[] | select(.schedule == "nightly")] | length')" -eq 1 ]
+	"$LCCTL" task list --json | jq -e '.[0].args.from == "schedule"'
+
+	# lcd is down over two more nightly slots: each fires once after start
+	kill -9 "$LCD_PID"; wait "$LCD_PID" 2>/dev/null || true
+	echo 2030-01-03T03:00:10Z >"$CLOCK"
+	start_lcd
+	for _ in $(seq 50); do [ "$(count)" -ge 3 ] && break; sleep 0.1; done
+	sleep 1.5
+	[ "$("$LCCTL" task list --json | jq '[.[] | select(.schedule == "nightly")] | length')" -eq 3 ]
+	# the paused schedule stayed paused across the restart and fired nothing
+	"$LCCTL" deployment ls --json | jq -e '.[] | select(.name == "quarter") | .paused'
+	[ "$("$LCCTL" task list --json | jq '[.[] | select(.schedule == "quarter")] | length')" -eq 0 ]
+	# run APP:SCHEDULE fires it now, paused or not
+	run "$LCCTL" run demo:quarter
+	[ "$status" -eq 0 ]
+	[ "$("$LCCTL" task list --json | jq '[.[] | select(.schedule == "quarter")] | length')" -eq 1 ]
+	"$LCCTL" deployment start demo:quarter
+	"$LCCTL" deployment ls --json | jq -e '.[] | select(.name == "quarter") | .paused | not'
+}
+
+@test "lcd: kill -9 mid-task: queued stay queued, running are failed or retried, sandboxes gone, state intact" {
+	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
+	"$LCCTL" map set demo/state keep me
+	"$LCCTL" deployment stop demo:nightly
+	a=$("$LCCTL" run -d demo:longrun); b=$("$LCCTL" run -d demo:longrun); c=$("$LCCTL" run -d demo:longrun)
+	r=$("$LCCTL" run -d demo:retrier)
+	wait_state "$a" running; wait_state "$b" running; wait_state "$r" running
+	[ "$(state_of "$c")" = queued ]
+	for id in "$a" "$b" "$r"; do
+		for _ in $(seq 50); do "$LCCTL" task logs "$id" | grep -q started && break; sleep 0.1; done
+	done
+	pgrep -f '^sleep 317$' >/dev/null
+	sb_a=$("$LCCTL" task show "$a" | jq -r .sandbox_id)
+	[ -n "$sb_a" ] && [ "$sb_a" != null ]
+	KILLED_SANDBOXES="$sb_a $("$LCCTL" task show "$b" | jq -r .sandbox_id) $("$LCCTL" task show "$r" | jq -r .sandbox_id)"
+
+	kill -9 "$LCD_PID"; wait "$LCD_PID" 2>/dev/null || true
+	start_lcd
+	"$LCCTL" task show "$a" | jq -e '.state == "failed" and (.error | test("lcd restarted"))'
+	"$LCCTL" task show "$b" | jq -e '.state == "failed"'
+	# the retrier had a retry left: queued again and started anew
+	"$LCCTL" task show "$r" | jq -e '.attempts >= 1 and (.state == "queued" or .state == "running")'
+	# the queued one was not lost: it runs now (a place freed)
+	[ "$(state_of "$c")" != failed ]
+	[ "$(state_of "$c")" != cancelled ]
+	# the old sandboxes were killed
+	for _ in $(seq 50); do [ "$(pgrep -fc '^sleep 317$')" -le 1 ] && break; sleep 0.1; done
+	[ "$(pgrep -fc '^sleep 317$')" -le 1 ] # only c's, if it started
+	# maps, secrets and schedules survived
+	[ "$("$LCCTL" map get demo/state keep)" = me ]
+	[ "$("$LCCTL" secret ls)" = DEMO_TOKEN ]
+	"$LCCTL" deployment ls --json | jq -e '.[] | select(.name == "nightly") | .paused'
+	"$LCCTL" task cancel "$c"
+	"$LCCTL" task cancel "$r"
+	wait_state "$c" cancelled
+	wait_state "$r" cancelled
+}
+
+@test "lcd: cancel a queued and a running task; logs -f streams until the end" {
+	a=$("$LCCTL" run -d demo:longrun); b=$("$LCCTL" run -d demo:longrun); c=$("$LCCTL" run -d demo:longrun)
+	wait_state "$a" running
+	[ "$(state_of "$c")" = queued ]
+	"$LCCTL" task cancel "$c"
+	[ "$(state_of "$c")" = cancelled ]
+	"$LCCTL" task logs "$a" -f >"$T/follow" &
+	follower=$!
+	for _ in $(seq 50); do grep -q started "$T/follow" && break; sleep 0.1; done
+	grep -q started "$T/follow"
+	kill -0 "$follower" # still following while the task runs
+	"$LCCTL" task cancel "$a"
+	wait_state "$a" cancelled
+	wait "$follower"
+	grep -q "cancelled" "$T/follow"
+	run "$LCCTL" task cancel "$a"
+	[ "$status" -eq 117 ]
+	"$LCCTL" task cancel "$b"
+	wait_state "$b" cancelled
+	run "$LCCTL" run demo:longrun '{}' --detach
+	[ "$status" -eq 0 ]
+	"$LCCTL" task cancel "$output"
+}
+
+@test "lcd: bad input: manifest errors name the JSON path, bodies are checked, unknowns are 404" {
+	run "$LCCTL" deploy "$FIXTURES/bad-timeout.json"
+	[ "$status" -eq 121 ]
+	[ "$output" = "lcctl: functions.solve.timeout: expected a positive integer" ]
+	jq '.schedules.nightly.cron = "0 3 * *"' "$FIXTURES/app.json" >"$T/badcron.json"
+	run "$LCCTL" deploy "$T/badcron.json"
+	[ "$status" -eq 121 ]
+	[[ "$output" == "lcctl: schedules.nightly.cron: bad cron expression '0 3 * *': expected 5 fields"* ]]
+	jq '.schedules.nightly.cron = "0 3 * * 9"' "$FIXTURES/app.json" >"$T/badcron.json"
+	run "$LCCTL" deploy "$T/badcron.json"
+	[[ "$output" == *"day-of-week 9 out of range 0-7"* ]]
+	run "$LCCTL" app list --json
+	[ "$(echo "$output" | jq length)" -eq 1 ] # nothing half-made
+	run api POST /apps '{"name": "x", '
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *"malformed JSON"* ]]
+	head -c 2000000 /dev/zero | tr '\0' x >"$T/big"
+	run curl -s --unix-socket "$LCD_SOCKET" -X POST --data-binary @"$T/big" -w '\n%{http_code}\n' http://lcd/v1/apps
+	[ "${lines[1]}" = 413 ]
+	run "$LCCTL" run nosuchapp:fn
+	[ "$status" -eq 120 ]
+	run "$LCCTL" run demo:nosuchfn
+	[ "$status" -eq 120 ]
+	run api POST /apps/demo/functions/nosuchfn/spawn '{}'
+	[ "${lines[1]}" = 404 ]
+	run "$LCCTL" run demo:hello 'not json'
+	[ "$status" -eq 123 ]
+	run "$LCCTL" task show 000000000000
+	[ "$status" -eq 120 ]
+	run "$LCCTL" frobnicate
+	[ "$status" -eq 123 ]
+	[ "${#lines[@]}" -eq 1 ]
+	run "$LCCTL" --socket "$T/none.sock" status
+	[ "$status" -eq 125 ]
+	[[ "$output" == "lcctl: cannot reach lcd at $T/none.sock"* ]]
+	# the socket is 0660
+	[ "$(stat -c %a "$LCD_SOCKET")" = 660 ]
+}
+
+@test "lcd: app delete removes the app and everything it owns; redeploy replaces" {
+	"$LCCTL" run demo:hello >/dev/null
+	"$LCCTL" map set demo/state k v
+	run "$LCCTL" deploy "$FIXTURES/app.json"
+	[[ "$output" == "replaced app demo"* ]]
+	[ "$(count)" -eq 1 ] # redeploy keeps tasks
+	"$LCCTL" app delete demo
+	run "$LCCTL" app list --json
+	[ "$output" = "[]" ]
+	[ "$(count)" -eq 0 ]
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'select count(*) from maps')" -eq 0 ]
+	[ -z "$(ls "$LCRUN_ROOT/lcd/logs")" ]
+	run "$LCCTL" app delete demo
+	[ "$status" -eq 120 ]
+}
+
+@test "lcd: tells systemd it is ready; the TCP listener requires the bearer token" {
+	stop_lcd
+	# READY=1 arrives on $NOTIFY_SOCKET once the API answers.
+	socat -u UNIX-RECV:"$T/notify.sock" OPEN:"$T/notify.out",creat,append &
+	socat_pid=$!
+	for _ in $(seq 50); do [ -S "$T/notify.sock" ] && break; sleep 0.05; done
+	NOTIFY_SOCKET="$T/notify.sock" start_lcd
+	for _ in $(seq 50); do grep -q READY=1 "$T/notify.out" 2>/dev/null && break; sleep 0.05; done
+	grep -qx 'READY=1' "$T/notify.out"
+	stop_lcd
+	grep -q 'STOPPING=1' "$T/notify.out"
+	kill "$socat_pid"; wait "$socat_pid" 2>/dev/null || true
+
+	# TCP only inside a network namespace of this test's own: nothing leaves it.
+	ns="lcdbats$$"
+	NS="$ns"
+	ip netns add "$ns"
+	ip -n "$ns" link set lo up
+	echo "bats-token-$RANDOM$RANDOM$RANDOM" >"$T/token"
+	printf '{"listen": "127.0.0.1:7070", "token_file": "%s"}\n' "$T/token" >"$T/lcd.json"
+	ip netns exec "$ns" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" >>"$T/lcd.log" 2>&1 &
+	LCD_PID=$!
+	for _ in $(seq 100); do "$LCCTL" status >/dev/null 2>&1 && break; sleep 0.05; done
+	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7070/v1/apps)
+	[ "$code" = 401 ]
+	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong-token-wrong" http://127.0.0.1:7070/v1/apps)
+	[ "$code" = 401 ]
+	out=$(ip netns exec "$ns" curl -s -H "Authorization: Bearer $(cat "$T/token")" http://127.0.0.1:7070/v1/apps)
+	[ "$(echo "$out" | jq -r '.apps[0].name')" = demo ]
+	stop_lcd
+	ip netns del "$ns"
+	NS=
+	# listen without a token file is refused at start
+	printf '{"listen": "127.0.0.1:7070"}\n' >"$T/lcd.json"
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -eq 123 ]
+	[[ "$output" == *"needs token_file"* ]]
+}
+
+@test "lcd: a second lcd on the same state is refused and leaves the first one's tasks alone" {
+	id=$("$LCCTL" run -d demo:longrun)
+	wait_state "$id" running
+	run "$LCD" --socket "$T/other.sock" --config "$T/lcd.json"
+	[ "$status" -eq 119 ]
+	[[ "$output" == *"another lcd is running on $LCRUN_ROOT"* ]]
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -eq 119 ]
+	[ "$(state_of "$id")" = running ]
+	"$LCCTL" status
+	"$LCCTL" task cancel "$id"
+	wait_state "$id" cancelled
+}
+
+@test "lcd: a function's network policy must load at deploy" {
+	jq '.functions.hello.net = "no-such-policy"' "$FIXTURES/app.json" >"$T/badnet.json"
+	run "$LCCTL" deploy "$T/badnet.json"
+	[ "$status" -ne 0 ]
+	[[ "$output" == "lcctl: functions.hello.net: "*"no-such-policy"* ]]
+	# the app deployed before is unchanged
+	"$LCCTL" app show demo | jq -e '.functions.hello.net == null'
+}

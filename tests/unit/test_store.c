@@ -1,0 +1,271 @@
+/* Unit tests for lcd's store (orchestrator/db.c, store.c) on a temp db. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "util.h"
+
+static char dir[] = "/tmp/lcd-store-XXXXXX";
+static char *path;
+static lcd_db_t *db;
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/lcd-store-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	path = lc_strdup_printf("%s/lcd.db", dir);
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
+	char *scheds[] = { "nightly", NULL };
+	ck_assert_int_eq(lcd_store_app_put(db, "demo", "{}", scheds, 1000, NULL, &err), 0);
+}
+
+static void teardown(void)
+{
+	lcd_db_close(db);
+	lc_rm_rf(dir, NULL);
+	free(path);
+}
+
+START_TEST(test_schema_version)
+{
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA user_version", ""), LCD_DB_SCHEMA_VERSION);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA foreign_keys", ""), 1);
+	json_t *mode = lcd_db_query(db, &err, "PRAGMA journal_mode", "");
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mode, 0), "journal_mode")), "wal");
+	json_decref(mode);
+	/* Reopening migrates nothing and keeps the data. */
+	lcd_db_close(db);
+	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
+	json_t *apps = lcd_store_apps(db, &err);
+	ck_assert_int_eq(json_array_size(apps), 1);
+	json_decref(apps);
+	/* A db from a newer lcd is refused, not downgraded. */
+	lcd_db_exec(db, &err, "PRAGMA user_version = 99", "");
+	lcd_db_close(db);
+	db = NULL;
+	ck_assert_int_eq(lcd_db_open(path, &db, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err->msg, "newer"));
+	lc_error_free(err);
+}
+END_TEST
+
+START_TEST(test_queue_admission)
+{
+	lc_error_t *err = NULL;
+	json_t *ids = json_array();
+	int refused = 0;
+	for (int i = 0; i < 30; i++) {
+		json_t *one = json_pack("[{s:i}]", "i", i);
+		if (lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 1000 + i, ids, &err) < 0) {
+			ck_assert_int_eq(err->exit_code, LC_EXIT_BUSY);
+			ck_assert_ptr_nonnull(strstr(err->msg, "demo:solve is full"));
+			lc_error_free(err);
+			err = NULL;
+			refused++;
+		}
+		json_decref(one);
+	}
+	ck_assert_int_eq(json_array_size(ids), 23);
+	ck_assert_int_eq(refused, 7);
+	/* Three may run; the fourth start finds the function at its limit. */
+	json_t *t[3];
+	for (int i = 0; i < 3; i++) {
+		t[i] = lcd_store_task_start(db, "demo", "solve", 3, "aaaaaaaaaaaa", 2000, &err);
+		ck_assert_ptr_nonnull(t[i]);
+		ck_assert_str_eq(json_string_value(json_object_get(t[i], "state")), "running");
+		/* oldest first */
+		ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(t[i], "args"), "i")), i);
+	}
+	ck_assert_ptr_null(lcd_store_task_start(db, "demo", "solve", 3, "bbbbbbbbbbbb", 2000, &err));
+	ck_assert_ptr_null(err);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "solve", "queued", &err), 20);
+	/* Still full: running + queued = 23. */
+	json_t *one = json_pack("[{}]");
+	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	/* One ends: one place frees. */
+	const char *id0 = json_string_value(json_object_get(t[0], "id"));
+	ck_assert_int_eq(lcd_store_task_finish(db, id0, "succeeded", "{\"ok\":true}", 0, NULL, 4000, &err), 1);
+	ck_assert_int_eq(lcd_store_task_finish(db, id0, "failed", NULL, 1, NULL, 4000, &err), 0); /* only once */
+	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), 0);
+	json_decref(one);
+	json_t *got = lcd_store_task_get(db, id0, &err);
+	ck_assert(json_is_true(json_object_get(json_object_get(got, "result"), "ok")));
+	json_decref(got);
+	/* A retry goes back to queued; a queued task can be cancelled. */
+	const char *id1 = json_string_value(json_object_get(t[1], "id"));
+	ck_assert_int_eq(lcd_store_task_requeue(db, id1, "retry", &err), 1);
+	ck_assert_int_eq(lcd_store_task_cancel_queued(db, id1, 5000, &err), 1);
+	ck_assert_int_eq(lcd_store_task_cancel_queued(db, id1, 5000, &err), 0);
+	for (int i = 0; i < 3; i++)
+		json_decref(t[i]);
+	json_decref(ids);
+}
+END_TEST
+
+START_TEST(test_spawn_map_all_or_nothing)
+{
+	lc_error_t *err = NULL;
+	json_t *ids = json_array();
+	json_t *list = json_array();
+	for (int i = 0; i < 50; i++)
+		json_array_append_new(list, json_pack("{s:i}", "i", i));
+	ck_assert_int_eq(lcd_store_task_add(db, "demo", "m", NULL, list, 5, 40, 1, ids, &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(json_array_size(ids), 0);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "m", "queued", &err), 0);
+	ck_assert_int_eq(lcd_store_task_add(db, "demo", "m", NULL, list, 5, 45, 1, ids, &err), 0);
+	ck_assert_int_eq(json_array_size(ids), 50);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "m", "queued", &err), 50);
+	json_decref(list);
+	json_decref(ids);
+}
+END_TEST
+
+static void *claimer(void *arg)
+{
+	long n = (long)arg;
+	char v[16];
+	snprintf(v, sizeof(v), "w%ld", n);
+	lc_error_t *err = NULL;
+	int r = lcd_store_map_set(db, "demo", "claims", "issue-1", v, 0, true, 1000, &err);
+	lc_error_free(err);
+	return (void *)(long)r;
+}
+
+START_TEST(test_claim_race)
+{
+	pthread_t th[20];
+	for (long i = 0; i < 20; i++)
+		pthread_create(&th[i], NULL, claimer, (void *)i);
+	int won = 0, lost = 0;
+	for (int i = 0; i < 20; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		if ((long)r == 1)
+			won++;
+		else if ((long)r == 0)
+			lost++;
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert_int_eq(lost, 19);
+}
+END_TEST
+
+START_TEST(test_map_ttl)
+{
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_store_map_set(db, "demo", "m", "k", "v1", 10, false, 1000, &err), 1);
+	char *v = lcd_store_map_get(db, "demo", "m", "k", 5000, &err);
+	ck_assert_str_eq(v, "v1");
+	free(v);
+	/* Expired at 1000 + 10 s: invisible to get, list, and a claim wins it. */
+	ck_assert_ptr_null(lcd_store_map_get(db, "demo", "m", "k", 11000, &err));
+	ck_assert_ptr_null(err);
+	json_t *l = lcd_store_map_list(db, "demo", "m", NULL, 11000, &err);
+	ck_assert_int_eq(json_array_size(l), 0);
+	json_decref(l);
+	ck_assert_int_eq(lcd_store_map_set(db, "demo", "m", "k", "v2", 0, true, 5000, &err), 0);
+	ck_assert_int_eq(lcd_store_map_set(db, "demo", "m", "k", "v2", 0, true, 11000, &err), 1);
+	v = lcd_store_map_get(db, "demo", "m", "k", 99999999, &err);
+	ck_assert_str_eq(v, "v2"); /* no ttl now */
+	free(v);
+	/* gc removes only expired rows */
+	ck_assert_int_eq(lcd_store_map_set(db, "demo", "m", "gone", "x", 1, false, 1000, &err), 1);
+	ck_assert_int_eq(lcd_store_map_gc(db, 3000, &err), 1);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM maps", ""), 1);
+	ck_assert_int_eq(lcd_store_map_del(db, "demo", "m", "k", 1, &err), 1);
+	ck_assert_int_eq(lcd_store_map_del(db, "demo", "m", "k", 1, &err), 0);
+	/* prefix listing */
+	lcd_store_map_set(db, "demo", "m", "issue/1", "a", 0, false, 1, &err);
+	lcd_store_map_set(db, "demo", "m", "issue/2", "b", 0, false, 1, &err);
+	lcd_store_map_set(db, "demo", "m", "pr/1", "c", 0, false, 1, &err);
+	l = lcd_store_map_list(db, "demo", "m", "issue/", 1, &err);
+	ck_assert_int_eq(json_array_size(l), 2);
+	json_decref(l);
+}
+END_TEST
+
+START_TEST(test_app_delete_cascades)
+{
+	lc_error_t *err = NULL;
+	json_t *ids = json_array(), *one = json_pack("[{}]");
+	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 1, 1, 1, ids, &err), 0);
+	lcd_store_map_set(db, "demo", "m", "k", "v", 0, false, 1, &err);
+	ck_assert_int_eq(lcd_store_app_delete(db, "demo", &err), 1);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM tasks", ""), 0);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM maps", ""), 0);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM schedules", ""), 0);
+	json_decref(one);
+	json_decref(ids);
+}
+END_TEST
+
+START_TEST(test_redeploy_keeps_schedule_state)
+{
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_store_schedule_pause(db, "demo", "nightly", true, &err), 1);
+	ck_assert_int_eq(lcd_store_schedule_set_slot(db, "demo", "nightly", 4242, &err), 1);
+	char *scheds[] = { "nightly", "hourly", NULL };
+	bool replaced = false;
+	ck_assert_int_eq(lcd_store_app_put(db, "demo", "{}", scheds, 9000, &replaced, &err), 0);
+	ck_assert(replaced);
+	json_t *s = lcd_store_schedules(db, &err);
+	ck_assert_int_eq(json_array_size(s), 2);
+	json_t *h = json_array_get(s, 0), *n = json_array_get(s, 1);
+	ck_assert_str_eq(json_string_value(json_object_get(h, "name")), "hourly");
+	ck_assert_int_eq(json_integer_value(json_object_get(h, "last_slot")), 9000);
+	ck_assert_int_eq(json_integer_value(json_object_get(n, "paused")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(n, "last_slot")), 4242);
+	json_decref(s);
+	char *none[] = { NULL };
+	ck_assert_int_eq(lcd_store_app_put(db, "demo", "{}", none, 9000, NULL, &err), 0);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM schedules", ""), 0);
+}
+END_TEST
+
+START_TEST(test_secrets)
+{
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_store_secret_set(db, "KEY", "s3cr3t", 1, &err), 1);
+	ck_assert_int_eq(lcd_store_secret_set(db, "KEY", "other", 2, &err), 1);
+	char *v = lcd_store_secret_get(db, "KEY", &err);
+	ck_assert_str_eq(v, "other");
+	free(v);
+	json_t *names = lcd_store_secret_names(db, &err);
+	ck_assert_int_eq(json_array_size(names), 1);
+	ck_assert_ptr_null(json_object_get(json_array_get(names, 0), "value"));
+	json_decref(names);
+	ck_assert_int_eq(lcd_store_secret_delete(db, "KEY", &err), 1);
+	ck_assert_ptr_null(lcd_store_secret_get(db, "KEY", &err));
+	ck_assert_ptr_null(err);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_schema_version);
+	tcase_add_test(tc, test_queue_admission);
+	tcase_add_test(tc, test_spawn_map_all_or_nothing);
+	tcase_add_test(tc, test_claim_race);
+	tcase_add_test(tc, test_map_ttl);
+	tcase_add_test(tc, test_app_delete_cascades);
+	tcase_add_test(tc, test_redeploy_keeps_schedule_state);
+	tcase_add_test(tc, test_secrets);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
