@@ -1,0 +1,809 @@
+/* net.c — a sandbox's network: flags, policies, the veth pair (libnl-route-3)
+ * and the glue between the address pool and the firewall. */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+
+#include "firewall.h"
+#include "net.h"
+#include "netpool.h"
+#include "util.h"
+
+#define MAX_PORTS (sizeof(((lc_net_rule_t *)0)->ports) / sizeof(unsigned short))
+
+/* ---- small parsers ---------------------------------------------------------- */
+
+const char *lc_net_mode_name(lc_net_mode_t mode)
+{
+	switch (mode) {
+	case LC_NET_NONE: return "none";
+	case LC_NET_ALLOW: return "allow";
+	case LC_NET_OPEN: return "open";
+	}
+	return "?";
+}
+
+static int mode_from(const char *s, lc_net_mode_t *out)
+{
+	static const lc_net_mode_t modes[] = {LC_NET_NONE, LC_NET_ALLOW, LC_NET_OPEN};
+	for (size_t i = 0; s && i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (!strcmp(s, lc_net_mode_name(modes[i]))) {
+			*out = modes[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int lc_net_parse_mode(const char *arg, lc_net_mode_t *out, lc_error_t **err)
+{
+	if (mode_from(arg, out) < 0)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--net '%s': expected none, allow or open", arg ? arg : "");
+	return 0;
+}
+
+/* One port "443"; 0 on bad input. */
+static unsigned short port_from(const char *s, size_t len)
+{
+	if (!len || len > 5)
+		return 0;
+	unsigned long v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return 0;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	return v >= 1 && v <= 65535 ? (unsigned short)v : 0;
+}
+
+static int add_port(lc_net_rule_t *r, unsigned short p, char *why, size_t len)
+{
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (r->ports[i] == p)
+			return 0;
+	if (r->n_ports >= MAX_PORTS) {
+		snprintf(why, len, "more than %zu ports in one rule", MAX_PORTS);
+		return -1;
+	}
+	r->ports[r->n_ports++] = p;
+	return 0;
+}
+
+static int rule_set_cidr(lc_net_rule_t *r, const char *cidr, char *why, size_t len)
+{
+	return lc_cidr_parse(cidr, &r->family, r->addr, &r->prefix, why, len);
+}
+
+int lc_net_parse_allow(const char *arg, lc_net_rule_t *out, lc_error_t **err)
+{
+	char why[192] = "";
+	lc_net_rule_t r;
+	memset(&r, 0, sizeof(r));
+	if (!arg || !*arg)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow needs CIDR[:PORT[,PORT...]]");
+	_cleanup_free_ char *buf = strdup(arg);
+	char *addr = buf, *ports = NULL;
+	if (buf[0] == '[') {
+		char *close = strchr(buf, ']');
+		if (!close)
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow '%s': missing ']'", arg);
+		*close = '\0';
+		addr = buf + 1;
+		if (close[1] == ':')
+			ports = close + 2;
+		else if (close[1])
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow '%s': expected ':PORT' after ']'", arg);
+	} else if (strchr(buf, ':') != strrchr(buf, ':')) {
+		/* Bare IPv6: ports only after an explicit prefix ("::/32:443"). */
+		char *slash = strchr(buf, '/');
+		char *colon = slash ? strchr(slash, ':') : NULL;
+		if (colon) {
+			*colon = '\0';
+			ports = colon + 1;
+		}
+	} else {
+		char *colon = strchr(buf, ':');
+		if (colon) {
+			*colon = '\0';
+			ports = colon + 1;
+		}
+	}
+	if (rule_set_cidr(&r, addr, why, sizeof(why)) < 0)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow '%s': %s", arg, why);
+	if (ports) {
+		const char *p = ports;
+		for (;;) {
+			size_t n = strcspn(p, ",");
+			unsigned short v = port_from(p, n);
+			if (!v)
+				return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow '%s': invalid port '%.*s' (expected 1-65535)",
+						    arg, (int)n, p);
+			if (add_port(&r, v, why, sizeof(why)) < 0)
+				return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow '%s': %s", arg, why);
+			if (!p[n])
+				break;
+			p += n + 1;
+		}
+	}
+	*out = r;
+	return 0;
+}
+
+void lc_net_rule_format(const lc_net_rule_t *r, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	inet_ntop(r->family, r->addr, a, sizeof(a));
+	int n = snprintf(buf, len, r->family == AF_INET6 ? "[%s/%d]" : "%s/%d", a, r->prefix);
+	for (size_t i = 0; i < r->n_ports && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%c%u", i ? ',' : ':', r->ports[i]);
+}
+
+static bool valid_hostname(const char *s)
+{
+	size_t len = strlen(s), label = 0;
+	if (!len || len > 253 || s[0] == '-' || s[0] == '.')
+		return false;
+	for (const char *p = s; *p; p++) {
+		if (*p == '.') {
+			if (!label)
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_')
+			return false;
+		if (++label > 63)
+			return false;
+	}
+	return true;
+}
+
+static bool valid_ip(const char *s)
+{
+	unsigned char a[16];
+	return s && (inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1);
+}
+
+int lc_net_parse_host(const char *arg, lc_host_entry_t *out, lc_error_t **err)
+{
+	const char *colon = arg ? strchr(arg, ':') : NULL;
+	if (!colon)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--add-host '%s': expected NAME:IP", arg ? arg : "");
+	_cleanup_free_ char *name = strndup(arg, (size_t)(colon - arg));
+	_cleanup_free_ char *ip = strdup(colon + 1);
+	size_t n = strlen(ip);
+	if (n >= 2 && ip[0] == '[' && ip[n - 1] == ']') {
+		memmove(ip, ip + 1, n - 2);
+		ip[n - 2] = '\0';
+	}
+	if (!valid_hostname(name))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--add-host '%s': '%s' is not a valid host name", arg, name);
+	if (!valid_ip(ip))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--add-host '%s': '%s' is not an IPv4 or IPv6 address", arg, ip);
+	out->name = lc_steal(name);
+	out->ip = lc_steal(ip);
+	return 0;
+}
+
+void lc_net_spec_clear(lc_net_spec_t *spec)
+{
+	if (!spec)
+		return;
+	free(spec->allow);
+	for (size_t i = 0; i < spec->n_hosts; i++) {
+		free(spec->hosts[i].name);
+		free(spec->hosts[i].ip);
+	}
+	free(spec->hosts);
+	free(spec->dns);
+	free(spec->policy);
+	memset(spec, 0, sizeof(*spec));
+}
+
+static void spec_add_rule(lc_net_spec_t *spec, const lc_net_rule_t *r)
+{
+	lc_net_rule_t *n = realloc(spec->allow, (spec->n_allow + 1) * sizeof(*n));
+	if (!n)
+		abort();
+	n[spec->n_allow++] = *r;
+	spec->allow = n;
+}
+
+static bool spec_has_host(const lc_net_spec_t *spec, const char *name)
+{
+	for (size_t i = 0; i < spec->n_hosts; i++)
+		if (!strcasecmp(spec->hosts[i].name, name))
+			return true;
+	return false;
+}
+
+static void spec_push_host(lc_net_spec_t *spec, lc_host_entry_t h)
+{
+	lc_host_entry_t *n = realloc(spec->hosts, (spec->n_hosts + 1) * sizeof(*n));
+	if (!n)
+		abort();
+	n[spec->n_hosts++] = h;
+	spec->hosts = n;
+}
+
+static void spec_add_host(lc_net_spec_t *spec, const char *name, const char *ip)
+{
+	spec_push_host(spec, (lc_host_entry_t){.name = strdup(name), .ip = strdup(ip)});
+}
+
+int lc_net_spec_add_allow(lc_net_spec_t *spec, const char *arg, lc_error_t **err)
+{
+	lc_net_rule_t r;
+	if (lc_net_parse_allow(arg, &r, err) < 0)
+		return -1;
+	spec_add_rule(spec, &r);
+	return 0;
+}
+
+int lc_net_spec_add_host(lc_net_spec_t *spec, const char *arg, lc_error_t **err)
+{
+	lc_host_entry_t h;
+	if (lc_net_parse_host(arg, &h, err) < 0)
+		return -1;
+	spec_push_host(spec, h);
+	return 0;
+}
+
+/* ---- policies ---------------------------------------------------------------- */
+
+#define POLICY_FAIL(...) lc_error_set(err, LC_EXIT_INVALID, 0, __VA_ARGS__)
+
+static int policy_rule(json_t *item, size_t i, const char *src, lc_net_rule_t *r, lc_error_t **err)
+{
+	char why[192];
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(item))
+		return POLICY_FAIL("network policy %s: allow[%zu]: expected an object {\"cidr\": ..., \"ports\": [...]}", src, i);
+	const char *key;
+	json_t *v;
+	json_object_foreach(item, key, v) {
+		if (strcmp(key, "cidr") && strcmp(key, "ports") && strcmp(key, "description"))
+			return POLICY_FAIL("network policy %s: allow[%zu].%s: unknown field (expected cidr, ports, description)",
+					   src, i, key);
+	}
+	json_t *cidr = json_object_get(item, "cidr");
+	if (!json_is_string(cidr))
+		return POLICY_FAIL("network policy %s: allow[%zu].cidr: expected a CIDR string", src, i);
+	if (rule_set_cidr(r, json_string_value(cidr), why, sizeof(why)) < 0)
+		return POLICY_FAIL("network policy %s: allow[%zu].cidr: %s", src, i, why);
+	json_t *ports = json_object_get(item, "ports");
+	if (!ports)
+		return 0;
+	if (!json_is_array(ports))
+		return POLICY_FAIL("network policy %s: allow[%zu].ports: expected an array of integers 1-65535", src, i);
+	size_t j;
+	json_t *p;
+	json_array_foreach(ports, j, p) {
+		json_int_t n = json_is_integer(p) ? json_integer_value(p) : 0;
+		if (n < 1 || n > 65535)
+			return POLICY_FAIL("network policy %s: allow[%zu].ports[%zu]: expected an integer 1-65535", src, i, j);
+		if (add_port(r, (unsigned short)n, why, sizeof(why)) < 0)
+			return POLICY_FAIL("network policy %s: allow[%zu].ports: %s", src, i, why);
+	}
+	return 0;
+}
+
+int lc_net_policy_from_json(json_t *doc, const char *src, lc_net_spec_t *spec, lc_error_t **err)
+{
+	if (!json_is_object(doc))
+		return POLICY_FAIL("network policy %s: expected a JSON object", src);
+	const char *key;
+	json_t *v;
+	json_object_foreach(doc, key, v) {
+		if (strcmp(key, "mode") && strcmp(key, "allow") && strcmp(key, "hosts") && strcmp(key, "dns") &&
+		    strcmp(key, "description"))
+			return POLICY_FAIL("network policy %s: %s: unknown field (expected mode, allow, hosts, dns, description)",
+					   src, key);
+	}
+	json_t *mode = json_object_get(doc, "mode");
+	if (!mode)
+		return POLICY_FAIL("network policy %s: mode: missing (expected none, allow or open)", src);
+	if (!json_is_string(mode) || mode_from(json_string_value(mode), &spec->mode) < 0)
+		return POLICY_FAIL("network policy %s: mode: expected \"none\", \"allow\" or \"open\"", src);
+
+	json_t *allow = json_object_get(doc, "allow");
+	if (allow && !json_is_array(allow))
+		return POLICY_FAIL("network policy %s: allow: expected an array", src);
+	size_t i;
+	json_t *item;
+	json_array_foreach(allow, i, item) {
+		lc_net_rule_t r;
+		if (policy_rule(item, i, src, &r, err) < 0)
+			return -1;
+		spec_add_rule(spec, &r);
+	}
+
+	json_t *hosts = json_object_get(doc, "hosts");
+	if (hosts && !json_is_object(hosts))
+		return POLICY_FAIL("network policy %s: hosts: expected an object {\"name\": \"ip\"}", src);
+	json_object_foreach(hosts, key, v) {
+		if (!valid_hostname(key))
+			return POLICY_FAIL("network policy %s: hosts.%s: not a valid host name", src, key);
+		if (!json_is_string(v) || !valid_ip(json_string_value(v)))
+			return POLICY_FAIL("network policy %s: hosts.%s: expected an IPv4 or IPv6 address", src, key);
+		spec_add_host(spec, key, json_string_value(v));
+	}
+
+	json_t *dns = json_object_get(doc, "dns");
+	if (dns) {
+		if (!json_is_string(dns) || !valid_ip(json_string_value(dns)))
+			return POLICY_FAIL("network policy %s: dns: expected an IPv4 or IPv6 address", src);
+		spec->dns = strdup(json_string_value(dns));
+	}
+	if (spec->mode == LC_NET_NONE && spec->n_allow)
+		return POLICY_FAIL("network policy %s: allow: rules need mode \"allow\" or \"open\"", src);
+	return 0;
+}
+
+static bool valid_policy_name(const char *s)
+{
+	if (!*s || *s == '.' || strlen(s) > 100)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+			return false;
+	return true;
+}
+
+/* The file of a policy name or path; NULL with *err when there is none. */
+static char *policy_path(const char *name_or_path, lc_error_t **err)
+{
+	size_t n = strlen(name_or_path);
+	if (strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".json"))) {
+		if (access(name_or_path, R_OK) < 0) {
+			lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno,
+				     "network policy %s", name_or_path);
+			return NULL;
+		}
+		return strdup(name_or_path);
+	}
+	if (!valid_policy_name(name_or_path)) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "--net-policy '%s': not a policy name or a path", name_or_path);
+		return NULL;
+	}
+	char *site = lc_strdup_printf("%s/policies/net/%s.json", lc_net_etc_dir(), name_or_path);
+	if (access(site, F_OK) == 0)
+		return site;
+	free(site);
+	char *shipped = lc_strdup_printf("%s/net/%s.json", lc_policy_dir(), name_or_path);
+	if (access(shipped, F_OK) == 0)
+		return shipped;
+	lc_error_set(err, LC_EXIT_UNKNOWN, 0, "unknown network policy '%s' (no %s/policies/net/%s.json nor %s)",
+		     name_or_path, lc_net_etc_dir(), name_or_path, shipped);
+	free(shipped);
+	return NULL;
+}
+
+int lc_net_policy_load(const char *name_or_path, lc_net_spec_t *spec, lc_error_t **err)
+{
+	if (!name_or_path || !*name_or_path)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--net-policy needs a name or a path");
+	_cleanup_free_ char *path = policy_path(name_or_path, err);
+	if (!path)
+		return -1;
+	json_error_t jerr;
+	_cleanup_json_ json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		return POLICY_FAIL("network policy %s: line %d: %s", path, jerr.line, jerr.text);
+	lc_net_spec_t pol;
+	memset(&pol, 0, sizeof(pol));
+	if (lc_net_policy_from_json(doc, path, &pol, err) < 0) {
+		lc_net_spec_clear(&pol);
+		return -1;
+	}
+	/* Merge: what the command line said wins. */
+	if (spec->mode == LC_NET_NONE)
+		spec->mode = pol.mode;
+	for (size_t i = 0; i < pol.n_allow; i++)
+		spec_add_rule(spec, &pol.allow[i]);
+	for (size_t i = 0; i < pol.n_hosts; i++)
+		if (!spec_has_host(spec, pol.hosts[i].name))
+			spec_add_host(spec, pol.hosts[i].name, pol.hosts[i].ip);
+	if (!spec->dns && pol.dns)
+		spec->dns = lc_steal(pol.dns);
+	free(spec->policy);
+	spec->policy = strdup(name_or_path);
+	lc_net_spec_clear(&pol);
+	return 0;
+}
+
+/* ---- validation ------------------------------------------------------------------ */
+
+int lc_net_validate(const lc_net_spec_t *spec, lc_error_t **err)
+{
+	if (spec->mode != LC_NET_NONE && spec->mode != LC_NET_ALLOW && spec->mode != LC_NET_OPEN)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "unknown network mode %d", (int)spec->mode);
+	for (size_t i = 0; i < spec->n_allow; i++) {
+		const lc_net_rule_t *r = &spec->allow[i];
+		int max = r->family == AF_INET ? 32 : r->family == AF_INET6 ? 128 : -1;
+		if (max < 0 || r->prefix < 0 || r->prefix > max)
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow rule %zu: invalid address family or prefix", i + 1);
+		if (r->n_ports > MAX_PORTS)
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow rule %zu: more than %zu ports", i + 1, MAX_PORTS);
+		for (size_t j = 0; j < r->n_ports; j++)
+			if (!r->ports[j])
+				return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow rule %zu: port 0 (expected 1-65535)", i + 1);
+	}
+	for (size_t i = 0; i < spec->n_hosts; i++) {
+		const lc_host_entry_t *h = &spec->hosts[i];
+		if (!h->name || !valid_hostname(h->name))
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--add-host: '%s' is not a valid host name",
+					    h->name ? h->name : "");
+		if (!valid_ip(h->ip))
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--add-host %s: '%s' is not an IPv4 or IPv6 address",
+					    h->name, h->ip ? h->ip : "");
+	}
+	if (spec->dns && !valid_ip(spec->dns))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--dns '%s': not an IPv4 or IPv6 address", spec->dns);
+	if (spec->mode == LC_NET_NONE) {
+		if (spec->n_allow)
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--allow needs --net allow or --net open");
+		return 0;
+	}
+	if (geteuid() != 0)
+		return lc_error_set(err, LC_EXIT_PERM, 0, "--net %s needs root (a veth pair and nftables rules on the host)",
+				    lc_net_mode_name(spec->mode));
+	lc_net_pool_t pool;
+	if (lc_netpool_config(&pool, err) < 0)
+		return -1;
+	return lc_fw_check(err);
+}
+
+/* ---- links, addresses, routes (libnl-route-3) ---------------------------------------- */
+
+static void nl_sock_freep(struct nl_sock **s)
+{
+	if (*s)
+		nl_socket_free(*s);
+}
+#define _cleanup_nlsock_ __attribute__((cleanup(nl_sock_freep)))
+
+static struct nl_sock *nl_open(lc_error_t **err)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	if (!sk) {
+		lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot allocate a netlink socket");
+		return NULL;
+	}
+	int r = nl_connect(sk, NETLINK_ROUTE);
+	if (r < 0) {
+		nl_socket_free(sk);
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot open a netlink socket: %s", nl_geterror(r));
+		return NULL;
+	}
+	return sk;
+}
+
+static int __attribute__((format(printf, 3, 4))) nl_fail(lc_error_t **err, int r, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return lc_error_set(err, r == -NLE_EXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, 0, "%s: %s", msg, nl_geterror(r));
+}
+
+static int link_index_up(struct nl_sock *sk, const char *name, lc_error_t **err)
+{
+	struct rtnl_link *link = NULL;
+	int r = rtnl_link_get_kernel(sk, 0, name, &link);
+	if (r < 0)
+		return nl_fail(err, r, "cannot find interface %s", name);
+	int idx = rtnl_link_get_ifindex(link);
+	struct rtnl_link *req = rtnl_link_alloc();
+	rtnl_link_set_flags(req, IFF_UP);
+	r = rtnl_link_change(sk, link, req, 0);
+	rtnl_link_put(req);
+	rtnl_link_put(link);
+	if (r < 0)
+		return nl_fail(err, r, "cannot bring up interface %s", name);
+	return idx;
+}
+
+static int addr_add(struct nl_sock *sk, int ifindex, const char *ip, int prefix, lc_error_t **err)
+{
+	int fam = strchr(ip, ':') ? AF_INET6 : AF_INET;
+	struct nl_addr *local = NULL;
+	int r = nl_addr_parse(ip, fam, &local);
+	if (r < 0)
+		return nl_fail(err, r, "invalid address %s", ip);
+	nl_addr_set_prefixlen(local, prefix);
+	struct rtnl_addr *a = rtnl_addr_alloc();
+	rtnl_addr_set_ifindex(a, ifindex);
+	rtnl_addr_set_local(a, local);
+	if (fam == AF_INET6)
+		rtnl_addr_set_flags(a, IFA_F_NODAD); /* usable at once */
+	r = rtnl_addr_add(sk, a, 0);
+	rtnl_addr_put(a);
+	nl_addr_put(local);
+	if (r < 0)
+		return nl_fail(err, r, "cannot add address %s", ip);
+	return 0;
+}
+
+static int default_route(struct nl_sock *sk, int ifindex, const char *gw, lc_error_t **err)
+{
+	int fam = strchr(gw, ':') ? AF_INET6 : AF_INET;
+	struct nl_addr *dst = NULL, *via = NULL;
+	int r = nl_addr_parse("default", fam, &dst);
+	if (r >= 0)
+		r = nl_addr_parse(gw, fam, &via);
+	if (r < 0) {
+		nl_addr_put(dst);
+		return nl_fail(err, r, "invalid gateway %s", gw);
+	}
+	struct rtnl_route *rt = rtnl_route_alloc();
+	rtnl_route_set_family(rt, (uint8_t)fam);
+	rtnl_route_set_table(rt, RT_TABLE_MAIN);
+	rtnl_route_set_protocol(rt, RTPROT_STATIC);
+	rtnl_route_set_scope(rt, RT_SCOPE_UNIVERSE);
+	rtnl_route_set_dst(rt, dst);
+	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+	rtnl_route_nh_set_ifindex(nh, ifindex);
+	rtnl_route_nh_set_gateway(nh, via);
+	rtnl_route_add_nexthop(rt, nh);
+	r = rtnl_route_add(sk, rt, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_route_put(rt);
+	nl_addr_put(dst);
+	nl_addr_put(via);
+	if (r < 0)
+		return nl_fail(err, r, "cannot add a default route via %s", gw);
+	return 0;
+}
+
+/* A netlink socket that lives in the sandbox's network namespace; also
+ * lets unprivileged ICMP echo sockets be used there (ping works without
+ * CAP_NET_RAW, as on most distributions' hosts). */
+static struct nl_sock *nl_open_in(int netns_fd, lc_error_t **err)
+{
+	_cleanup_close_ int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open /proc/thread-self/ns/net");
+		return NULL;
+	}
+	if (setns(netns_fd, CLONE_NEWNET) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter the sandbox's network namespace");
+		return NULL;
+	}
+	struct nl_sock *sk = nl_open(err);
+	if (sk && lc_write_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647", err) < 0) {
+		nl_socket_free(sk);
+		sk = NULL;
+	}
+	if (setns(self, CLONE_NEWNET) < 0) {
+		/* Never go on in the wrong namespace. */
+		abort();
+	}
+	return sk;
+}
+
+static int set_sysctl_on(const char *path, lc_error_t **err)
+{
+	_cleanup_free_ char *cur = NULL;
+	lc_error_t *e = NULL;
+	if (lc_read_file(path, &cur, NULL, &e) == 0 && cur[0] == '1') {
+		return 0;
+	}
+	lc_error_free(e);
+	return lc_write_file(path, "1", err);
+}
+
+/* Creates the veth pair; *created tells the caller whether there is one
+ * to remove again on error. */
+static int setup_links(const lc_lease_t *l, int netns_fd, bool *created, lc_error_t **err)
+{
+	_cleanup_nlsock_ struct nl_sock *sk = nl_open(err);
+	if (!sk)
+		return -1;
+	struct rtnl_link *veth = rtnl_link_veth_alloc();
+	if (!veth)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot allocate veth %s", l->veth);
+	rtnl_link_set_name(veth, l->veth);
+	struct rtnl_link *peer = rtnl_link_veth_get_peer(veth);
+	rtnl_link_set_name(peer, "eth0");
+	rtnl_link_set_ns_fd(peer, netns_fd);
+	rtnl_link_put(peer);
+	int r = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
+	rtnl_link_veth_release(veth);
+	if (r < 0)
+		return nl_fail(err, r, "cannot create veth pair %s", l->veth);
+	*created = true;
+
+	int idx = link_index_up(sk, l->veth, err);
+	if (idx < 0 || addr_add(sk, idx, l->gw4, l->prefix4, err) < 0)
+		return -1;
+	if (l->gw6[0] && addr_add(sk, idx, l->gw6, l->prefix6, err) < 0)
+		return -1;
+
+	_cleanup_nlsock_ struct nl_sock *in = nl_open_in(netns_fd, err);
+	if (!in)
+		return -1;
+	int eth = link_index_up(in, "eth0", err);
+	if (eth < 0 || addr_add(in, eth, l->addr4, l->prefix4, err) < 0 || default_route(in, eth, l->gw4, err) < 0)
+		return lc_error_wrap(err, "in the sandbox");
+	if (l->addr6[0] && (addr_add(in, eth, l->addr6, l->prefix6, err) < 0 || default_route(in, eth, l->gw6, err) < 0))
+		return lc_error_wrap(err, "in the sandbox");
+	return 0;
+}
+
+static int delete_link(const char *name, lc_error_t **err)
+{
+	_cleanup_nlsock_ struct nl_sock *sk = nl_open(err);
+	if (!sk)
+		return -1;
+	struct rtnl_link *link = NULL;
+	int r = rtnl_link_get_kernel(sk, 0, name, &link);
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV)
+		return 0;
+	if (r < 0)
+		return nl_fail(err, r, "cannot look up interface %s", name);
+	r = rtnl_link_delete(sk, link);
+	rtnl_link_put(link);
+	/* Gone meanwhile (the sandbox's namespace died and took the pair). */
+	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
+		return nl_fail(err, r, "cannot delete interface %s", name);
+	return 0;
+}
+
+/* ---- lifecycle --------------------------------------------------------------------- */
+
+static int fw_locked(int (*fn)(const lc_fw_target_t *, const lc_net_spec_t *, lc_error_t **),
+		     const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **err)
+{
+	_cleanup_close_ int lock = lc_netpool_lock(err);
+	if (lock < 0)
+		return -1;
+	return fn(t, spec, err);
+}
+
+static int fw_remove_cb(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **err)
+{
+	return lc_fw_remove(t->id, err);
+}
+
+int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err)
+{
+	if (spec->mode == LC_NET_NONE)
+		return 0;
+	if (!lc_is_sandbox_id(id))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
+	lc_net_pool_t pool;
+	if (lc_netpool_config(&pool, err) < 0)
+		return -1;
+	lc_lease_t l;
+	if (lc_netpool_alloc(id, &pool, lc_net_mode_name(spec->mode), spec->policy, &l, err) < 0)
+		return -1;
+	/* From here on what was made is undone on error: the chains (added
+	 * in one transaction, so all or nothing), the veth if this call
+	 * created it (never an interface someone else named so), the lease. */
+	bool veth = false;
+	lc_fw_target_t t = {
+		.id = id, .veth = l.veth, .addr4 = l.addr4, .addr6 = l.addr6,
+		.pool4 = l.pool.pool4, .pool6 = l.pool.pool6,
+	};
+	if (setup_links(&l, netns_fd, &veth, err) < 0)
+		goto fail;
+	if (set_sysctl_on("/proc/sys/net/ipv4/ip_forward", err) < 0)
+		goto fail;
+	if (l.addr6[0] && set_sysctl_on("/proc/sys/net/ipv6/conf/all/forwarding", err) < 0)
+		goto fail;
+	if (fw_locked(lc_fw_add, &t, spec, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	fw_locked(fw_remove_cb, &t, NULL, NULL);
+	if (veth)
+		delete_link(l.veth, NULL);
+	lc_netpool_release(id, NULL);
+	return lc_error_wrap(err, "cannot set up the network of sandbox %s", id);
+}
+
+int lc_net_teardown(const char *id, lc_error_t **err)
+{
+	if (!lc_is_sandbox_id(id))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
+	int ret = 0;
+	lc_fw_target_t t = {.id = id};
+	if (fw_locked(fw_remove_cb, &t, NULL, err) < 0)
+		ret = -1;
+	char veth[IF_NAMESIZE];
+	snprintf(veth, sizeof(veth), "lc%s", id);
+	if (delete_link(veth, ret < 0 ? NULL : err) < 0)
+		ret = -1;
+	/* The lease goes last: while anything else might remain, gc can
+	 * still find the sandbox by it. */
+	if (ret == 0 && lc_netpool_release(id, err) < 0)
+		ret = -1;
+	return ret;
+}
+
+static void push_unique(char ***v, const char *s)
+{
+	for (size_t i = 0; (*v)[i]; i++)
+		if (!strcmp((*v)[i], s))
+			return;
+	lc_strv_push(v, s);
+}
+
+int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **err)
+{
+	/* Only root makes sandbox networks; a rootless gc has none to find. */
+	if (geteuid() != 0)
+		return 0;
+	_cleanup_strv_ char **ids = NULL;
+	_cleanup_strv_ char **fw = NULL;
+	if (lc_netpool_list(&ids, err) < 0)
+		return -1;
+	if (lc_fw_list_ids(&fw, err) < 0)
+		return -1;
+	for (size_t i = 0; fw[i]; i++)
+		push_unique(&ids, fw[i]);
+	struct if_nameindex *ifs = if_nameindex();
+	for (struct if_nameindex *p = ifs; p && p->if_name; p++)
+		if (!strncmp(p->if_name, "lc", 2) && lc_is_sandbox_id(p->if_name + 2))
+			push_unique(&ids, p->if_name + 2);
+	if (ifs)
+		if_freenameindex(ifs);
+
+	int cleaned = 0, ret = 0;
+	for (size_t i = 0; ids[i]; i++) {
+		if (is_live && is_live(ids[i], ud))
+			continue;
+		/* A sandbox still being set up by another running lcrun has a
+		 * lease before it has state; leave it to its owner. */
+		lc_lease_t l;
+		lc_error_t *e = NULL;
+		int r = lc_netpool_read(ids[i], &l, &e);
+		lc_error_free(e);
+		if (r == 0 && l.pid != getpid() && lc_lease_owner_alive(&l))
+			continue;
+		if (lc_net_teardown(ids[i], ret < 0 ? NULL : err) < 0)
+			ret = -1;
+		else
+			cleaned++;
+	}
+	return ret < 0 ? -1 : cleaned;
+}
+
+json_t *lc_net_describe(const char *id)
+{
+	lc_lease_t l;
+	lc_error_t *e = NULL;
+	if (!lc_is_sandbox_id(id) || lc_netpool_read(id, &l, &e) != 0) {
+		lc_error_free(e);
+		return NULL;
+	}
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "mode", l.mode, "veth", l.veth, "address", l.addr4,
+			      "gateway", l.gw4);
+	if (l.addr6[0]) {
+		json_object_set_new(o, "address6", json_string(l.addr6));
+		json_object_set_new(o, "gateway6", json_string(l.gw6));
+	}
+	if (l.policy[0])
+		json_object_set_new(o, "policy", json_string(l.policy));
+	long long dropped = geteuid() == 0 ? lc_fw_dropped(id) : -1;
+	if (dropped >= 0)
+		json_object_set_new(o, "dropped_packets", json_integer(dropped));
+	return o;
+}
