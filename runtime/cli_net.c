@@ -1,17 +1,25 @@
 /* cli_net.c — the network options of run/create. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "net.h"
 #include "util.h"
 
 int lc_cli_net_option(lc_spec_t *s, int which, const char *arg, lc_error_t **err)
 {
-	if (which == 0) {
-		if (!strcmp(arg, "none")) {
-			s->net.mode = LC_NET_NONE;
-			return 0;
-		}
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "--net '%s': expected none, allow or open", arg);
+	switch (which) {
+	case 0:
+		return lc_net_parse_mode(arg, &s->net.mode, err);
+	case 1:
+		return lc_net_spec_add_allow(&s->net, arg, err);
+	case 2:
+		return lc_net_spec_add_host(&s->net, arg, err);
+	case 3:
+		free(s->net.dns);
+		s->net.dns = strdup(arg);
+		return 0;
+	default:
+		return lc_net_policy_load(arg, &s->net, err);
 	}
-	return lc_error_set(err, LC_EXIT_USAGE, 0, "network policies are not built into this lcrun");
 }

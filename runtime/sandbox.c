@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "net.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -532,6 +533,8 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 				    (unsigned)s->uid, (unsigned)s->gid, lc_uid_count());
 	if (!c->rootless && lc_cgroup_check_limits(&s->limits, err) < 0)
 		return -1;
+	if (lc_net_validate(&s->net, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -552,6 +555,14 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		c->staging = 0;
 	}
 	trace("teardown");
+	if (c->net_up) {
+		lc_error_t *e = NULL;
+		if (lc_net_teardown(c->id, &e) < 0) {
+			lc_error_print(e, "lcrun: warning");
+			lc_error_free(e);
+		}
+		c->net_up = false;
+	}
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
 		if (lc_cgroup_destroy(c->cg.path, &e) < 0) {
@@ -717,6 +728,16 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			c->idmapped = m.a != 0;
 			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
+			if (c->spec->net.mode != LC_NET_NONE) {
+				char nsp[64];
+				snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", (int)c->staging);
+				_cleanup_close_ int nsfd = open(nsp, O_RDONLY | O_CLOEXEC);
+				if (nsfd < 0)
+					return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
+				if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0)
+					return -1;
+				c->net_up = true;
+			}
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
 		case LC_MSG_PID:

@@ -125,6 +125,7 @@ typedef struct lc_sb {
 	bool host_image;
 	bool state_written;
 	bool name_linked;
+	bool net_up;          /* lc_net_setup() ran: lc_net_teardown() at the end */
 	lc_rootfs_plan_t plan;
 	lc_cgroup_t cg;
 	lc_seccomp_prog_t prog;
