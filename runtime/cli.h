@@ -15,6 +15,7 @@ int lc_cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bool need_cmd);
 /* cli_net.c: --net (which 0), --allow (1), --add-host (2), --dns (3), --net-policy (4). */
 int lc_cli_net_option(lc_spec_t *s, int which, const char *arg, lc_error_t **err);
+int lc_cli_net_finish(lc_spec_t *s, lc_error_t **err);
 
 int lc_cmd_run(int argc, char **argv);
 /* long-lived sandboxes: cli_create.c, cli_exec.c, cli_cp.c, cli_ps.c */

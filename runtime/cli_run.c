@@ -320,6 +320,11 @@ int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bo
 			return -lc_cli_usage_error("unknown option '%s' (see lcrun %s --help)", argv[optind - 1], argv[0]);
 		}
 	}
+	{
+		lc_error_t *err = NULL;
+		if (lc_cli_net_finish(s, &err) < 0)
+			return -lc_cli_fail(err);
+	}
 	if (need_cmd && optind >= argc)
 		return -lc_cli_usage_error("%s: no command given (lcrun %s [OPTIONS] -- CMD [ARGS…])", argv[0], argv[0]);
 	return optind;

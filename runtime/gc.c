@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "net.h"
 #include "util.h"
 
 static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)
@@ -128,6 +129,18 @@ static void gc_names(json_t *removed)
 	}
 }
 
+/* For the network's gc: a sandbox whose processes or monitor live. */
+static bool net_is_live(const char *id, void *ud)
+{
+	(void)ud;
+	if (cgroup_populated(id))
+		return true;
+	_cleanup_json_ json_t *st = lc_state_read(id, NULL);
+	if (!st)
+		return false;
+	return lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st);
+}
+
 int lc_gc(json_t **removed_out, lc_error_t **err)
 {
 	(void)err;
@@ -144,6 +157,12 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 		gc_orphans(cgparent, true, removed);
 	gc_orphans(sbparent, false, removed);
 	gc_names(removed);
+	lc_error_t *e = NULL;
+	int n = lc_net_gc(net_is_live, NULL, &e);
+	if (n > 0)
+		note(removed, "removed the network (veth, firewall chains, address lease) of %d sandbox%s", n,
+		     n == 1 ? "" : "es");
+	lc_error_free(e);
 	if (removed_out)
 		*removed_out = removed;
 	else
