@@ -361,6 +361,42 @@ static int setup_dev(int rootfd, bool rootless, lc_error_t **err)
 	return 0;
 }
 
+/* The mount points pid 1 needs, made here while still privileged: an image
+ * may lack them, and where its layers cannot be idmapped (tmpfs before 6.3,
+ * 9p) root in the sandbox could not create them.  They belong to the
+ * sandbox's root. */
+int lc_mounts_stage_targets(const lc_rootfs_plan_t *plan, lc_error_t **err)
+{
+	_cleanup_close_ int rootfd = open("../rootfs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the staged root");
+	static const char *dirs[] = { "/proc", "/dev", "/tmp", "/etc", "/sys/fs/cgroup", NULL };
+	static const char *files[] = { "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", NULL };
+	for (int i = 0; dirs[i]; i++) {
+		_cleanup_close_ int fd = open_in_root(rootfd, dirs[i], O_PATH | O_DIRECTORY);
+		if (fd >= 0 || !strncmp(dirs[i], "/sys/", 5))
+			continue;
+		fd = mkdirs_in_root(rootfd, dirs[i], err);
+		if (fd < 0)
+			return -1;
+		_cleanup_free_ char *p = lc_strdup_printf("/proc/self/fd/%d", fd);
+		if (chown(p, plan->owner_uid, plan->owner_gid) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s in the sandbox", dirs[i]);
+	}
+	for (int i = 0; files[i]; i++) {
+		_cleanup_close_ int fd = open_in_root(rootfd, files[i], O_PATH);
+		if (fd >= 0)
+			continue;
+		fd = target_in_root(rootfd, files[i], true, err);
+		if (fd < 0)
+			return -1;
+		_cleanup_free_ char *p = lc_strdup_printf("/proc/self/fd/%d", fd);
+		if (chown(p, plan->owner_uid, plan->owner_gid) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s in the sandbox", files[i]);
+	}
+	return 0;
+}
+
 int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
 {
 	bool any = false;

@@ -231,7 +231,8 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}
-	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
+	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
+	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
