@@ -151,7 +151,8 @@ count() { # ARGS for task list: how many tasks
 	[ "${lines[1]}" = 202 ]
 	[ "$(echo "${lines[0]}" | jq '.ids | length')" -eq 50 ]
 	for id in $(echo "${lines[0]}" | jq -r '.ids[]'); do
-		api GET "/tasks/$id/result?wait=60" | head -1 | jq -e '.state == "succeeded" and .result.i == .args.i' >/dev/null
+		r=$(api GET "/tasks/$id/result?wait=120" | head -1)
+		echo "$r" | jq -e '.state == "succeeded" and .result.i == .args.i' >/dev/null || { echo "task $id: $r"; "$LCCTL" task logs "$id" || true; false; }
 	done
 	[ "$("$LCCTL" task list --app demo --state succeeded --json | jq '[.[].result.i] | unique | length')" -eq 50 ]
 	# a map that does not fit is refused whole
