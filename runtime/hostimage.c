@@ -6,7 +6,6 @@
  * covers the host files it copies, so a changed host gets a new skeleton. */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +31,7 @@ static const char *root_dirs[] = { "usr", "proc", "sys", "dev", "tmp", "run", "e
 				   "mnt", "opt", "srv", "media", "var", "var/tmp", "var/lib",
 				   "var/cache", "var/log", "var/spool", NULL };
 
-static void hash_entry(EVP_MD_CTX *ctx, const char *path)
+static void hash_entry(lc_sha256_t *ctx, const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
@@ -40,7 +39,7 @@ static void hash_entry(EVP_MD_CTX *ctx, const char *path)
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "%s %o %lld %lld.%09ld\n", path, st.st_mode,
 			 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-	EVP_DigestUpdate(ctx, buf, (size_t)n);
+	lc_sha256_update(ctx, buf, (size_t)n);
 }
 
 static int copy_tree(const char *src, int dst_dirfd, const char *name, uid_t uid, gid_t gid, int depth);
@@ -140,11 +139,10 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 {
 	uid_t uid = rootless ? getuid() : lc_uid_base();
 	gid_t gid = rootless ? getgid() : (gid_t)lc_uid_base();
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	lc_sha256_t *ctx = lc_sha256_new();
 	char ver[64];
 	int n = snprintf(ver, sizeof(ver), "skel-v1 %u %u\n", (unsigned)uid, (unsigned)gid);
-	EVP_DigestUpdate(ctx, ver, (size_t)n);
+	lc_sha256_update(ctx, ver, (size_t)n);
 	for (int i = 0; etc_allow[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/etc/%s", etc_allow[i]);
 		hash_entry(ctx, p);
@@ -154,9 +152,7 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 		hash_entry(ctx, p);
 	}
 	unsigned char md[32];
-	unsigned mdlen = 0;
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
+	lc_sha256_final(ctx, md);
 	char hex[17];
 	for (int i = 0; i < 8; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);

@@ -18,7 +18,6 @@
 #include <unistd.h>
 #include <linux/seccomp.h>
 
-#include <openssl/evp.h>
 #define LC_SECCOMP_WANT_LIBSECCOMP /* see seccomp.h */
 #include <seccomp.h>
 #include <sys/capability.h>
@@ -567,15 +566,11 @@ int lc_seccomp_compile_file(const char *path, lc_seccomp_prog_t *prog, lc_error_
 
 static int sha256(const void *const *parts, const size_t *lens, size_t n, unsigned char out[32], lc_error_t **err)
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned int olen = 0;
-	bool ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = EVP_DigestUpdate(md, parts[i], lens[i]) == 1;
-	ok = ok && EVP_DigestFinal_ex(md, out, &olen) == 1 && olen == 32;
-	EVP_MD_CTX_free(md);
-	if (!ok)
-		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "SHA-256 failed (libcrypto)");
+	(void)err;
+	lc_sha256_t *h = lc_sha256_new();
+	for (size_t i = 0; i < n; i++)
+		lc_sha256_update(h, parts[i], lens[i]);
+	lc_sha256_final(h, out);
 	return 0;
 }
 

@@ -58,4 +58,11 @@ long long lc_wall_ms(void);
 /* Parse "512M", "2G", "1048576" into bytes; -1 on bad input. */
 int lc_parse_size(const char *s, long long *out);
 
+/* SHA-256 (digest.c), without libcrypto's per-process provider set-up. */
+typedef struct lc_sha256 lc_sha256_t;
+lc_sha256_t *lc_sha256_new(void);
+void lc_sha256_update(lc_sha256_t *h, const void *buf, size_t len);
+void lc_sha256_final(lc_sha256_t *h, unsigned char out[32]); /* frees h */
+void lc_sha256_hex(const unsigned char md[32], char hex[65]);
+
 #endif

@@ -140,6 +140,8 @@ lines|unset|*|x y||/root|0" ]
 		nft delete table inet harness'
 	echo "$output"
 	[ "$status" -eq 0 ]
+	# a boot retried by the watchdog says so first; that is not the guest's output
+	mapfile -t lines < <(echo "$output" | grep -v '^run-vm: ')
 	[ "${lines[0]}" = 0 ]
 	[ "${lines[1]}" = new ]
 	[ "${lines[2]}" = veth ]
