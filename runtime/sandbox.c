@@ -646,6 +646,24 @@ bool lc_single_threaded(void)
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
+/* After pid 1 reported an error before the staging process said its pid:
+ * wait a moment for that word, so that teardown can reap pid 1. */
+static void learn_pid1(lc_sb_t *c)
+{
+	for (int i = 0; i < 4; i++) {
+		struct pollfd p = { c->sp[0], POLLIN, 0 };
+		lc_msg_t m;
+		if (poll(&p, 1, 500) <= 0 || lc_msg_recv(c->sp[0], &m) != 1)
+			return;
+		if (m.type == LC_MSG_PID) {
+			c->init = m.a;
+			waitpid(c->staging, NULL, 0);
+			c->staging = 0;
+			return;
+		}
+	}
+}
+
 int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
@@ -714,6 +732,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		if (lc_write_file(procs, pid, err) < 0)
 			return -1;
 	}
+	bool got_pid = false, got_ready = false;
 	for (;;) {
 		lc_msg_t m;
 		int r = lc_msg_recv(c->sp[0], &m);
@@ -723,6 +742,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		switch (m.type) {
 		case LC_MSG_ERROR:
 			lc_error_from_buf(err, m.text, strlen(m.text));
+			if (!got_pid)
+				learn_pid1(c);
 			return -1;
 		case LC_MSG_USERNS:
 			trace("staged");
@@ -742,15 +763,23 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
 		case LC_MSG_PID:
+			/* pid 1's READY may come first: staging sends this after
+			 * clone returns, pid 1 runs meanwhile.  Both are needed. */
 			trace("pid 1 cloned");
 			c->init = m.a;
 			waitpid(c->staging, NULL, 0);
 			c->staging = 0;
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
+			got_pid = true;
+			if (got_ready)
+				return lc_sb_save_state(c, "running", err);
 			break;
 		case LC_MSG_READY:
 			trace("pid 1 ready");
-			return lc_sb_save_state(c, "running", err);
+			got_ready = true;
+			if (got_pid)
+				return lc_sb_save_state(c, "running", err);
+			break;
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
