@@ -364,8 +364,10 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
-	c->plan.owner_uid = ou;
-	c->plan.owner_gid = og;
+	/* Ids as the staging process sees them: rootless, it works inside its
+	 * own user namespace, where the caller is 0. */
+	c->plan.owner_uid = c->rootless ? 0 : ou;
+	c->plan.owner_gid = c->rootless ? 0 : og;
 	bool host = !s->rootfs;
 	if (s->image) {
 		if (lc_image_resolve(s->image, &c->img, err) < 0)

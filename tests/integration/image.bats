@@ -5,7 +5,10 @@
 setup() {
 	LCRUN=${LCRUN:-$BATS_TEST_DIRNAME/../../build/lcrun}
 	MKTAR="python3 $BATS_TEST_DIRNAME/../fixtures/mktar.py"
-	T=$(mktemp -d /var/tmp/lcrun-image-bats.XXXXXX)
+	# On the disk that holds /var/lib/lcrun: in the VM suite that is ext4,
+	# while /var/tmp is a tmpfs that its 6.1 kernel cannot idmap.
+	mkdir -p /var/lib/lcrun/tests
+	T=$(mktemp -d /var/lib/lcrun/tests/image-bats.XXXXXX)
 	export LCRUN_ROOT=$T/root LCRUN_STATE_DIR=$T/state
 	mkdir -p "$LCRUN_STATE_DIR"
 	STORE=$LCRUN_ROOT/images
@@ -13,6 +16,7 @@ setup() {
 
 teardown() {
 	rm -rf "$T"
+	rmdir /var/lib/lcrun/tests 2>/dev/null || true
 }
 
 # A listing of a tree: path, type, mode, owner, size, content hash, link target.
@@ -302,8 +306,15 @@ done'
 
 @test "snapshot of a host-image sandbox runs on the host's /usr with its changes" {
 	busybox_image probe
+	rc=0
 	timeout -k 2 60 "$LCRUN" run --keep --name hostsrc -- sh -c \
-		'echo tool >/usr/local/bin/lcrun-test-tool && chmod 755 /usr/local/bin/lcrun-test-tool && echo conf >/etc/lcrun-test.conf && mkdir -p /root/work && echo w >/root/work/f'
+		'echo tool >/usr/local/bin/lcrun-test-tool && chmod 755 /usr/local/bin/lcrun-test-tool && echo conf >/etc/lcrun-test.conf && mkdir -p /root/work && echo w >/root/work/f' || rc=$?
+	id=$(readlink "$LCRUN_STATE_DIR/names/hostsrc")
+	if [ "$(jq -r .idmapped "$LCRUN_STATE_DIR/$id/state.json")" = false ]; then
+		rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/hostsrc"
+		skip "this host's /usr cannot be idmapped (9p in the VM suite); root inside cannot write to it"
+	fi
+	[ "$rc" -eq 0 ]
 	"$LCRUN" snapshot hostsrc hostsnap
 	[ "$("$LCRUN" image inspect hostsnap | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["base"], len(j["layers"]))')" = "host 1" ]
 	run timeout -k 2 60 "$LCRUN" run --image hostsnap -- sh -c 'cat /usr/local/bin/lcrun-test-tool /etc/lcrun-test.conf /root/work/f; test -x /usr/bin/env && echo host-usr'
