@@ -201,14 +201,6 @@ static int build_from(struct build *b, const char *from, char *key, char **paren
 	return 0;
 }
 
-static json_t *strv_json(char **v)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; v && v[i]; i++)
-		json_array_append_new(a, json_string(v[i]));
-	return a;
-}
-
 /* Config changes for env/workdir/user/entrypoint/cmd steps. */
 static int config_change(const char *parent, const char *kind, json_t *val, json_t **out, lc_error_t **err)
 {
@@ -243,7 +235,7 @@ static int config_change(const char *parent, const char *kind, json_t *val, json
 			if (!replaced)
 				lc_strv_push(&env, kv);
 		}
-		*out = json_pack("{s:o}", "Env", strv_json(env));
+		*out = json_pack("{s:o}", "Env", lc_strv_to_json(env));
 		return 0;
 	}
 	static const struct { const char *kind, *field; bool array; } map[] = {

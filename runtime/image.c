@@ -445,19 +445,6 @@ static bool desc_trusted(json_t *desc)
 	return t && !strcmp(t, "true");
 }
 
-static char **strv_from_json(json_t *arr)
-{
-	if (!json_is_array(arr))
-		return NULL;
-	char **v = lc_xmalloc0(sizeof(char *));
-	size_t i;
-	json_t *s;
-	json_array_foreach(arr, i, s)
-		if (json_is_string(s))
-			lc_strv_push(&v, json_string_value(s));
-	return v;
-}
-
 static char *str_or_null(json_t *s)
 {
 	const char *v = json_string_value(s);
@@ -500,11 +487,11 @@ int lc_image_resolve(const char *name, lc_image_resolved_t **out, lc_error_t **e
 		r->diff_ids[i] = strdup(diff);
 	}
 	json_t *c = json_object_get(im.config, "config");
-	r->config.env = strv_from_json(json_object_get(c, "Env"));
+	r->config.env = lc_json_to_strv(json_object_get(c, "Env"));
 	r->config.workdir = str_or_null(json_object_get(c, "WorkingDir"));
 	r->config.user = str_or_null(json_object_get(c, "User"));
-	r->config.entrypoint = strv_from_json(json_object_get(c, "Entrypoint"));
-	r->config.cmd = strv_from_json(json_object_get(c, "Cmd"));
+	r->config.entrypoint = lc_json_to_strv(json_object_get(c, "Entrypoint"));
+	r->config.cmd = lc_json_to_strv(json_object_get(c, "Cmd"));
 	img_clear(&im);
 	*out = r;
 	return 0;

@@ -102,32 +102,13 @@ int lc_rlimit_parse(const char *arg, lc_rlimit_t *out, lc_error_t **err)
 	return 0;
 }
 
-static json_t *strv_json(char **v)
-{
-	json_t *a = json_array();
-	for (size_t i = 0; v && v[i]; i++)
-		json_array_append_new(a, json_string(v[i]));
-	return a;
-}
-
-static char **json_strv(json_t *a)
-{
-	char **v = NULL;
-	size_t i;
-	json_t *x;
-	json_array_foreach(a, i, x)
-		if (json_is_string(x))
-			lc_strv_push(&v, json_string_value(x));
-	return v;
-}
-
 #define JSTR(x) ((x) ? json_string(x) : json_null())
 
 json_t *lc_spec_to_json(const lc_spec_t *s)
 {
 	json_t *j = json_object();
-	json_object_set_new(j, "argv", strv_json(s->argv));
-	json_object_set_new(j, "env", strv_json(s->env));
+	json_object_set_new(j, "argv", lc_strv_to_json(s->argv));
+	json_object_set_new(j, "env", lc_strv_to_json(s->env));
 	json_object_set_new(j, "workdir", JSTR(s->workdir));
 	json_object_set_new(j, "hostname", JSTR(s->hostname));
 	json_object_set_new(j, "uid", json_integer(s->uid));
@@ -174,8 +155,8 @@ static char *jdup(json_t *j, const char *k)
 lc_spec_t *lc_spec_from_json(json_t *j)
 {
 	lc_spec_t *s = lc_spec_new();
-	s->argv = json_strv(json_object_get(j, "argv"));
-	s->env = json_strv(json_object_get(j, "env"));
+	s->argv = lc_json_to_strv(json_object_get(j, "argv"));
+	s->env = lc_json_to_strv(json_object_get(j, "env"));
 	s->workdir = jdup(j, "workdir");
 	s->hostname = jdup(j, "hostname");
 	s->seccomp = jdup(j, "seccomp");

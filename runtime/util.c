@@ -303,3 +303,24 @@ int lc_parse_size(const char *s, long long *out)
 	*out = (long long)(v * (double)mul);
 	return 0;
 }
+
+json_t *lc_strv_to_json(char *const *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; v && v[i]; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+char **lc_json_to_strv(json_t *arr)
+{
+	if (!json_is_array(arr))
+		return NULL;
+	char **v = lc_xmalloc0(sizeof(char *));
+	size_t i;
+	json_t *s;
+	json_array_foreach(arr, i, s)
+		if (json_is_string(s))
+			lc_strv_push(&v, json_string_value(s));
+	return v;
+}

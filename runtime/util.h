@@ -38,6 +38,9 @@ void *lc_xmalloc0(size_t n);
 size_t lc_strv_len(char *const *v);
 int lc_strv_push(char ***v, const char *s);
 void lc_strv_free(char **v);
+/* A string vector as a JSON array and back (NULL when arr is no array). */
+json_t *lc_strv_to_json(char *const *v);
+char **lc_json_to_strv(json_t *arr);
 
 /* Write a whole buffer to a file atomically (tmp + fsync + rename). */
 int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err);

@@ -275,16 +275,17 @@ wait_for() {
 @test "past its ttl a sandbox is gone, past its idle timeout it is stopped, with no command run" {
 	new_sandbox --ttl 2
 	local ttl=$SB
-	new_sandbox --idle-timeout 2
+	new_sandbox --idle-timeout 3
 	local idle=$SB
-	# an exec that runs keeps it busy
-	"$LCRUN" exec -d "$idle" -- sleep 3
+	# an exec that runs keeps it busy (past its idle timeout, with margin
+	# for a loaded machine)
+	"$LCRUN" exec -d "$idle" -- sleep 7
 	sleep 4
 	[ "$(state_of "$idle")" = running ]
 	[ ! -d "$LCRUN_RUN/$ttl" ]
 	[ ! -d "$LCRUN_LIB/sandboxes/$ttl" ]
 	[ ! -d "$(cgroup2_root)/lcrun/$ttl" ]
-	wait_for 5 bash -c '[ "$("$0" inspect "$1" | jq -r .status)" = stopped ]' "$LCRUN" "$idle"
+	wait_for 15 bash -c '[ "$("$0" inspect "$1" | jq -r .status)" = stopped ]' "$LCRUN" "$idle"
 	run "$LCRUN" inspect "$idle"
 	[ "$(jq -r .stop_reason <<< "$output")" = "idle timeout" ]
 	# a stopped sandbox with a ttl still goes when it expires
