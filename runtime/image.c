@@ -55,25 +55,10 @@ static char *tmp_dir(void)
 	return lc_strdup_printf("%s/tmp", lc_lib_dir());
 }
 
-static int lock_file(const char *path, int op, lc_error_t **err)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return lc_error_set(err, errno == EACCES ? LC_EXIT_PERM : LC_EXIT_RUNTIME, errno, "cannot open %s", path);
-	while (flock(fd, op) < 0) {
-		if (errno == EINTR)
-			continue;
-		int e = errno;
-		close(fd);
-		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot lock %s", path);
-	}
-	return fd;
-}
-
 static int lock_named(const char *which, int op, lc_error_t **err)
 {
 	_cleanup_free_ char *p = lc_strdup_printf("%s/.%s.lock", lc_lib_dir(), which);
-	return lock_file(p, op, err);
+	return lc_lock_file(p, op, err);
 }
 
 static int store_init(lc_error_t **err);
@@ -431,7 +416,7 @@ static int unpack_layer(const char *blob_hex, const char *diff_hex, unsigned fla
 	if (stat(final, &st) == 0)
 		return 0;
 	_cleanup_free_ char *lpath = lc_strdup_printf("%s/.lock-%s", layers, diff_hex);
-	_cleanup_close_ int lk = lock_file(lpath, LOCK_EX, err);
+	_cleanup_close_ int lk = lc_lock_file(lpath, LOCK_EX, err);
 	if (lk < 0)
 		return -1;
 	int r = stat(final, &st) == 0 ? 0 : unpack_layer_locked(blob_hex, diff_hex, final, flags, err);

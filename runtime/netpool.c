@@ -273,17 +273,7 @@ int lc_netpool_lock(lc_error_t **err)
 	if (lc_mkdir_p(dir, 0700, err) < 0)
 		return -1;
 	_cleanup_free_ char *path = lc_strdup_printf("%s/pool.lock", dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open the address pool lock %s", path);
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno == EINTR)
-			continue;
-		int e = errno;
-		close(fd);
-		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot lock %s", path);
-	}
-	return fd;
+	return lc_lock_file(path, LOCK_EX, err);
 }
 
 static char *lease_path(const char *id)

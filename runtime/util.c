@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -323,4 +324,19 @@ char **lc_json_to_strv(json_t *arr)
 		if (json_is_string(s))
 			lc_strv_push(&v, json_string_value(s));
 	return v;
+}
+
+int lc_lock_file(const char *path, int op, lc_error_t **err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return lc_error_set(err, errno == EACCES ? LC_EXIT_PERM : LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	while (flock(fd, op) < 0) {
+		if (errno == EINTR)
+			continue;
+		int e = errno;
+		close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot lock %s", path);
+	}
+	return fd;
 }

@@ -51,6 +51,9 @@ int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
 /* rm -rf that never crosses into another mount. */
 int lc_rm_rf(const char *path, lc_error_t **err);
+/* Open (creating, 0600) and flock(op) a lock file, retrying on EINTR;
+ * returns the fd that holds the lock. */
+int lc_lock_file(const char *path, int op, lc_error_t **err);
 int lc_write_all(int fd, const void *buf, size_t len);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
 /* Random lowercase hex id of n chars (n even, <= 64). */
