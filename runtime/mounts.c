@@ -79,6 +79,21 @@ static int mount_overlay(const char *target, const char *lowers, const char *upp
 	return 0;
 }
 
+/* The path the overlay uses for lower src: src itself when rootless, else
+ * src attached at dst (idmapped where the filesystem allows; plan->idmap_ok
+ * notes where it did not).  NULL on error. */
+static const char *use_lower(lc_rootfs_plan_t *plan, const char *src, const char *dst, lc_error_t **err)
+{
+	if (plan->rootless)
+		return src;
+	int r = attach_lower(src, dst, plan->idmap_userns_fd, err);
+	if (r < 0)
+		return NULL;
+	if (r == 0)
+		plan->idmap_ok = false;
+	return dst;
+}
+
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 {
 	/* The layers live in sbdir/private (0700, host root only); pid 1
@@ -98,14 +113,8 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/%zu", i);
 		const char *use = plan->lowers[i];
-		if (plan->lower_idmap && plan->lower_idmap[i] && !plan->rootless) {
-			int r = attach_lower(plan->lowers[i], dst, plan->idmap_userns_fd, err);
-			if (r < 0)
-				return -1;
-			if (r == 0)
-				plan->idmap_ok = false;
-			use = dst;
-		}
+		if (plan->lower_idmap && plan->lower_idmap[i] && !(use = use_lower(plan, plan->lowers[i], dst, err)))
+			return -1;
 		char *nl = lc_strdup_printf("%s%s%s", lowers, i ? ":" : "", use);
 		free(lowers);
 		lowers = nl;
@@ -113,28 +122,16 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 	if (mount_overlay("../rootfs", lowers, "ovl/upper", "ovl/work", plan->rootless, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
-		const char *usr_lower = "/usr";
-		if (!plan->rootless) {
-			int r = attach_lower("/usr", "ovl/lower/usr", plan->idmap_userns_fd, err);
-			if (r < 0)
-				return -1;
-			if (r == 0)
-				plan->idmap_ok = false;
-			usr_lower = "ovl/lower/usr";
-		}
+		const char *usr_lower = use_lower(plan, "/usr", "ovl/lower/usr", err);
+		if (!usr_lower)
+			return -1;
 		/* an image on the host base: its layers' usr/ above the host's */
 		_cleanup_free_ char *ulowers = strdup("");
 		for (size_t i = 0; plan->usr_lowers && plan->usr_lowers[i]; i++) {
 			_cleanup_free_ char *dst = lc_strdup_printf("ovl/lower/usr%zu", i);
-			const char *use = plan->usr_lowers[i];
-			if (!plan->rootless) {
-				int r = attach_lower(plan->usr_lowers[i], dst, plan->idmap_userns_fd, err);
-				if (r < 0)
-					return -1;
-				if (r == 0)
-					plan->idmap_ok = false;
-				use = dst;
-			}
+			const char *use = use_lower(plan, plan->usr_lowers[i], dst, err);
+			if (!use)
+				return -1;
 			char *nl = lc_strdup_printf("%s%s:", ulowers, use);
 			free(ulowers);
 			ulowers = nl;
