@@ -49,7 +49,10 @@ typedef struct lcd_app {
 	char **maps;
 	lcd_webhook_t *webhooks;
 	size_t n_webhooks;
+	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
 } lcd_app_t;
+
+#define LCD_SANDBOXES_MAX_DEFAULT 10
 
 /* Validate a manifest and build the app (refs = 1).  Errors name the JSON
  * path: "functions.solve.timeout: expected a positive integer". */
@@ -63,6 +66,10 @@ void lcd_app_unref(lcd_app_t *app);
  * *skipped how many due slots are not fired. */
 size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
 			long long *newest, size_t *skipped);
+
+/* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
+ * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
+int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);
 
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
