@@ -444,6 +444,18 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 	_cleanup_free_ char *secrets = json_dumps(r->secrets, JSON_COMPACT);
 	if (lcd_db_begin(lcd->db, err) < 0)
 		return -1;
+	if (!who->operator) {
+		/* The task may have ended since its request came in: its token is
+		 * dropped before its sandboxes are collected, so a task without a
+		 * token gets none (and one with a token has these rows collected). */
+		long long live = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM tokens WHERE task_id = ?", "s",
+						  who->task);
+		if (live <= 0) {
+			if (live == 0)
+				lc_error_set(err, LC_EXIT_PERM, 0, "task %s has ended", who->task);
+			goto fail;
+		}
+	}
 	if (max >= 0) {
 		long long have = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE app = ?", "s", who->app);
 		if (have < 0)
