@@ -85,7 +85,26 @@ START_TEST(test_good)
 	ck_assert(lcd_app_has_map(app, "claims"));
 	ck_assert(!lcd_app_has_map(app, "other"));
 	ck_assert_int_eq(app->n_webhooks, 1);
+	ck_assert_int_eq(app->sandboxes_max, LCD_SANDBOXES_MAX_DEFAULT);
 	lcd_app_unref(app);
+}
+END_TEST
+
+START_TEST(test_sandboxes_max)
+{
+	char *text = mutate("\"maps\": [\"claims\"]", "\"maps\": [\"claims\"], \"sandboxes\": {\"max\": 0}");
+	json_t *m = json_loads(text, 0, NULL);
+	lcd_app_t *app = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	ck_assert_int_eq(app->sandboxes_max, 0); /* its tasks may make none */
+	lcd_app_unref(app);
+	json_decref(m);
+	free(text);
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": -2}", "sandboxes.max: expected a non-negative integer");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": 20000}", "sandboxes.max: at most 10000");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"mx\": 2}", "sandboxes.mx: unknown key");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": 3", "sandboxes: expected an object {\"max\": N}");
 }
 END_TEST
 
@@ -173,6 +192,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_paths);
+	tcase_add_test(tc, test_sandboxes_max);
 	tcase_add_test(tc, test_schedule_due);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
