@@ -228,6 +228,8 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 	lc_strv_push(&spec->env, "LC_TASK_DIR=/run/task");
 	lc_strv_push(&spec->env, "LC_TASK_ARGS=/run/task/args.json");
 	lc_strv_push(&spec->env, "LC_TASK_RESULT=/run/task/result.json");
+	for (size_t i = 0; j->app->config && j->app->config[i]; i++) /* the manifest's config: not secret */
+		lc_strv_push(&spec->env, j->app->config[i]);
 	for (size_t i = 0; f->secrets && f->secrets[i]; i++) {
 		_cleanup_free_ char *v = lcd_store_secret_get(j->lcd->db, f->secrets[i], err);
 		if (!v) {
