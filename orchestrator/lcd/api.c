@@ -673,6 +673,29 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 }
 
+struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err)
+{
+	_cleanup_free_ char *host = strdup(addr);
+	char *colon = strrchr(host, ':');
+	if (!colon) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "%s '%s': expected HOST:PORT", what, addr);
+		return NULL;
+	}
+	*colon = '\0';
+	char *h = host;
+	if (*h == '[' && colon > h && colon[-1] == ']') {
+		h++;
+		colon[-1] = '\0';
+	}
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int rc = getaddrinfo(h, colon + 1, &hints, &ai);
+	if (rc != 0) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "%s '%s': %s", what, addr, gai_strerror(rc));
+		return NULL;
+	}
+	return ai;
+}
+
 int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
 		  lc_error_t **err)
 {
@@ -691,23 +714,10 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *tok
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener %s needs a bearer token (token_file)", tcp_addr);
 		}
 		api->token = strdup(token);
-		_cleanup_free_ char *host = strdup(tcp_addr);
-		char *colon = strrchr(host, ':');
-		if (!colon) {
+		struct addrinfo *ai = lcd_listen_addr(tcp_addr, "tcp listener", err);
+		if (!ai) {
 			lcd_api_stop(api);
-			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': expected HOST:PORT", tcp_addr);
-		}
-		*colon = '\0';
-		char *h = host;
-		if (*h == '[' && colon[-1] == ']') {
-			h++;
-			colon[-1] = '\0';
-		}
-		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-		int rc = getaddrinfo(h, colon + 1, &hints, &ai);
-		if (rc != 0) {
-			lcd_api_stop(api);
-			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': %s", tcp_addr, gai_strerror(rc));
+			return -1;
 		}
 		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6);
 		freeaddrinfo(ai);
