@@ -601,15 +601,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size <= lcd->max_body) {
-			rq->body = realloc(rq->body, rq->len + *upload_size + 1);
-			memcpy(rq->body + rq->len, upload, *upload_size);
-			rq->len += *upload_size;
-			rq->body[rq->len] = '\0';
-		} else {
-			rq->too_big = true;
-		}
-		*upload_size = 0;
+		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, lcd->max_body);
 		return MHD_YES;
 	}
 	if (rq->too_big)
@@ -671,6 +663,19 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 					MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 	return MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+}
+
+void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max)
+{
+	if (!*too_big && *len + *n <= max) {
+		*body = realloc(*body, *len + *n + 1);
+		memcpy(*body + *len, piece, *n);
+		*len += *n;
+		(*body)[*len] = '\0';
+	} else {
+		*too_big = true;
+	}
+	*n = 0;
 }
 
 struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err)

@@ -380,13 +380,7 @@ static enum MHD_Result process_and_answer(struct ctx *x, lcd_app_t *app, const l
 	pthread_mutex_lock(&srv->lock);
 	srv->handing++;
 	pthread_mutex_unlock(&srv->lock);
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, process_thread, h);
-	pthread_attr_destroy(&attr);
-	if (e != 0)
+	if (lcd_thread_detached(process_thread, h) != 0)
 		process_thread(h); /* no thread to spare: do it here */
 
 	struct timespec ts;
@@ -454,15 +448,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size <= srv->max_body) {
-			rq->body = realloc(rq->body, rq->len + *upload_size + 1);
-			memcpy(rq->body + rq->len, upload, *upload_size);
-			rq->len += *upload_size;
-			rq->body[rq->len] = '\0';
-		} else {
-			rq->too_big = true;
-		}
-		*upload_size = 0;
+		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, srv->max_body);
 		return MHD_YES;
 	}
 	if (rq->too_big)
