@@ -117,7 +117,7 @@ static void peer_of(struct MHD_Connection *c, char *buf, size_t len)
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *text = json_dumps(body ? body : json_object(), JSON_COMPACT);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
 	size_t len = strlen(text);
 	text = realloc(text, len + 2);
 	text[len++] = '\n';
