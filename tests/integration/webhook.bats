@@ -235,18 +235,31 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(tasks)" -eq 2 ]
 }
 
-@test "webhook: answered within 10 s while another process holds the database's write lock" {
-	# lcd waits 5 s for a locked database, then says so: 503, nothing spawned
-	(echo 'BEGIN EXCLUSIVE;'; sleep 9; echo 'COMMIT;') |
-		sqlite3 "$LCRUN_ROOT/lcd.db" &
+@test "webhook: answered within 10 s while another process holds the database's write lock; handed on once" {
+	# lcd's statements wait up to 5 s each for a locked database; the
+	# connection waits at most 8 s for them: 503 if the delivery was not
+	# taken yet, 202 if it was being queued (the outcome is logged later)
+	(echo 'BEGIN EXCLUSIVE;'; sleep 9; echo 'COMMIT;') | sqlite3 "$LCRUN_ROOT/lcd.db" &
 	locker=$!
 	sleep 1
 	read -r st secs < <(deliver github issues l-1 "$PAYLOAD")
 	echo "# answered $st in ${secs}s with the database locked" >&3
-	[ "$st" = 503 ] || [ "$st" = 202 ]
 	awk -v s="$secs" 'BEGIN { exit !(s < 10) }'
+	[ "$st" = 503 ] || [ "$st" = 202 ]
 	wait "$locker"
-	[ "$(status_of github issues l-1 "$PAYLOAD")" = 202 ] # the record was dropped: a redelivery is taken
+	then=
+	if [ "$st" = 202 ]; then
+		# the late outcome, one more line
+		for _ in $(seq 150); do
+			then=$(sed -n 's/.*webhook hooks\/github delivery l-1 event issues.labeled from 127.0.0.1: then \([0-9]*\) .*/\1/p' "$T/lcd.log")
+			[ -n "$then" ] && break
+			sleep 0.1
+		done
+		[ -n "$then" ]
+	fi
+	# GitHub's redelivery: a duplicate if it was taken, else taken now
+	again=$(status_of github issues l-1 "$PAYLOAD")
+	if [ "$st" = 503 ] || [ "$then" != 202 ]; then [ "$again" = 202 ]; else [ "$again" = 200 ]; fi
 	[ "$(tasks)" -eq 1 ]
 }
 
