@@ -328,6 +328,18 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* The webhook listener before any other thread: a bad address or
+	 * certificate ends lcd here, with nothing running yet. */
+	lcd_webhook_srv_t *hooks = NULL;
+	if (cfg.webhook_listen) {
+		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
+					 (size_t)cfg.webhook_max_body };
+		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0) {
+			unlink(sock);
+			return fail(err);
+		}
+	}
+
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -338,16 +350,7 @@ int main(int argc, char **argv)
 	}
 	if (token)
 		explicit_bzero(token, strlen(token));
-	lcd_webhook_srv_t *hooks = NULL;
-	if (cfg.webhook_listen) {
-		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
-					 (size_t)cfg.webhook_max_body };
-		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0) {
-			lcd_api_stop(api);
-			unlink(sock);
-			return fail(err);
-		}
-	}
+
 	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
 		cfg.listen ? cfg.listen : "", dbpath, lcd.n_apps);
 	notify("READY=1");
