@@ -248,7 +248,10 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$st" = 503 ] || [ "$st" = 202 ]
 	wait "$locker"
 	then=
-	if [ "$st" = 202 ]; then
+	if [ "$st" = 202 ] && jq -e .task "$T/answer" >/dev/null; then
+		then=202 # it was queued in time
+	elif [ "$st" = 202 ]; then
+		jq -e '.note == "still being queued"' "$T/answer"
 		# the late outcome, one more line
 		for _ in $(seq 150); do
 			then=$(sed -n 's/.*webhook hooks\/github delivery l-1 event issues.labeled from 127.0.0.1: then \([0-9]*\) .*/\1/p' "$T/lcd.log")
