@@ -62,7 +62,17 @@ static const char *const migrations[] = {
 	"  name TEXT PRIMARY KEY,"
 	"  value BLOB NOT NULL,"
 	"  updated_at INTEGER NOT NULL);",
-	/* 1 -> 2: the sandbox API.  A task's token is kept as its SHA-256
+	/* 1 -> 2: webhook deliveries already handed on (delivery.c) */
+	"CREATE TABLE webhook_deliveries ("
+	"  app TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,"
+	"  hook TEXT NOT NULL,"
+	"  delivery TEXT NOT NULL,"
+	"  event TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  received_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (app, hook, delivery));"
+	"CREATE INDEX webhook_deliveries_age ON webhook_deliveries(received_at);",
+	/* 2 -> 3: the sandbox API.  A task's token is kept as its SHA-256
 	 * only; a sandbox's row is written before the sandbox is made, so a
 	 * crash at any moment leaves a row that names what to remove. */
 	"CREATE TABLE tokens ("
