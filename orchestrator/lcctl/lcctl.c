@@ -175,7 +175,7 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "-";
 }
 
-static void fmt_time(json_t *v, char *buf, size_t len)
+void lcctl_fmt_time(json_t *v, char *buf, size_t len)
 {
 	if (!json_is_integer(v)) {
 		snprintf(buf, len, "-");
@@ -435,7 +435,7 @@ static int v_task(struct opts *o)
 		json_t *t;
 		json_array_foreach(tasks, i, t) {
 			char created[32], fn[128], secs[32] = "-", ec[16] = "-";
-			fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
+			lcctl_fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
 			snprintf(fn, sizeof(fn), "%s:%s", str(t, "app"), str(t, "function"));
 			json_t *s0 = json_object_get(t, "started_at"), *s1 = json_object_get(t, "finished_at");
 			if (json_is_integer(s0) && json_is_integer(s1))
@@ -644,7 +644,7 @@ static int v_deployment(struct opts *o)
 			snprintf(name, sizeof(name), "%s:%s", str(s, "app"), str(s, "name"));
 			json_t *nx = json_object_get(s, "next");
 			if (json_is_integer(nx))
-				fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
+				lcctl_fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
 			printf("%-30s %-20s %-20s %-8s %s\n", name, str(s, "cron"), str(s, "function"),
 			       json_is_true(json_object_get(s, "paused")) ? "stopped" : "active", next);
 		}

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -191,18 +190,6 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 	return 0;
 }
 
-static void fmt_time(json_t *v, char *buf, size_t len)
-{
-	if (!json_is_integer(v)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	time_t t = (time_t)(json_integer_value(v) / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static const char *s_or(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
@@ -267,7 +254,7 @@ static int v_ls(int argc, char **argv)
 	json_t *s;
 	json_array_foreach(list, i, s) {
 		char created[32], owner[64], mem[32] = "-";
-		fmt_time(json_object_get(s, "created"), created, sizeof(created));
+		lcctl_fmt_time(json_object_get(s, "created"), created, sizeof(created));
 		json_t *ow = json_object_get(s, "owner");
 		if (!strcmp(s_or(ow, "kind"), "task"))
 			snprintf(owner, sizeof(owner), "%s:%s", s_or(ow, "app"), s_or(ow, "task"));

@@ -43,7 +43,7 @@ static int bad(lc_error_t **err, const char *path, const char *what)
 }
 
 /* Refuse keys outside the allowed list (catches typos like "concurency"). */
-static int check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err)
+int lcd_check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err)
 {
 	const char *key;
 	json_t *v;
@@ -122,7 +122,7 @@ int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **e
 		return 0;
 	if (!json_is_object(v))
 		return bad(err, path, "expected an object");
-	if (check_keys(v, path, keys, err) < 0)
+	if (lcd_check_keys(v, path, keys, err) < 0)
 		return -1;
 	json_t *m;
 	if ((m = json_object_get(v, "memory"))) {
@@ -178,7 +178,7 @@ static int entry_start(const char *section, const char *what, const char *name, 
 	}
 	if (!json_is_object(v))
 		return bad(err, *path, "expected an object");
-	return check_keys(v, *path, keys, err);
+	return lcd_check_keys(v, *path, keys, err);
 }
 
 /* PATH.function: required, naming one of the app's functions. */
@@ -419,7 +419,7 @@ static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
 		return 0;
 	if (!json_is_object(v))
 		return bad(err, "sandboxes", "expected an object {\"max\": N}");
-	if (check_keys(v, "sandboxes", keys, err) < 0)
+	if (lcd_check_keys(v, "sandboxes", keys, err) < 0)
 		return -1;
 	long long n = LCD_SANDBOXES_MAX_DEFAULT;
 	if (get_int(v, "max", "sandboxes", 0, 10000, &n, err) < 0)
@@ -439,7 +439,7 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		"webhooks", "budget", "repository", "config", "sandboxes", NULL };
 	if (!json_is_object(m))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "manifest: expected a JSON object");
-	if (check_keys(m, "", keys, err) < 0)
+	if (lcd_check_keys(m, "", keys, err) < 0)
 		return -1;
 	lcd_app_t *app = lc_xmalloc0(sizeof(*app));
 	app->refs = 1;

@@ -69,6 +69,9 @@ void lcd_app_unref(lcd_app_t *app);
 size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
 			long long *newest, size_t *skipped);
 
+/* Refuse keys of obj outside allowed (NULL-terminated): "PATH.KEY: unknown
+ * key" ("KEY: …" when path is ""), so that typos do not pass silently. */
+int lcd_check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err);
 /* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
  * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);

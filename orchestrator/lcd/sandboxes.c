@@ -248,7 +248,7 @@ static int parse_labels(json_t *v, json_t **out, lc_error_t **err)
 /* mounts: [{"source", "target", "readonly"}], the operator's only. */
 static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_error_t **err)
 {
-	static const char *const keys[] = { "source", "target", "readonly" };
+	static const char *const keys[] = { "source", "target", "readonly", NULL };
 	if (!v)
 		return 0;
 	if (!who->operator)
@@ -261,17 +261,8 @@ static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_
 		_cleanup_free_ char *p = lc_strdup_printf("mounts[%zu]", i);
 		if (!json_is_object(m))
 			return bad(err, LC_EXIT_INVALID, p, "expected an object");
-		const char *k;
-		json_t *x;
-		json_object_foreach(m, k, x) {
-			bool known = false;
-			for (size_t t = 0; t < sizeof(keys) / sizeof(keys[0]); t++)
-				known |= !strcmp(k, keys[t]);
-			if (!known) {
-				_cleanup_free_ char *kp = lc_strdup_printf("%s.%s", p, k);
-				return bad(err, LC_EXIT_INVALID, kp, "unknown key (source, target, readonly)");
-			}
-		}
+		if (lcd_check_keys(m, p, keys, err) < 0)
+			return -1;
 		const char *src = json_string_value(json_object_get(m, "source"));
 		const char *dst = json_string_value(json_object_get(m, "target"));
 		json_t *ro = json_object_get(m, "readonly");
@@ -329,15 +320,9 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	_cleanup_json_ json_t *hold = req;
 	if (!json_is_object(req))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "request body: expected a JSON object");
-	const char *key;
+	if (lcd_check_keys(req, "", keys, err) < 0)
+		return -1;
 	json_t *v;
-	json_object_foreach(req, key, v) {
-		bool ok = false;
-		for (size_t i = 0; keys[i]; i++)
-			ok |= !strcmp(keys[i], key);
-		if (!ok)
-			return bad(err, LC_EXIT_INVALID, key, "unknown key");
-	}
 	lc_spec_t *s = r->spec = lc_spec_new();
 	if (!s)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot make a sandbox spec");

@@ -121,16 +121,7 @@ static int check_keys(json_t *b, const char *const *keys, lc_error_t **err)
 		return 0;
 	if (!json_is_object(b))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "request body: expected a JSON object");
-	const char *k;
-	json_t *v;
-	json_object_foreach(b, k, v) {
-		bool ok = false;
-		for (size_t i = 0; keys[i]; i++)
-			ok |= !strcmp(keys[i], k);
-		if (!ok)
-			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: unknown key", k);
-	}
-	return 0;
+	return lcd_check_keys(b, "", keys, err);
 }
 
 /* ---- one command ---- */

@@ -8,16 +8,12 @@
 FIXTURES="$BATS_TEST_DIRNAME/../fixtures/lcd"
 SRC="$BATS_TEST_DIRNAME/../.."
 
+load lcd-lib
+
 setup() {
-	[ "$(id -u)" = 0 ] || skip "needs root"
+	lcd_setup
 	command -v /usr/bin/python3 >/dev/null || skip "needs /usr/bin/python3"
-	LCRUN="${LCRUN:-$BATS_TEST_DIRNAME/../../build/lcrun}"
-	BIN="$(dirname "$LCRUN")"
-	LCD="${LCD:-$BIN/lcd}"
-	LCCTL="${LCCTL:-$BIN/lcctl}"
-	T="$(mktemp -d /tmp/sbapi-bats.XXXXXX)"
-	export LCRUN_ROOT="$T/root" LCRUN_STATE_DIR="$T/state"
-	export LCD_SOCKET="$T/lcd.sock"
+	LCRUN="${LCRUN:-$BIN/lcrun}"
 	TASK_SOCKET="$T/lcd-task.sock"
 	SECRET="sb-s3cr3t-$RANDOM-$RANDOM-value"
 	start_lcd
@@ -35,33 +31,7 @@ teardown() {
 		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
 		"$LCRUN" gc >/dev/null 2>&1 || true
 	fi
-	[ -n "${T:-}" ] && rm -rf "$T"
-}
-
-start_lcd() {
-	[ -f "$T/lcd.json" ] || echo '{}' >"$T/lcd.json"
-	"$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" >>"$T/lcd.log" 2>&1 &
-	LCD_PID=$!
-	for _ in $(seq 100); do
-		"$LCCTL" status >/dev/null 2>&1 && return 0
-		sleep 0.05
-	done
-	cat "$T/lcd.log" >&2
-	return 1
-}
-
-stop_lcd() {
-	[ -n "${LCD_PID:-}" ] || return 0
-	kill "$LCD_PID" 2>/dev/null || true
-	for _ in $(seq 300); do kill -0 "$LCD_PID" 2>/dev/null || break; sleep 0.1; done
-	kill -9 "$LCD_PID" 2>/dev/null || true
-	wait "$LCD_PID" 2>/dev/null || true
-	LCD_PID=
-}
-
-api() { # METHOD PATH [BODY]: the operator; prints the body, then the status on its own line
-	curl -s --unix-socket "$LCD_SOCKET" -X "$1" "http://lcd/v1$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"} \
-		-w '\n%{http_code}\n'
+	lcd_teardown
 }
 
 task_api() { # TOKEN METHOD PATH [BODY]: through the task socket with a task's token
@@ -84,19 +54,9 @@ map_wait() { # APP KEY: the value, once a task has set it
 	return 1
 }
 
-wait_state() { # TASK STATE
-	for _ in $(seq 300); do
-		[ "$("$LCCTL" task show "$1" | jq -r .state)" = "$2" ] && return 0
-		sleep 0.1
-	done
-	"$LCCTL" task show "$1" >&2
-	return 1
-}
-
 @test "sandbox API: a function makes a sandbox, commits with git, moves 50 MiB both ways, snapshots, forks 4, destroys them" {
 	run "$LCCTL" run --json sba:py "$(task_args workflow '{"image": "repo/base"}')"
-	echo "$output" | jq -c '.result | del(.forks)' >&2
-	[ "$status" -eq 0 ]
+	[ "$status" -eq 0 ] || { echo "$output" >&2; "$LCCTL" task logs "$(echo "$output" | jq -r .id)" >&2; false; }
 	r=$(echo "$output" | jq .result)
 	echo "$r" | jq -e '.whoami.kind == "task" and .whoami.app == "sba" and .whoami.function == "py"'
 	# git in the sandbox
@@ -509,14 +469,7 @@ two" ]
 	[[ "$output" == *"OK"* ]]
 	# TCP: in a network namespace of this test's own, nothing leaves it
 	stop_lcd
-	NS="sbapi$$"
-	ip netns add "$NS"
-	ip -n "$NS" link set lo up
-	echo "py-token-$RANDOM$RANDOM$RANDOM$RANDOM" >"$T/token"
-	printf '{"listen": "127.0.0.1:7071", "token_file": "%s"}\n' "$T/token" >"$T/lcd.json"
-	ip netns exec "$NS" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" >>"$T/lcd.log" 2>&1 &
-	LCD_PID=$!
-	for _ in $(seq 100); do "$LCCTL" status >/dev/null 2>&1 && break; sleep 0.05; done
+	start_lcd_tcp "sbapi$$" 7071
 	LCD_URL=http://127.0.0.1:7071 LCD_TOKEN="$(cat "$T/token")" PYTHONPATH="$SRC/contrib/python" PYTHONDONTWRITEBYTECODE=1 \
 		run ip netns exec "$NS" /usr/bin/python3 -m unittest discover -s "$SRC/contrib/python/tests" -k tcp -k basic -v
 	echo "$output" >&2

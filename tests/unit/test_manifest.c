@@ -35,6 +35,18 @@ static char *parse_err(const char *text)
 	return msg;
 }
 
+/* A manifest that must parse; the caller unrefs the app. */
+static lcd_app_t *parse_ok(const char *text)
+{
+	json_t *m = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(m);
+	lcd_app_t *app = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_msg(lcd_app_parse(m, &app, &err) == 0, "refused: %s", err ? err->msg : "");
+	json_decref(m);
+	return app;
+}
+
 /* Replace the first occurrence of `from` in the good manifest. */
 static char *mutate(const char *from, const char *to)
 {
@@ -107,14 +119,10 @@ END_TEST
 START_TEST(test_webhook_events_optional)
 {
 	char *text = mutate(", \"events\": [\"issues\", \"ping\"]", "");
-	json_t *m = json_loads(text, 0, NULL);
-	lcd_app_t *app = NULL;
-	lc_error_t *err = NULL;
-	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	lcd_app_t *app = parse_ok(text);
 	ck_assert(lcd_webhook_wants(lcd_app_webhook(app, "github"), "anything"));
 	ck_assert_ptr_null(app->webhooks[0].events);
 	lcd_app_unref(app);
-	json_decref(m);
 	free(text);
 }
 END_TEST
@@ -179,13 +187,9 @@ END_TEST
 START_TEST(test_sandboxes_max)
 {
 	char *text = mutate("\"maps\": [\"claims\"]", "\"maps\": [\"claims\"], \"sandboxes\": {\"max\": 0}");
-	json_t *m = json_loads(text, 0, NULL);
-	lcd_app_t *app = NULL;
-	lc_error_t *err = NULL;
-	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	lcd_app_t *app = parse_ok(text);
 	ck_assert_int_eq(app->sandboxes_max, 0); /* its tasks may make none */
 	lcd_app_unref(app);
-	json_decref(m);
 	free(text);
 	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": -2}", "sandboxes.max: expected a non-negative integer");
 	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": 20000}", "sandboxes.max: at most 10000");

@@ -129,14 +129,19 @@ def _command(cmd):
     return {"argv": [str(a) for a in cmd]}
 
 
-def _exec_body(cmd, env, workdir, user, timeout, stdin, binary, max_output):
-    body = _command(cmd)
+def _where(body, env, workdir, user):
+    """What exec, sessions and create share: env, workdir, user."""
     if env:
         body["env"] = {str(k): str(v) for k, v in env.items()}
     if workdir:
         body["workdir"] = workdir
     if user is not None:
         body["user"] = str(user)
+    return body
+
+
+def _exec_body(cmd, env, workdir, user, timeout, stdin, binary, max_output):
+    body = _where(_command(cmd), env, workdir, user)
     if timeout:
         body["timeout"] = int(timeout)
     if stdin is not None:
@@ -259,14 +264,11 @@ class Client:
             req["limits"] = limits
         elif lim:
             req["limits"] = lim
-        for key, val in (("net", net), ("secrets", secrets), ("workdir", workdir), ("ttl", ttl),
-                         ("idle_timeout", idle_timeout), ("labels", labels), ("name", name), ("mounts", mounts)):
+        for key, val in (("net", net), ("secrets", secrets), ("ttl", ttl), ("idle_timeout", idle_timeout),
+                         ("labels", labels), ("name", name), ("mounts", mounts)):
             if val is not None:
                 req[key] = val
-        if env:
-            req["env"] = {str(k): str(v) for k, v in env.items()}
-        if user is not None:
-            req["user"] = str(user)
+        _where(req, env, workdir, user)
         info = self.request("POST", "/sandboxes", req)
         return Sandbox(self, info["id"], info)
 
@@ -361,7 +363,19 @@ class Client:
                 return task
 
 
-class Sandbox:
+class _Scoped:
+    """A context manager that closes the object on exit, whatever happened
+    in the block."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Sandbox(_Scoped):
     """A sandbox made through lcd.  As a context manager it is destroyed on
     exit, whatever happened in the block."""
 
@@ -373,12 +387,8 @@ class Sandbox:
     def __repr__(self):
         return f"Sandbox({self.id!r})"
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
+    def close(self):
         self.destroy()
-        return False
 
     def _path(self, rest=""):
         return f"/sandboxes/{_q(self.id)}{rest}"
@@ -494,15 +504,7 @@ class Sandbox:
     def session(self, shell=None, env=None, workdir=None, user=None):
         """A persistent shell: cd and exported variables carry from one
         run to the next.  Use it as a context manager (or close it)."""
-        body = {}
-        if shell:
-            body["shell"] = shell
-        if env:
-            body["env"] = {str(k): str(v) for k, v in env.items()}
-        if workdir:
-            body["workdir"] = workdir
-        if user is not None:
-            body["user"] = str(user)
+        body = _where({"shell": shell} if shell else {}, env, workdir, user)
         info = self.client.request("POST", self._path("/sessions"), body)
         return Session(self, info["id"])
 
@@ -536,7 +538,9 @@ class Sandbox:
             return False
 
 
-class Session:
+class Session(_Scoped):
+    """A persistent shell in a sandbox; closed on leaving a with block."""
+
     def __init__(self, sandbox, id):
         self.sandbox = sandbox
         self.id = id
@@ -544,13 +548,6 @@ class Session:
 
     def __repr__(self):
         return f"Session({self.sandbox.id!r}, {self.id!r})"
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def run(self, cmd, timeout=None, binary=False, max_output=None, check=False):
         """Run a shell line in the session.  A timeout ends the session."""
