@@ -13,6 +13,12 @@ load lcd-lib
 setup() {
 	lcd_setup
 	command -v /usr/bin/python3 >/dev/null || skip "needs /usr/bin/python3"
+	# The runtime's files on the disk of /var/lib/lcrun: in the VM suite that
+	# is ext4, which its 6.1 kernel can idmap (not the /tmp tmpfs), so that a
+	# snapshot's files are root's again in its forks.
+	mkdir -p /var/lib/lcrun/tests
+	R=$(mktemp -d /var/lib/lcrun/tests/sbapi-bats.XXXXXX)
+	export LCRUN_ROOT="$R/root"
 	LCRUN="${LCRUN:-$BIN/lcrun}"
 	TASK_SOCKET="$T/lcd-task.sock"
 	SECRET="sb-s3cr3t-$RANDOM-$RANDOM-value"
@@ -32,6 +38,8 @@ teardown() {
 		"$LCRUN" gc >/dev/null 2>&1 || true
 	fi
 	lcd_teardown
+	[ -n "${R:-}" ] && rm -rf "$R"
+	rmdir /var/lib/lcrun/tests 2>/dev/null || true
 }
 
 task_api() { # TOKEN METHOD PATH [BODY]: through the task socket with a task's token
