@@ -295,6 +295,7 @@ static int xrun_start(xrun_t *x, lc_error_t **err)
 	x->opts.stdio[1] = x->child[1];
 	x->opts.stdio[2] = x->child[2];
 	x->opts.cancel_fd = x->cancel[0];
+	x->opts.new_pgroup = true; /* a cancel or timeout takes its children too */
 	x->open[0] = x->open[1] = true;
 	int r = pthread_create(&x->th, NULL, xrun_thread, x);
 	if (r != 0)
@@ -325,11 +326,14 @@ static void xrun_join(xrun_t *x, bool cancel)
 
 /* Wait for output and read one piece of it: > 0 bytes read into buf from
  * stream *which (1 stdout, 2 stderr); 0 when the command has ended and its
- * output is drained.  Meanwhile stdin is written, and the command is
- * cancelled when the client hangs up (conn_fd) or lcd stops. */
-static ssize_t xrun_step(lcd_t *lcd, xrun_t *x, int conn_fd, char *buf, size_t max, int *which)
+ * output is drained; -1 when deadline (ms, 0: none) passed first.
+ * Meanwhile stdin is written, and the command is cancelled when the client
+ * hangs up (conn_fd) or lcd stops. */
+static ssize_t xrun_step(lcd_t *lcd, xrun_t *x, int conn_fd, long long deadline, char *buf, size_t max, int *which)
 {
 	for (;;) {
+		if (deadline && lc_now_ms() >= deadline)
+			return -1;
 		if (!x->open[0] && !x->open[1] && x->ended)
 			return 0;
 		if (x->ended && x->drain_until && lc_now_ms() >= x->drain_until)
@@ -488,7 +492,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		unsigned char data[CHUNK + 4];
 		int which = 0;
-		ssize_t n = xrun_step(s->lcd, s->x, s->conn, (char *)data + 4, CHUNK, &which);
+		ssize_t n = xrun_step(s->lcd, s->x, s->conn, 0, (char *)data + 4, CHUNK, &which);
 		if (n > 0 && s->b64) {
 			stream_line(s, json_pack("{s:o}", which == 1 ? "stdout" : "stderr", b64_json(data + 4, (size_t)n)));
 		} else if (n > 0) {
@@ -565,7 +569,7 @@ enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 	char buf[CHUNK];
 	int which;
 	ssize_t n;
-	while ((n = xrun_step(call->lcd, x, fd, buf, sizeof(buf), &which)) > 0)
+	while ((n = xrun_step(call->lcd, x, fd, 0, buf, sizeof(buf), &which)) > 0)
 		capture_add(&c, which, buf, (size_t)n);
 	xrun_join(x, true);
 	if (x->rc < 0) {
@@ -813,13 +817,12 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 	char buf[CHUNK];
 	int which;
 	while (ok && !(m[0].found && m[1].found)) {
-		if (deadline && lc_now_ms() >= deadline) {
+		ssize_t n = xrun_step(call->lcd, x, fd, deadline, buf, sizeof(buf), &which);
+		if (n < 0) {
 			timed_out = true;
 			break;
 		}
-		/* xrun_step waits at most 200 ms, so the deadline is kept */
-		ssize_t n = xrun_step(call->lcd, x, fd, buf, sizeof(buf), &which);
-		if (n <= 0)
+		if (n == 0)
 			break; /* the shell ended (exit), or the client went away */
 		marked_add(&m[which - 1], mark, which == 1, buf, (size_t)n);
 		if (x->cancelled)

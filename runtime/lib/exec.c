@@ -135,6 +135,8 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		helper_fail(x, e);
 	}
 	if (cmd == 0) {
+		if (o->new_pgroup && slave < 0)
+			setpgid(0, 0);
 		if (slave >= 0) {
 			setsid();
 			ioctl(slave, TIOCSCTTY, 0);
@@ -148,6 +150,8 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	}
 	if (slave >= 0)
 		close(slave);
+	if (o->new_pgroup && slave < 0)
+		setpgid(cmd, cmd); /* also here: a kill may come before the child ran */
 	/* The caller knows the command by a pidfd: the helper sees pids of
 	 * the sandbox's pid namespace, not the host's. */
 	int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);

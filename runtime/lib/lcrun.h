@@ -194,6 +194,10 @@ typedef struct lc_exec_opts {
 	int cancel_fd;       /* > 0: once readable (or hung up) the command is
 				killed (exit 137); 0 or -1: none.  For a caller
 				that runs exec in a thread and must end it early. */
+	bool new_pgroup;     /* the command leads a process group of its own, so
+				that a timeout or a cancel kills its children too
+				(not with tty; not for a command that reads the
+				caller's terminal) */
 } lc_exec_opts_t;
 /* Run a command in a running sandbox and wait for it (unless detach);
  * res->exit_code as lc_run's.  LC_EXIT_STATE when stopped or paused. */
