@@ -442,6 +442,24 @@ agent_workdir() {
 	chown -R "$((base + 1000)):$((base + 1000))" "$W/t"
 }
 
+# run_agent_in_sandbox DOUBLE: /t/agent.sh (with $PORT set) as agent in an
+# agent-cli sandbox without network, DOUBLE (a server of tests/fixtures)
+# scripted by /t/turns.json on the sandbox's own loopback.
+run_agent_in_sandbox() {
+	cat >"$W/t/run.sh" <<EOF
+cd /t/repo
+python3 /fixtures/$1 --script /t/turns.json --log /t/req.jsonl --port-file /t/port 2>/t/double.err &
+for i in \$(seq 100); do [ -s /t/port ] && break; sleep 0.05; done
+PORT=\$(cat /t/port)
+. /t/agent.sh </dev/null
+rc=\$?
+kill %1
+exit \$rc
+EOF
+	run timeout -k 2 180 "$LCRUN" run --image agent-cli --net none --user 1000:1000 -e HOME=/home/agent \
+		--ro-bind "$F:/fixtures" --bind "$W/t:/t" -- bash /t/run.sh
+}
+
 @test "agent-cli image: the agent user, claude, codex, gh, jq, tmux, python3" {
 	agent_cli_image
 	run "$LCRUN" run --image agent-cli --net none -- sh -c \
@@ -472,19 +490,12 @@ agent_workdir() {
   "usage": {"input_tokens": 2000, "output_tokens": 10, "cache_read_input_tokens": 3000, "cache_creation_input_tokens": 400}}
 ]}
 EOF
-	cat >"$W/t/run.sh" <<'EOF'
-cd /t/repo
-python3 /fixtures/anthropic-double.py --script /t/turns.json --log /t/req.jsonl --port-file /t/port 2>/t/double.err &
-for i in $(seq 100); do [ -s /t/port ] && break; sleep 0.05; done
-ANTHROPIC_BASE_URL=http://127.0.0.1:$(cat /t/port) ANTHROPIC_API_KEY=sk-ant-test-key CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+	cat >"$W/t/agent.sh" <<'EOF'
+ANTHROPIC_BASE_URL=http://127.0.0.1:$PORT ANTHROPIC_API_KEY=sk-ant-test-key CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
 	timeout 120 claude -p "Append a line to README.md" --output-format json --dangerously-skip-permissions \
-	--model claude-sonnet-4-5 >/t/result.json 2>/t/claude.err </dev/null
-rc=$?
-kill %1
-exit $rc
+	--model claude-sonnet-4-5 >/t/result.json 2>/t/claude.err
 EOF
-	run timeout -k 2 180 "$LCRUN" run --image agent-cli --net none --user 1000:1000 -e HOME=/home/agent \
-		--ro-bind "$F:/fixtures" --bind "$W/t:/t" -- bash /t/run.sh
+	run_agent_in_sandbox anthropic-double.py
 	echo "$output"; cat "$W/t/claude.err" "$W/t/double.err"; cat "$W/t/result.json"
 	[ "$status" -eq 0 ]
 	# the real harness ran the scripted command in the repository
@@ -498,7 +509,7 @@ EOF
 	# two requests, the key as given, the second carries the tool_result
 	[ "$(wc -l <"$W/t/req.jsonl")" -eq 2 ]
 	[ "$(jq -r '"\(.path) \(.stream) \(.headers["x-api-key"]) \(.body.model)"' "$W/t/req.jsonl" | sort -u)" = "/v1/messages true sk-ant-test-key claude-sonnet-4-5" ]
-	jq -e 'select(.turn==0) | [.body.tools[].name] | index("Bash")' "$W/t/req.jsonl"
+	jq -se 'map(select(.turn==0))[0] | any(.body.tools[]; .name == "Bash")' "$W/t/req.jsonl"
 	[ "$(jq -r 'select(.turn==1) | .body.messages[-1].content[] | select(.type=="tool_result") | .tool_use_id' "$W/t/req.jsonl")" = toolu_double_000_0 ]
 }
 
@@ -537,28 +548,23 @@ EOF
  {"text": "Appended a line to README.md.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500, "reasoning_tokens": 5}}
 ]}
 EOF
-	cat >"$W/t/run.sh" <<'EOF'
-cd /t/repo
-python3 /fixtures/openai-double.py --script /t/turns.json --log /t/req.jsonl --port-file /t/port 2>/t/double.err &
-for i in $(seq 100); do [ -s /t/port ] && break; sleep 0.05; done
+	cat >"$W/t/agent.sh" <<'EOF'
 mkdir -p "$HOME/.codex"
 cat >"$HOME/.codex/config.toml" <<TOML
 model = "gpt-5"
 model_provider = "double"
 [model_providers.double]
 name = "double"
-base_url = "http://127.0.0.1:$(cat /t/port)/v1"
+base_url = "http://127.0.0.1:$PORT/v1"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
+[analytics]
+enabled = false
 TOML
 OPENAI_API_KEY=sk-codex-test timeout 120 codex exec --json --dangerously-bypass-approvals-and-sandbox \
-	--skip-git-repo-check "Append a line to README.md" >/t/out.jsonl 2>/t/codex.err </dev/null
-rc=$?
-kill %1
-exit $rc
+	--skip-git-repo-check "Append a line to README.md" >/t/out.jsonl 2>/t/codex.err
 EOF
-	run timeout -k 2 180 "$LCRUN" run --image agent-cli --net none --user 1000:1000 -e HOME=/home/agent \
-		--ro-bind "$F:/fixtures" --bind "$W/t:/t" -- bash /t/run.sh
+	run_agent_in_sandbox openai-double.py
 	echo "$output"; cat "$W/t/codex.err" "$W/t/double.err" "$W/t/out.jsonl"
 	[ "$status" -eq 0 ]
 	[ "$(cat "$W/t/repo/README.md")" = "$(printf 'hello\nedited by codex')" ]
@@ -571,12 +577,12 @@ EOF
 	[ "$(jq -r 'select(.turn==1) | .body.input[] | select(.type=="function_call_output") | .call_id' "$W/t/req.jsonl")" = call_double_000_0 ]
 }
 
-@test "agent-box image: sshd, sudo for agent without a password, no host keys baked in" {
+@test "agent-box image: sshd, sudoers grant agent NOPASSWD, no host keys baked in" {
 	agent_cli_image
 	out=$(timeout -k 2 900 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/agent-box.json" 2>&1) ||
 		skip "the agent-box image cannot be built here: $(echo "$out" | tail -1)"
 	run "$LCRUN" run --image agent-box --net none -- sh -c \
-		'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; ssh-keygen -A >/dev/null && /usr/sbin/sshd -t && echo sshd-ok; rg --version | head -1; git --version; sudo -l -U agent | grep -c NOPASSWD; getent shadow agent | cut -d: -f2'
+		'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; ssh-keygen -A >/dev/null && /usr/sbin/sshd -t && echo sshd-ok; rg --version 2>/dev/null | head -1; git --version; sudo -l -U agent | grep -c NOPASSWD; getent shadow agent | cut -d: -f2'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = 0 ]
