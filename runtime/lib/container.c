@@ -372,7 +372,9 @@ static int setup_devices(ctx_t *c, int rootfd, lc_error_t **err)
 static int setup_console(ctx_t *c, int rootfd, lc_error_t **err)
 {
 	const lc_ctr_spec_t *s = c->s;
-	_cleanup_close_ int m = lc_open_in_root(rootfd, "/dev/ptmx", O_RDWR | O_NOCTTY);
+	/* exec (no rootfd): the container's root is ours already */
+	_cleanup_close_ int m = rootfd >= 0 ? lc_open_in_root(rootfd, "/dev/ptmx", O_RDWR | O_NOCTTY)
+					    : open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (m < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "process.terminal: cannot open /dev/ptmx in the container "
 				    "(is /dev/pts mounted?)");
@@ -407,6 +409,16 @@ static int setup_console(ctx_t *c, int rootfd, lc_error_t **err)
 	snprintf(name, sizeof(name), "/dev/pts/%d", n);
 	if (s->console_fd < 0 || lc_send_fd(s->console_fd, name, strlen(name), m) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "process.terminal: cannot send the pty to the console socket");
+	/* The pty is the process's stdio from now on: the runtime's own stdio
+	 * (pipes its caller may wait on to close) must not stay open here. */
+	if (setsid() < 0 || ioctl(sl, TIOCSCTTY, 0) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "process.terminal: cannot make the pty the controlling terminal");
+	for (int i = 0; i < 3; i++)
+		if (dup2(sl, i) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "process.terminal: cannot attach the pty");
+	if (sl > 2)
+		close(sl);
+	c->tty_slave = -1;
 	return 0;
 }
 
@@ -556,8 +568,16 @@ static void __attribute__((noreturn)) become(const lc_ctr_process_t *p, const ch
 		syscall(SYS_keyctl, 1 /* KEYCTL_JOIN_SESSION_KEYRING */, NULL); /* best effort, as runc */
 	for (size_t i = 0; i < p->n_rlimits; i++) {
 		struct rlimit rl = { p->rlimits[i].soft, p->rlimits[i].hard };
-		if (setrlimit(p->rlimits[i].resource, &rl) < 0)
-			die(LC_EXIT_RUNTIME, "process.rlimits: cannot set a limit", errno);
+		if (setrlimit(p->rlimits[i].resource, &rl) < 0) {
+			int er = errno;
+			struct rlimit cur = { 0, 0 };
+			getrlimit(p->rlimits[i].resource, &cur);
+			dprintf(2, "lcrun-oci: process.rlimits: cannot set limit %d to %llu:%llu (hard limit now %llu%s): %s\n",
+				p->rlimits[i].resource, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+				(unsigned long long)cur.rlim_max, er == EPERM ? "; raising it needs CAP_SYS_RESOURCE" : "",
+				strerror(er));
+			_exit(LC_EXIT_RUNTIME);
+		}
 	}
 	if (prog && !p->no_new_privs && lc_seccomp_install(prog, &e) < 0)
 		die(LC_EXIT_RUNTIME, e->msg, 0);

@@ -517,6 +517,10 @@ static int parse_resources(json_t *r, lc_ctr_spec_t *s, lc_error_t **err)
 		    get_int(cpu, "period", "linux.resources.cpu.", &period, &pset, err) < 0 ||
 		    get_int(cpu, "idle", "linux.resources.cpu.", &idle, &iset, err) < 0)
 			return -1;
+		/* shares 1024 is cgroup v1's default, cpu.weight 100 (v2's default):
+		 * asking for it limits nothing, also where there is no cpu controller. */
+		if (shset && shares == 1024 && !cg_has("cpu"))
+			shset = false;
 		if ((shset && shares > 0) || (qset && quota != 0) || (iset && idle)) {
 			if (need_controller("linux.resources.cpu", "cpu", err) < 0)
 				return -1;
