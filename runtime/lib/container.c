@@ -211,6 +211,7 @@ typedef struct ctx {
 	int sp[2];
 	int nsfd[8];         /* per s->ns[i] with a path: an open fd */
 	int fifo_fd;         /* O_PATH fd of the exec fifo (stage 2) */
+	int rootfs_fd;       /* O_PATH fd of root.path, opened as host root */
 	int tty_slave;
 	char *exe;           /* args[0] resolved in the container */
 	lc_seccomp_prog_t prog;
@@ -240,6 +241,16 @@ static int remount_bind(const char *t, unsigned long flags)
 static int sys_mount_setattr(int dfd, const char *path, unsigned flags, struct mount_attr *attr)
 {
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
+}
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to, unsigned flags)
+{
+	return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
 }
 
 static int mount_one(ctx_t *c, int rootfd, const lc_ctr_mount_t *m, lc_error_t **err)
@@ -497,14 +508,19 @@ static int build_root(ctx_t *c, lc_error_t **err)
 	unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
 	if (mount(NULL, "/", NULL, prop, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the propagation of /");
-	if (mount(s->rootfs, s->rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot bind %s", s->rootfs);
-	/* A shared parent would make pivot_root refuse. */
-	if (prop & MS_SHARED)
-		mount(NULL, s->rootfs, NULL, MS_PRIVATE, NULL);
-	_cleanup_close_ int rootfd = open(s->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* A copy of the root's mount tree, attached on top of it, through the
+	 * fd the runtime opened as host root: a user namespace's root need
+	 * not be able to walk the host's path to the bundle. */
+	_cleanup_close_ int rootfd = sys_open_tree(c->rootfs_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+							     AT_RECURSIVE | AT_EMPTY_PATH);
 	if (rootfd < 0)
-		return lc_error_set(err, LC_EXIT_NOENT, errno, "root.path %s", s->rootfs);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot copy the mount of %s", s->rootfs);
+	if (sys_move_mount(rootfd, "", c->rootfs_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot attach %s", s->rootfs);
+	if (prop & MS_SHARED) {
+		_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", rootfd);
+		mount(NULL, t, NULL, MS_PRIVATE, NULL);
+	}
 	for (size_t i = 0; i < s->n_mounts; i++)
 		if (mount_one(c, rootfd, &s->mounts[i], err) < 0)
 			return -1;
@@ -827,6 +843,7 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 	c.sp[0] = c.sp[1] = -1;
 	c.tty_slave = -1;
 	c.fifo_fd = -1;
+	c.rootfs_fd = open(s->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; i < 8; i++)
 		c.nsfd[i] = -1;
 	c.userns = has_ns(s, CLONE_NEWUSER, NULL);
@@ -835,6 +852,10 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 	int r = -1;
 	if (!s->proc.args || !s->proc.args[0]) {
 		lc_error_set(err, LC_EXIT_USAGE, 0, "process.args: no program given");
+		goto out;
+	}
+	if (c.rootfs_fd < 0) {
+		lc_error_set(err, LC_EXIT_NOENT, errno, "root.path %s", s->rootfs);
 		goto out;
 	}
 	for (size_t i = 0; i < s->n_ns; i++) {
@@ -942,6 +963,8 @@ out:
 			close(c.nsfd[i]);
 	if (c.sp[0] >= 0)
 		close(c.sp[0]);
+	if (c.rootfs_fd >= 0)
+		close(c.rootfs_fd);
 	lc_seccomp_prog_free(&c.prog);
 	return r;
 }
