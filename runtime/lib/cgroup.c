@@ -390,13 +390,17 @@ int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unifi
 	if (strncmp(path, root, rl) || path[rl] != '/' || strstr(path, "/../") || strstr(path, "/./"))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "cgroup %s is not under the cgroup v2 root %s", path, root);
 	_cleanup_free_ char *p = strdup(path);
-	/* Every level down to the parent delegates the controllers we have. */
-	for (char *s = p + rl + 1; ; s++) {
+	/* Every level from the root down to the parent delegates the
+	 * controllers we have. */
+	char *s = p + rl;
+	for (;;) {
 		bool last = !*s;
-		if (*s != '/' && !last)
+		if (*s != '/' && !last) {
+			s++;
 			continue;
+		}
 		*s = '\0';
-		if (mkdir(p, 0755) < 0 && (errno != EEXIST || last))
+		if (s > p + rl && mkdir(p, 0755) < 0 && (errno != EEXIST || last))
 			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
 					    "cannot create cgroup %s", p);
 		if (last)
@@ -412,7 +416,7 @@ int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unifi
 			_cleanup_free_ char *val = lc_strdup_printf("+%s", ctl[i]);
 			lc_write_file(sc, val, NULL); /* a level with processes refuses: limits then fail below */
 		}
-		*s = '/';
+		*s++ = '/';
 	}
 	_cleanup_free_ char *skipped = NULL;
 	if (apply_limits(path, lim, &skipped, err) < 0)
