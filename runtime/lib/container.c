@@ -212,6 +212,7 @@ typedef struct ctx {
 	int nsfd[8];         /* per s->ns[i] with a path: an open fd */
 	int fifo_fd;         /* O_PATH fd of the exec fifo (stage 2) */
 	int rootfs_fd;       /* O_PATH fd of root.path, opened as host root */
+	bool mnt_joined;     /* the mount namespace is joined by path, not new */
 	int tty_slave;
 	char *exe;           /* args[0] resolved in the container */
 	lc_seccomp_prog_t prog;
@@ -508,14 +509,19 @@ static int build_root(ctx_t *c, lc_error_t **err)
 	unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
 	if (mount(NULL, "/", NULL, prop, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the propagation of /");
-	/* A copy of the root's mount tree, attached on top of it, through the
-	 * fd the runtime opened as host root: a user namespace's root need
-	 * not be able to walk the host's path to the bundle. */
-	_cleanup_close_ int rootfd = sys_open_tree(c->rootfs_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-							     AT_RECURSIVE | AT_EMPTY_PATH);
+	/* A copy of the root's mount tree, attached on top of it.  Stage 1
+	 * entered the root as host root, and the new mount namespace carried
+	 * that working directory over: a user namespace's root need not be
+	 * able to walk the host's path to the bundle. */
+	_cleanup_close_ int here = c->mnt_joined ? open(s->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)
+						 : open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (here < 0)
+		return lc_error_set(err, LC_EXIT_NOENT, errno, "root.path %s", s->rootfs);
+	_cleanup_close_ int rootfd = sys_open_tree(here, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+							  AT_EMPTY_PATH);
 	if (rootfd < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot copy the mount of %s", s->rootfs);
-	if (sys_move_mount(rootfd, "", c->rootfs_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+	if (sys_move_mount(rootfd, "", here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot attach %s", s->rootfs);
 	if (prop & MS_SHARED) {
 		_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", rootfd);
@@ -541,10 +547,6 @@ static int build_root(ctx_t *c, lc_error_t **err)
 		if (wd < 0)
 			return lc_error_wrap(err, "process.cwd");
 	}
-	/* The fifo by fd: its host path is out of reach after pivot_root. */
-	c->fifo_fd = open(s->fifo, O_PATH | O_CLOEXEC);
-	if (c->fifo_fd < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", s->fifo);
 	if (s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the hostname");
 	if (s->domainname && setdomainname(s->domainname, strlen(s->domainname)) < 0)
@@ -721,6 +723,7 @@ static void __attribute__((noreturn)) stage1(ctx_t *c)
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	int user_i = -1, pid_i = -1, fresh = 0;
+	const char *mp = NULL;
 	for (size_t i = 0; i < s->n_ns; i++) {
 		int t = s->ns[i].type;
 		if (t == CLONE_NEWUSER) {
@@ -740,6 +743,12 @@ static void __attribute__((noreturn)) stage1(ctx_t *c)
 				     s->ns[i].path);
 			fail(c, e);
 		}
+	}
+	/* Into the root while still host root (see build_root). */
+	c->mnt_joined = has_ns(s, CLONE_NEWNS, &mp) && mp;
+	if (!c->mnt_joined && fchdir(c->rootfs_fd) < 0) {
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "root.path: cannot enter %s", s->rootfs);
+		fail(c, e);
 	}
 	if (user_i >= 0) {
 		c->userns = true;
@@ -879,6 +888,13 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 	}
 	fifo_made = true;
 	chmod(s->fifo, 0622);
+	/* The fifo by fd, opened as host root: its path is out of reach after
+	 * pivot_root (and maybe for the container's root before). */
+	c.fifo_fd = open(s->fifo, O_PATH | O_CLOEXEC);
+	if (c.fifo_fd < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", s->fifo);
+		goto out;
+	}
 	if (s->cgroup) {
 		if (lc_cgroup_create_path(s->cgroup, &s->limits, s->unified, err) < 0)
 			goto out;
@@ -965,6 +981,8 @@ out:
 		close(c.sp[0]);
 	if (c.rootfs_fd >= 0)
 		close(c.rootfs_fd);
+	if (c.fifo_fd >= 0)
+		close(c.fifo_fd);
 	lc_seccomp_prog_free(&c.prog);
 	return r;
 }

@@ -31,6 +31,14 @@ setup_file() {
 
 teardown_file() {
 	[ -n "${OCI_DIR:-}" ] || return 0
+	if [ -S "$OCI_DIR/containerd/sock" ]; then
+		local c
+		for c in $(ctrc container ls -q 2>/dev/null); do
+			ctrc task kill -s SIGKILL "$c" >/dev/null 2>&1 || true
+			ctrc task rm -f "$c" >/dev/null 2>&1 || true
+			ctrc container rm "$c" >/dev/null 2>&1 || true
+		done
+	fi
 	ctrd_stop
 	pod rm -af >/dev/null 2>&1 || true
 	local cg
