@@ -56,6 +56,17 @@ int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err)
 	return 0;
 }
 
+static int set_flag(cap_t caps, cap_flag_t flag, uint64_t mask)
+{
+	int last = (int)cap_max_bits() - 1;
+	cap_value_t list[64];
+	int n = 0;
+	for (int c = 0; c <= last && c < 64; c++)
+		if (mask & (1ULL << c))
+			list[n++] = c;
+	return n ? cap_set_flag(caps, flag, n, list, CAP_SET) : 0;
+}
+
 /* After the uid change: set permitted/effective/inheritable to keep (root)
  * or to nothing (any other uid, as Docker does), and clear ambient. */
 int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
@@ -64,15 +75,8 @@ int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
 	if (!caps)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot allocate capability state");
 	if (is_root) {
-		int last = (int)cap_max_bits() - 1;
-		cap_value_t list[64];
-		int n = 0;
-		for (int c = 0; c <= last && n < 64; c++)
-			if (keep & (1ULL << c))
-				list[n++] = c;
-		if (n && (cap_set_flag(caps, CAP_PERMITTED, n, list, CAP_SET) < 0 ||
-			  cap_set_flag(caps, CAP_EFFECTIVE, n, list, CAP_SET) < 0 ||
-			  cap_set_flag(caps, CAP_INHERITABLE, n, list, CAP_SET) < 0)) {
+		if (set_flag(caps, CAP_PERMITTED, keep) < 0 || set_flag(caps, CAP_EFFECTIVE, keep) < 0 ||
+		    set_flag(caps, CAP_INHERITABLE, keep) < 0) {
 			cap_free(caps);
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot build the capability set");
 		}
@@ -84,17 +88,6 @@ int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot set capabilities");
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	return 0;
-}
-
-static int set_flag(cap_t caps, cap_flag_t flag, uint64_t mask)
-{
-	int last = (int)cap_max_bits() - 1;
-	cap_value_t list[64];
-	int n = 0;
-	for (int c = 0; c <= last && c < 64; c++)
-		if (mask & (1ULL << c))
-			list[n++] = c;
-	return n ? cap_set_flag(caps, flag, n, list, CAP_SET) : 0;
 }
 
 int lc_caps_apply_sets(uint64_t effective, uint64_t permitted, uint64_t inheritable, uint64_t ambient,

@@ -20,7 +20,6 @@
 #include <grp.h>
 #include <linux/mount.h>
 #include <linux/sched.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -40,6 +39,7 @@
 
 #include "container.h"
 #include "lifecycle.h"
+#include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -684,23 +684,6 @@ static void __attribute__((noreturn)) stage2(ctx_t *c, pid_t self)
 
 /* ---- stage 1: namespaces --------------------------------------------------- */
 
-static int loopback_up(void)
-{
-	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (sk < 0)
-		return -1;
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	int r = ioctl(sk, SIOCGIFFLAGS, &ifr);
-	if (r == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		r = ioctl(sk, SIOCSIFFLAGS, &ifr);
-	}
-	close(sk);
-	return r;
-}
-
 static const char *ns_name(int type)
 {
 	switch (type) {
@@ -778,7 +761,7 @@ static void __attribute__((noreturn)) stage1(ctx_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "namespaces: cannot create the container's namespaces");
 		fail(c, e);
 	}
-	if ((fresh & CLONE_NEWNET) && loopback_up() < 0) {
+	if ((fresh & CLONE_NEWNET) && lc_loopback_up() < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		fail(c, e);
 	}

@@ -164,6 +164,8 @@ char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */
 bool lc_single_threaded(void);
 
+/* Bring up lo in the calling process's network namespace. */
+int lc_loopback_up(void);
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
 /* Validate, build the root, start pid 1; returns once pid 1 is READY.  The

@@ -218,16 +218,6 @@ static int recv_master(int sock)
 	return fd;
 }
 
-static bool pump(int from, int to)
-{
-	char buf[16384];
-	ssize_t n = read(from, buf, sizeof(buf));
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n <= 0)
-		return false;
-	return lc_write_all(to, buf, (size_t)n) == 0;
-}
 
 static int wait_status(pid_t pid)
 {
@@ -261,10 +251,10 @@ int oci_tty_relay(int sock, pid_t pid)
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
-			if (!pump(master, 1))
+			if (!lc_pump(master, 1))
 				break;
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
-			in_open = pump(0, master);
+			in_open = lc_pump(0, master);
 		if (p[2].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(sfd, &si, sizeof(si)) > 0 && ioctl(0, TIOCGWINSZ, &ws) == 0)

@@ -45,13 +45,19 @@ int oci_fail(lc_error_t *err)
 	return OCI_EXIT_FAIL;
 }
 
+static char * __attribute__((format(printf, 1, 0))) vformat(const char *fmt, va_list ap)
+{
+	char *msg = NULL;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	return msg;
+}
+
 int oci_failf(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = NULL;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	char *msg = vformat(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "lcrun-oci: %s\n", msg ? msg : fmt);
 	log_line("error", msg ? msg : fmt);
@@ -65,9 +71,7 @@ void oci_debug(const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	char *msg = NULL;
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	char *msg = vformat(fmt, ap);
 	va_end(ap);
 	if (msg) {
 		if (oci_g.log)
