@@ -15,6 +15,7 @@
  * Exec: a helper cloned into the cgroup joins the container's namespaces
  * and clones the process with CLONE_PARENT, so that the caller (or, once
  * it exits, the caller's subreaper) is its parent. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -254,6 +255,62 @@ static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char
 	return (int)syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags);
 }
 
+/* tmpcopyup: what lay under a new tmpfs is copied into it (owners, modes,
+ * links; devices where mknod is allowed). */
+static int copy_tree(int from, int to, int depth)
+{
+	if (depth > 64)
+		return -1;
+	int dfd = dup(from);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
+	}
+	int r = 0;
+	struct dirent *de;
+	while (r == 0 && (de = readdir(d))) {
+		const char *n = de->d_name;
+		struct stat st;
+		if (!strcmp(n, ".") || !strcmp(n, "..") || fstatat(from, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (mkdirat(to, n, st.st_mode & 07777) < 0 && errno != EEXIST)
+				r = -1;
+			_cleanup_close_ int sfd = openat(from, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			_cleanup_close_ int tfd = openat(to, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (r == 0 && (sfd < 0 || tfd < 0 || copy_tree(sfd, tfd, depth + 1) < 0))
+				r = -1;
+		} else if (S_ISREG(st.st_mode)) {
+			_cleanup_close_ int sfd = openat(from, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			_cleanup_close_ int tfd = openat(to, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+							 st.st_mode & 07777);
+			if (sfd < 0 || tfd < 0)
+				r = -1;
+			while (r == 0 && lc_pump(sfd, tfd))
+				;
+		} else if (S_ISLNK(st.st_mode)) {
+			char t[4096];
+			ssize_t k = readlinkat(from, n, t, sizeof(t) - 1);
+			if (k < 0)
+				continue;
+			t[k] = '\0';
+			if (symlinkat(t, to, n) < 0)
+				r = -1;
+		} else if (mknodat(to, n, st.st_mode, st.st_rdev) < 0) {
+			continue; /* a device or socket a user namespace cannot make */
+		}
+		if (r == 0) {
+			fchownat(to, n, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+			if (!S_ISLNK(st.st_mode))
+				fchmodat(to, n, st.st_mode & 07777, 0);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
 static int mount_one(ctx_t *c, int rootfd, const lc_ctr_mount_t *m, lc_error_t **err)
 {
 	struct stat st;
@@ -276,7 +333,17 @@ static int mount_one(ctx_t *c, int rootfd, const lc_ctr_mount_t *m, lc_error_t *
 		if (mount("cgroup2", t, "cgroup2", m->flags & ~(MS_BIND | MS_REC), NULL) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "mounts: cannot mount cgroup2 on %s", m->dst);
 	} else {
+		/* tmpcopyup: keep a handle on what the tmpfs will hide */
+		_cleanup_close_ int under = m->copyup ? lc_open_in_root(rootfd, m->dst, O_RDONLY | O_DIRECTORY) : -1;
 		int r = mount(m->src ? m->src : type, t, type, m->flags, m->data);
+		if (r == 0 && under >= 0) {
+			_cleanup_close_ int top = lc_open_in_root(rootfd, m->dst, O_RDONLY | O_DIRECTORY);
+			struct stat ust;
+			if (top < 0 || copy_tree(under, top, 0) < 0 || fstat(under, &ust) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "mounts: tmpcopyup of %s", m->dst);
+			if (fchown(top, ust.st_uid, ust.st_gid) < 0 || fchmod(top, ust.st_mode & 07777) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "mounts: tmpcopyup of %s", m->dst);
+		}
 		if (r < 0 && errno == EPERM && type && !strcmp(type, "sysfs") && c->userns) {
 			/* sysfs needs a network namespace of the user namespace's own:
 			 * as runc does, bind the host's read-only instead. */

@@ -35,6 +35,7 @@ typedef struct lc_ctr_mount {
 	unsigned int rec_set;      /* MOUNT_ATTR_* applied recursively (rro, rnosuid, …) */
 	bool bind;
 	bool rec;            /* rbind */
+	bool copyup;         /* tmpcopyup: copy what the new mount hides into it */
 } lc_ctr_mount_t;
 
 typedef struct lc_ctr_ns {

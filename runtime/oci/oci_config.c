@@ -307,7 +307,11 @@ static int parse_mount(json_t *m, size_t idx, const char *bundle, lc_ctr_mount_t
 			continue;
 		if (!strncmp(o, "x-", 2))
 			continue; /* options for userspace tools (fstab's x-*), never the kernel's */
-		if (!strcmp(o, "tmpcopyup") || !strcmp(o, "idmap") || !strcmp(o, "ridmap") || !strcmp(o, "copy-symlink") ||
+		if (!strcmp(o, "tmpcopyup") || !strcmp(o, "notmpcopyup")) {
+			out->copyup = o[0] == 't';
+			continue;
+		}
+		if (!strcmp(o, "idmap") || !strcmp(o, "ridmap") || !strcmp(o, "copy-symlink") ||
 		    (o[0] == 'r' && (!strcmp(o + 1, "rw") || !strcmp(o + 1, "suid") || !strcmp(o + 1, "dev") ||
 				     !strcmp(o + 1, "exec") || !strcmp(o + 1, "atime") || !strcmp(o + 1, "relatime") ||
 				     !strcmp(o + 1, "strictatime"))))
@@ -330,6 +334,8 @@ static int parse_mount(json_t *m, size_t idx, const char *bundle, lc_ctr_mount_t
 		return BAD("%stype: missing (and not a bind mount)", w);
 	if (out->bind && *data)
 		return BAD("%soptions: '%s' does not apply to a bind mount", w, data);
+	if (out->copyup && (out->bind || !out->type || strcmp(out->type, "tmpfs")))
+		return BAD("%soptions: 'tmpcopyup' applies to tmpfs mounts only", w);
 	if (*data)
 		out->data = lc_steal(data);
 	return 0;
