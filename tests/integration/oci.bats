@@ -247,6 +247,7 @@ feature_rows() {
 		cgroup and unified	.linux.cgroupsPath = "/lcrun-oci-test/feat" | .linux.resources.unified = {"cgroup.max.descendants": "3"}	cat /sys/fs/cgroup/cgroup.max.descendants; grep "^0::" /proc/self/cgroup	3 0::/
 		annotations stay in the state	.annotations = {"org.example.k": "v"}	echo ok	ok
 		domainname	.domainname = "example.org"	cat /proc/sys/kernel/domainname	example.org
+		tmpcopyup	.mounts += [{destination: "/etc", type: "tmpfs", source: "tmpfs", options: ["tmpcopyup"]}]	head -1 /etc/passwd; touch /etc/new && echo writable	root:x:0:0:root:/root:/bin/sh writable
 	EOF
 }
 
@@ -343,7 +344,7 @@ feature_rows() {
 	check '.linux.sysctl = {"kernel.panic": "1"}' "linux.sysctl.kernel.panic: not a namespaced sysctl"
 	check '.linux.namespaces |= map(select(.type != "mount"))' "needs a mount namespace"
 	check '.linux.namespaces |= map(select(.type != "uts"))' "hostname: setting it needs a uts namespace"
-	check '.mounts += [{destination: "/x", type: "tmpfs", options: ["tmpcopyup"]}]' "mounts[7].options: 'tmpcopyup' is not supported"
+	check '.mounts += [{destination: "/x", type: "tmpfs", options: ["ridmap"]}]' "mounts[7].options: 'ridmap' is not supported"
 	check '.process.args = ["no-such-program"]' 'exec: "no-such-program": executable file not found in $PATH'
 	check '.process.args = []' "process.args: missing or empty"
 	check '.linux.cgroupsPath = "system.slice:lcrun:x"' "systemd slice:prefix:name path"
@@ -375,6 +376,9 @@ feature_rows() {
 	[[ "$output" == *"executable file not found"* ]]
 	# (pid 1 cannot be killed from inside: a child is)
 	run -137 pod_run localhost/lcrun-oci-bb:1 sh -c 'sh -c "kill -9 \$\$"; exit $?'
+	# --read-only: a read-only root with tmpfs /tmp, /var/tmp, /run (tmpcopyup)
+	run pod_run --read-only localhost/lcrun-oci-bb:1 sh -c 'touch /x 2>/dev/null || echo ro; touch /tmp/y && echo tmp-ok'
+	[ "$output" = "$(printf 'ro\ntmp-ok')" ]
 	[ "$(pod ps -aq | wc -l)" = 0 ]
 	assert_oci_clean
 }

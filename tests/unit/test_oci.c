@@ -132,8 +132,10 @@ START_TEST(test_refusals)
 		"needs a network namespace");
 	refused("{\"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"flags\": [\"SECCOMP_FILTER_FLAG_LOG\"]}}}",
 		"linux.seccomp.flags: SECCOMP_FILTER_FLAG_LOG is not supported");
-	refused("{\"mounts\": [{\"destination\": \"/x\", \"type\": \"tmpfs\", \"options\": [\"tmpcopyup\"]}]}",
-		"mounts[0].options: 'tmpcopyup' is not supported");
+	refused("{\"mounts\": [{\"destination\": \"/x\", \"type\": \"tmpfs\", \"options\": [\"idmap\"]}]}",
+		"mounts[0].options: 'idmap' is not supported");
+	refused("{\"mounts\": [{\"destination\": \"/x\", \"source\": \"/y\", \"options\": [\"bind\", \"tmpcopyup\"]}]}",
+		"'tmpcopyup' applies to tmpfs mounts only");
 	refused("{\"mounts\": [{\"destination\": \"/x\", \"source\": \"/y\", \"options\": [\"bind\", \"size=1m\"]}]}",
 		"does not apply to a bind mount");
 	refused("{\"root\": {\"path\": \"missing\"}}", "root.path");
