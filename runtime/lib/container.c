@@ -739,7 +739,8 @@ static void __attribute__((noreturn)) stage2(ctx_t *c, pid_t self)
 		die(LC_EXIT_RUNTIME, "cannot open the exec fifo (is /proc mounted in the container?)", errno);
 	if (write(w, "0", 1) != 1)
 		die(LC_EXIT_RUNTIME, "cannot write the exec fifo", errno);
-	close(w);
+	/* w stays open (close-on-exec): `start` sees EOF once the program
+	 * runs, and only then runs the poststart hooks. */
 	close(c->fifo_fd);
 	if (s->n_hooks[LC_HOOK_START_CONTAINER]) {
 		_cleanup_json_ json_t *st = lc_ctr_state_json(s, "running", hostpid);
@@ -1047,6 +1048,12 @@ int lc_ctr_start(const char *fifo, lc_error_t **err)
 	unlink(fifo);
 	if (n != 1)
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "the container's process is gone before it started");
+	/* EOF: the process has run its startContainer hooks and exec'd (or died). */
+	for (;;) {
+		ssize_t k = read(fd, &b, 1);
+		if (k == 0 || (k < 0 && errno != EINTR))
+			break;
+	}
 	return 0;
 }
 
