@@ -107,8 +107,9 @@ oci_host_state() {
 	local cg
 	cg=$(cgroup2_root)
 	local p
+	# (conmon's own cgroup, Podman's, stays while Podman is used)
 	for p in "$OCI_CG_PARENT" lcrun-oci; do
-		[ -d "$cg/$p" ] && find "$cg/$p" -mindepth 1 -type d -printf '%P\n' | sort
+		[ -d "$cg/$p" ] && find "$cg/$p" -mindepth 1 -type d ! -name conmon -printf '%P\n' | sort
 	done
 	echo "== processes"
 	pgrep -fx "sleep 1037" || true

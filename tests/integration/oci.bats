@@ -43,7 +43,7 @@ teardown_file() {
 	pod rm -af >/dev/null 2>&1 || true
 	local cg
 	cg=$(cgroup2_root)
-	rmdir "$cg/$OCI_CG_PARENT" "$cg/lcrun-oci" 2>/dev/null || true
+	rmdir "$cg/$OCI_CG_PARENT/conmon" "$cg/$OCI_CG_PARENT" "$cg/lcrun-oci" 2>/dev/null || true
 	rm -rf "$OCI_DIR/podman" 2>/dev/null || true
 }
 
