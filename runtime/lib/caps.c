@@ -71,23 +71,8 @@ static int set_flag(cap_t caps, cap_flag_t flag, uint64_t mask)
  * or to nothing (any other uid, as Docker does), and clear ambient. */
 int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
 {
-	cap_t caps = cap_init();
-	if (!caps)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot allocate capability state");
-	if (is_root) {
-		if (set_flag(caps, CAP_PERMITTED, keep) < 0 || set_flag(caps, CAP_EFFECTIVE, keep) < 0 ||
-		    set_flag(caps, CAP_INHERITABLE, keep) < 0) {
-			cap_free(caps);
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot build the capability set");
-		}
-	}
-	int r = cap_set_proc(caps);
-	int e = errno;
-	cap_free(caps);
-	if (r < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot set capabilities");
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	return 0;
+	uint64_t k = is_root ? keep : 0;
+	return lc_caps_apply_sets(k, k, k, 0, err);
 }
 
 int lc_caps_apply_sets(uint64_t effective, uint64_t permitted, uint64_t inheritable, uint64_t ambient,
