@@ -13,6 +13,12 @@
 /* ---- caps.c */
 int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err);
 int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err);
+/* OCI's five sets, after the uid change (bounding was dropped before):
+ * effective, permitted, inheritable (cap_set_proc), then ambient raised. */
+/* "CAP_NET_RAW" for 13; -1 when the kernel's set has no such number. */
+int lc_cap_name(int cap, char *buf, size_t len);
+int lc_caps_apply_sets(uint64_t effective, uint64_t permitted, uint64_t inheritable, uint64_t ambient,
+		       lc_error_t **err);
 
 /* ---- config.c */
 uid_t lc_uid_base(void);
@@ -118,6 +124,16 @@ int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
 
+/* Resolving inside a root that is not ours yet (lcrun-oci's containers):
+ * open path under rootfd without leaving it; make a mount target (a
+ * directory, or a file when is_file); remount a bind read-only keeping
+ * its locked flags; mask a path (tmpfs or /dev/null) or make it read-only. */
+int lc_open_in_root(int rootfd, const char *path, int flags);
+int lc_target_in_root(int rootfd, const char *path, bool is_file, lc_error_t **err);
+int lc_remount_ro(const char *target);
+int lc_mask_path(int rootfd, const char *path, lc_error_t **err);
+int lc_readonly_path(int rootfd, const char *path, lc_error_t **err);
+
 /* ---- sandbox.c: one sandbox being started, run and torn down */
 typedef struct lc_sb {
 	const lc_spec_t *spec;
@@ -148,6 +164,8 @@ char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */
 bool lc_single_threaded(void);
 
+/* Bring up lo in the calling process's network namespace. */
+int lc_loopback_up(void);
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
 /* Validate, build the root, start pid 1; returns once pid 1 is READY.  The

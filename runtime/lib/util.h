@@ -59,6 +59,9 @@ int lc_write_all(int fd, const void *buf, size_t len);
  * threaded program (lcd) must not hold on to the other threads' pipes. */
 void lc_close_fds_except(const int *keep, size_t n);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
+/* Copy what is readable from `from` to `to` (terminals, pipes); false on
+ * EOF or error. */
+bool lc_pump(int from, int to);
 /* Random lowercase hex id of n chars (n even, <= 64). */
 void lc_random_hex(char *out, size_t n);
 /* Milliseconds from CLOCK_MONOTONIC / CLOCK_REALTIME. */
