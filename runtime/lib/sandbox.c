@@ -65,6 +65,8 @@ static void trace(const char *what)
 
 static pthread_mutex_t idmap_lock = PTHREAD_MUTEX_INITIALIZER;
 static int idmap_fd = -1;
+static pid_t idmap_pid; /* the process that made idmap_fd: a forked child
+			   (lcd's sandbox monitors) may have closed it */
 
 static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
 {
@@ -82,7 +84,7 @@ static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
 static int idmap_userns(lc_error_t **err)
 {
 	pthread_mutex_lock(&idmap_lock);
-	if (idmap_fd >= 0) {
+	if (idmap_fd >= 0 && idmap_pid == getpid()) {
 		pthread_mutex_unlock(&idmap_lock);
 		return idmap_fd;
 	}
@@ -119,6 +121,7 @@ static int idmap_userns(lc_error_t **err)
 	if (pid > 0)
 		waitpid(pid, NULL, 0);
 	idmap_fd = fd;
+	idmap_pid = getpid();
 	pthread_mutex_unlock(&idmap_lock);
 	return fd;
 }
