@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "cron.h"
+#include "devbox.h"
 #include "lcrun.h"
 
 enum { LCD_CATCHUP_ALL = 0, LCD_CATCHUP_ONE, LCD_CATCHUP_NONE };
@@ -52,6 +53,8 @@ typedef struct lcd_app {
 	size_t n_webhooks;
 	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
 	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
+	lcd_devbox_def_t *devboxes; /* "devboxes": boxes you SSH into (devbox.h) */
+	size_t n_devboxes;
 } lcd_app_t;
 
 #define LCD_SANDBOXES_MAX_DEFAULT 10
