@@ -78,6 +78,7 @@ typedef struct exec_ctx {
 	struct winsize ws;
 	bool have_ws;
 	bool in_cgroup; /* the helper was cloned into the sandbox's cgroup */
+	lc_proc_args_t title; /* the caller's command line, hidden from the helper */
 } exec_ctx_t;
 
 static void __attribute__((noreturn)) helper_fail(exec_ctx_t *x, lc_error_t *e)
@@ -88,10 +89,19 @@ static void __attribute__((noreturn)) helper_fail(exec_ctx_t *x, lc_error_t *e)
 
 static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 {
-	const lc_exec_opts_t *o = x->o;
 	lc_error_t *e = NULL;
 	close(x->sp[0]);
-	prctl(PR_SET_NAME, "lcrun-exec", 0, 0, 0);
+	/* The caller's options may point into its command line, which the
+	 * title wipes from this copy of the memory: keep what is used. */
+	lc_exec_opts_t own = *x->o;
+	char **argv = NULL;
+	for (size_t i = 0; own.argv && own.argv[i]; i++)
+		lc_strv_push(&argv, own.argv[i]);
+	own.argv = argv;
+	own.env = NULL; /* merged into x->spec already */
+	own.workdir = own.workdir ? strdup(own.workdir) : NULL;
+	const lc_exec_opts_t *o = &own;
+	lc_proc_title_child("lcrun-exec", &x->title);
 	if (o->detach) {
 		/* let go of the caller's stdio: it may be a pipe someone reads to EOF */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -302,6 +312,9 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 			     "cannot join the pid namespace of sandbox %s", id);
 		goto out;
 	}
+	/* The sandbox sees the helper from its first instant: it must never
+	 * show the caller's command line (-e values, paths). */
+	lc_proc_title_begin("lcrun-exec", &x.title);
 	/* Moving a process into a cgroup afterwards waits for an RCU grace
 	 * period (~10 ms); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3 is
 	 * only safe while no other thread may hold libc locks. */
@@ -320,6 +333,8 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	}
 	if (!x.in_cgroup)
 		helper = fork();
+	if (helper != 0)
+		lc_proc_title_end(&x.title);
 	if (helper != 0 && setns(ownpid, CLONE_NEWPID) < 0 && helper > 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot return to lcrun's own pid namespace");
 		goto out;

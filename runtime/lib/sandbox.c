@@ -207,6 +207,9 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Pid 1 is cloned from here: it shows "lcrun-init", never the
+	 * command line of lcrun (or lcd).  While still host root. */
+	lc_proc_title("lcrun-init");
 	if (c->rootless) {
 		uid_t uid = geteuid();
 		gid_t gid = getegid();

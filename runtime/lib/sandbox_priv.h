@@ -118,6 +118,25 @@ int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
 
+/* ---- proctitle.c: what /proc/PID/cmdline and comm show for processes
+ * the sandbox can see (pid 1, exec's helper): a fixed title, never the
+ * host's command line. */
+/* This process shows title; the strings it was started with are wiped
+ * from its memory.  Host root: PR_SET_MM; otherwise written in place. */
+void lc_proc_title(const char *title);
+typedef struct lc_proc_args {
+	unsigned long start, end; /* the command line as it was */
+	bool moved;               /* PR_SET_MM pointed it at the title */
+} lc_proc_args_t;
+/* Around a clone whose child the sandbox sees from its first instant: the
+ * caller shows title from begin to end (which restores its own command
+ * line; a lock is held in between), and the child calls
+ * lc_proc_title_child with the same saved, which wipes the strings from
+ * its copy of the memory (or falls back to lc_proc_title). */
+void lc_proc_title_begin(const char *title, lc_proc_args_t *saved);
+void lc_proc_title_end(const lc_proc_args_t *saved);
+void lc_proc_title_child(const char *title, const lc_proc_args_t *saved);
+
 /* ---- sandbox.c: one sandbox being started, run and torn down */
 typedef struct lc_sb {
 	const lc_spec_t *spec;

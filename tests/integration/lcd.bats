@@ -173,6 +173,34 @@ count_fn() { # FN [STATE]
 	[ "$(count_fn many)" -eq 50 ]
 }
 
+@test "lcd: a task's pid 1 shows lcrun-init, nothing of lcd's command line; its environment stays closed" {
+	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
+	# every process but the reader's own: cmdline and comm; pid 1's environ
+	read_procs='for d in /proc/[0-9]*; do
+		p=${d#/proc/}; [ "$p" = "$$" ] && continue
+		[ "$(cat $d/comm 2>/dev/null)" = tr ] && continue
+		printf "P: %s cmdline=[%s] comm=[%s]\n" "$p" "$(tr "\0" "|" <$d/cmdline 2>/dev/null)" "$(cat $d/comm 2>/dev/null)"
+	done
+	cat /proc/1/environ >/dev/null 2>&1 && echo "P: pid 1 environ readable"
+	true'
+	jq -n --arg cmd "$read_procs" \
+		'{name: "ptitle", functions: {read: {command: $cmd, secrets: ["DEMO_TOKEN"], timeout: 60}}}' >"$T/ptitle.json"
+	"$LCCTL" deploy "$T/ptitle.json"
+	run "$LCCTL" run ptitle:read
+	[ "$status" -eq 0 ]
+	id=$("$LCCTL" task list --app ptitle --json | jq -r '.[0].id')
+	run "$LCCTL" task logs "$id"
+	echo "$output"
+	out=$(grep '^P: ' <<<"$output")
+	[ "$(head -1 <<<"$out")" = "P: 1 cmdline=[lcrun-init|] comm=[lcrun-init]" ]
+	[ "$(grep -c . <<<"$out")" -eq 1 ]
+	# lcd's flags and paths (its socket and config live in $T)
+	[[ "$out" != *"$T"* ]]
+	[[ "$out" != *--socket* ]]
+	[[ "$out" != *--config* ]]
+	[[ "$out" != *"$SECRET"* ]]
+}
+
 @test "lcd: claim race: 20 concurrent set --if-absent, exactly one wins; TTL expiry" {
 	pids=()
 	for i in $(seq 20); do
