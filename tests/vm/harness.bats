@@ -180,3 +180,15 @@ lines|unset|*|x y||/root|0" ]
 	[[ "$output" == *"not ok 3 sample: fails"* ]]
 	[ "${lines[-1]}" = "vm: 1 passed, 1 failed, 1 skipped" ]
 }
+
+@test "check-vm: by default it runs only the files marked '# check-vm: yes' (cgroup.bats first)" {
+	top=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+	run "$BATS_TEST_DIRNAME/check-vm" --list
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = "$top/tests/integration/cgroup.bats" ]
+	for f in "${lines[@]}"; do grep -qx '# check-vm: yes' "$f"; done
+	for f in "$top"/tests/integration/*.bats; do
+		grep -qx '# check-vm: yes' "$f" || [[ " ${lines[*]} " != *" $f "* ]]
+	done
+	[[ " ${lines[*]} " != *"/run.bats "* ]]
+}
