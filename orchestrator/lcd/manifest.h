@@ -21,6 +21,8 @@ typedef struct lcd_function {
 	int concurrency; /* at most this many running */
 	int queue;       /* at most this many waiting */
 	char **secrets;  /* names of the secrets it sees as environment */
+	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
+	size_t n_mounts;
 } lcd_function_t;
 
 typedef struct lcd_schedule {

@@ -201,6 +201,50 @@ count_fn() { # FN [STATE]
 	[[ "$out" != *"$SECRET"* ]]
 }
 
+@test "lcd: a function's mounts: only under bind_roots; idmapped, the task's files are the tree's owner's; readonly stays so" {
+	# without bind_roots in lcd.json no host path is bound
+	mkdir -p "$T/roots/co" "$T/roots/ro" "$T/elsewhere"
+	jq -n --arg s "$T/roots/co" '{name: "mnt", functions: {build: {command: "true", mounts: [{source: $s, target: "/src"}]}}}' >"$T/mnt.json"
+	run "$LCCTL" deploy "$T/mnt.json"
+	[ "$status" -eq 118 ]
+	[ "$output" = "lcctl: functions.build.mounts[0].source: $T/roots/co: lcd binds no host path into tasks unless lcd.json lists it under \"bind_roots\"" ]
+
+	stop_lcd
+	jq -n --arg r "$T/roots" '{bind_roots: [$r]}' >"$T/lcd.json"
+	start_lcd
+	printf 'all:\n\techo built >out.txt\n' >"$T/roots/co/Makefile"
+	chown -R 1000:1000 "$T/roots/co"
+	echo data >"$T/roots/ro/f"
+	ln -s "$T/elsewhere" "$T/roots/sneaky"
+	jq -n --arg s "$T/roots/co" --arg r "$T/roots/ro" --arg e "$T/elsewhere" --arg k "$T/roots/sneaky" '{name: "mnt", functions: {
+		build: {command: "cd /src && stat -c %u:%g . && touch from-task && make -s && (echo x >/ro/f || echo ro-refused)",
+			mounts: [{source: $s, target: "/src"}, {source: $r, target: "/ro", readonly: true}]},
+		outside: {command: "true", mounts: [{source: $e, target: "/e"}]},
+		sneaky: {command: "true", mounts: [{source: $k, target: "/e", idmap: true}]}}}' >"$T/mnt.json"
+	# a source outside the roots is refused with its JSON path
+	run "$LCCTL" deploy "$T/mnt.json"
+	[ "$status" -eq 118 ]
+	[ "$output" = "lcctl: functions.outside.mounts[0].source: $T/elsewhere is not under lcd's bind_roots" ]
+	jq 'del(.functions.outside)' "$T/mnt.json" >"$T/mnt2.json"
+	"$LCCTL" deploy "$T/mnt2.json"
+	run "$LCCTL" run mnt:build
+	[ "$status" -eq 0 ]
+	id=$("$LCCTL" task list --app mnt --json | jq -r '.[0].id')
+	run "$LCCTL" task logs "$id"
+	echo "$output"
+	[[ "$output" == *"0:0"* ]]        # the tree's owner is the task's root
+	[[ "$output" == *ro-refused* ]]
+	[ "$(stat -c %u:%g "$T/roots/co/from-task")" = 1000:1000 ]
+	[ "$(stat -c %u:%g "$T/roots/co/out.txt")" = 1000:1000 ]
+	[ "$(cat "$T/roots/ro/f")" = data ]
+	# a link under a root that leads out of it: refused when the task starts
+	run "$LCCTL" run mnt:sneaky
+	[ "$status" -ne 0 ]
+	id=$("$LCCTL" task list --app mnt --json | jq -r '.[0].id')
+	"$LCCTL" task show "$id" | jq -e --arg m "mounts[0]: $T/roots/sneaky -> $T/elsewhere is not under lcd's bind_roots" \
+		'.state == "failed" and (.error | contains($m))'
+}
+
 @test "lcd: claim race: 20 concurrent set --if-absent, exactly one wins; TTL expiry" {
 	pids=()
 	for i in $(seq 20); do
