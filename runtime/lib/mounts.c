@@ -508,25 +508,16 @@ int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, l
 		const lc_mount_t *m = &spec->mounts[i];
 		if (m->tmpfs)
 			continue;
-		if (plan->bind_fds && i < plan->n_bind_fds && plan->bind_fds[i] >= 0) {
-			/* idmapped in lcrun already; made read-only there too */
-			uid_t ou = (uid_t)setfsuid(plan->owner_uid);
-			gid_t og = (gid_t)setfsgid(plan->owner_gid);
-			r = attach_into(rootfd, plan->bind_fds[i], m->dst, err);
-			setfsuid(ou);
-			setfsgid(og);
-			if (r < 0)
-				lc_error_wrap(err, "--bind %s", m->src);
-			continue;
-		}
-		/* Open the source as host root, then switch the fs ids. */
-		_cleanup_close_ int sfd = open(m->src, O_PATH | O_CLOEXEC);
-		if (sfd < 0)
+		/* idmapped (and made read-only) in lcrun already, or a plain
+		 * bind of the source opened here as host root */
+		int mfd = plan->bind_fds && i < plan->n_bind_fds ? plan->bind_fds[i] : -1;
+		_cleanup_close_ int sfd = mfd < 0 ? open(m->src, O_PATH | O_CLOEXEC) : -1;
+		if (mfd < 0 && sfd < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
 		_cleanup_free_ char *via = lc_strdup_printf("/proc/self/fd/%d", sfd);
 		uid_t ou = (uid_t)setfsuid(plan->owner_uid);
 		gid_t og = (gid_t)setfsgid(plan->owner_gid);
-		r = bind_into(rootfd, via, m->dst, m->ro, err);
+		r = mfd >= 0 ? attach_into(rootfd, mfd, m->dst, err) : bind_into(rootfd, via, m->dst, m->ro, err);
 		setfsuid(ou);
 		setfsgid(og);
 		if (r < 0)

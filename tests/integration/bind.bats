@@ -176,18 +176,14 @@ git log --format=%s | head -1'
 
 @test "rootless: :idmap needs root (118); the caller's own tree is writable as before" {
 	user=$(rootless_user)
-	RL=$(mktemp -d /tmp/lcrun-bind.XXXXXX)
-	chmod 755 "$RL"
-	cp "$LCRUN" "$RL/lcrun"
-	cp -r "$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/policies" "$RL/policies"
+	rootless_copy
 	mkdir "$RL/co"
-	chmod -R a+rX "$RL"
 	chown "$user" "$RL/co"
-	run as_user "$user" env LCRUN_POLICY_DIR="$RL/policies" "$RL/lcrun" run --bind "$RL/co:/src:idmap" -- true
+	run rootless_lcrun run --bind "$RL/co:/src:idmap" -- true
 	[ "$status" -eq 118 ]
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == *":idmap needs root"* ]]
-	run as_user "$user" env LCRUN_POLICY_DIR="$RL/policies" "$RL/lcrun" run --bind "$RL/co:/src" -- sh -c 'touch /src/f; stat -c %u /src/f'
+	run rootless_lcrun run --bind "$RL/co:/src" -- sh -c 'touch /src/f; stat -c %u /src/f'
 	[ "$status" -eq 0 ]
 	[ "$output" = 0 ]
 	[ "$(stat -c %U "$RL/co/f")" = "$user" ]

@@ -88,16 +88,12 @@ assert_nothing_leaked() {
 }
 
 @test "rootless run: pid 1 shows lcrun-init (written in place, without PR_SET_MM)" {
-	user=$(rootless_user)
-	RL=$(mktemp -d /tmp/lcrun-hostpath.XXXXXX)
-	chmod 755 "$RL"
-	cp "$LCRUN" "$RL/lcrun"
-	cp -r "$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/policies" "$RL/policies"
+	rootless_copy
 	mkdir "$RL/bindsrc"
 	echo "FROMFILE=$ENVSECRET" >"$RL/envfile"
 	chmod -R a+rX "$RL"
 	D=$RL
-	run as_user "$user" env LCRUN_POLICY_DIR="$RL/policies" "$RL/lcrun" run \
+	run rootless_lcrun run \
 		-e "SECRETX=$SECRET" --env-file "$RL/envfile" --bind "$RL/bindsrc:/data:ro" -- sh -c "$READ_PROCS"
 	[ "$status" -eq 0 ]
 	assert_nothing_leaked
