@@ -2,10 +2,10 @@
  *
  * Two stages.  lc_mounts_stage runs in the staging process, which has a
  * mount namespace of its own and (as root) is still privileged on the host:
- * it makes the idmapped lower layers, the overlay(s) and the sysfs of the
- * sandbox's network namespace.  lc_mounts_finish runs in pid 1, inside the
- * sandbox's user namespace: proc, a minimal /dev, /tmp, binds, the masked
- * /proc paths, then pivot_root. */
+ * it makes the idmapped lower layers, the overlay(s), the sysfs of the
+ * sandbox's network namespace, /tmp and the binds.  lc_mounts_finish runs
+ * in pid 1, inside the sandbox's user namespace: proc, a minimal /dev,
+ * --tmpfs mounts, the masked /proc paths, then pivot_root. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -392,7 +392,12 @@ int lc_mounts_stage_targets(const lc_rootfs_plan_t *plan, lc_error_t **err)
 		if (chown(p, plan->owner_uid, plan->owner_gid) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s in the sandbox", files[i]);
 	}
-	return 0;
+	/* /tmp is mounted here, before the binds, so that a bind below it
+	 * (--bind /tmp/x:/tmp/x) lands in the sandbox's /tmp, not under it;
+	 * its root belongs to the sandbox's root. */
+	_cleanup_free_ char *tmp_opts = lc_strdup_printf("mode=1777,uid=%u,gid=%u", (unsigned)plan->owner_uid,
+							 (unsigned)plan->owner_gid);
+	return mount_in(rootfd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts, err);
 }
 
 /* A name for the filesystem a refusal is about. */
@@ -544,8 +549,6 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 	if (mount_in(rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
 	if (setup_dev(rootfd, plan->rootless, err) < 0)
-		return -1;
-	if (mount_in(rootfd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err) < 0)
 		return -1;
 	{
 		/* The sandbox's own cgroup (its cgroup namespace root), read-only. */

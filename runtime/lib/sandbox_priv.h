@@ -118,7 +118,9 @@ void lc_mounts_close_binds(lc_rootfs_plan_t *plan);
 /* In the staging process, still host root: the --bind mounts, so that
  * any path root can read can be bound (read-only binds stay locked). */
 int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
-/* Also there: the mount points pid 1 needs (proc, dev, tmp, etc/hosts…). */
+/* Also there, before the binds: the mount points pid 1 needs (proc, dev,
+ * etc/hosts…) and the sandbox's /tmp (a tmpfs), so that binds below /tmp
+ * stay visible. */
 int lc_mounts_stage_targets(const lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In the staging process after its last unshare: O_PATH fds of the staged
  * root and files, valid in pid 1's mount namespace. */

@@ -86,6 +86,25 @@ git log --format=%s | head -1'
 	SB=
 }
 
+@test "a bind below /tmp shows in the sandbox's /tmp, which is still a fresh tmpfs of the sandbox's root" {
+	co="$W/co"
+	mkdir -p "$co"
+	echo hello >"$co/f"
+	chown -R 1000:1000 "$co"
+	run "$LCRUN" run --bind "$co:/tmp/co" -- sh -c '
+		cat /tmp/co/f; touch /tmp/co/new /tmp/other
+		stat -c "%u %a" /tmp; ls /tmp; findmnt -no FSTYPE /tmp'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = hello ]
+	[ "${lines[1]}" = "0 1777" ]
+	[ "${lines[2]}" = co ]
+	[ "${lines[3]}" = other ]
+	[ "${lines[4]}" = tmpfs ]
+	[ "$(stat -c %u "$co/new")" = 1000 ]
+	[ ! -e /tmp/other ]
+}
+
 @test "read-only binds stay read-only, idmapped or not, even for root with CAP_SYS_ADMIN" {
 	co="$W/co"
 	make_checkout "$co" 1000:1000
