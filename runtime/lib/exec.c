@@ -79,6 +79,7 @@ typedef struct exec_ctx {
 	bool have_ws;
 	bool in_cgroup; /* the helper was cloned into the sandbox's cgroup */
 	lc_proc_args_t title; /* the caller's command line, hidden from the helper */
+	lc_exec_opts_t own;   /* the options, not pointing into that command line */
 } exec_ctx_t;
 
 static void __attribute__((noreturn)) helper_fail(exec_ctx_t *x, lc_error_t *e)
@@ -89,18 +90,9 @@ static void __attribute__((noreturn)) helper_fail(exec_ctx_t *x, lc_error_t *e)
 
 static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 {
+	const lc_exec_opts_t *o = x->o;
 	lc_error_t *e = NULL;
 	close(x->sp[0]);
-	/* The caller's options may point into its command line, which the
-	 * title wipes from this copy of the memory: keep what is used. */
-	lc_exec_opts_t own = *x->o;
-	char **argv = NULL;
-	for (size_t i = 0; own.argv && own.argv[i]; i++)
-		lc_strv_push(&argv, own.argv[i]);
-	own.argv = argv;
-	own.env = NULL; /* merged into x->spec already */
-	own.workdir = own.workdir ? strdup(own.workdir) : NULL;
-	const lc_exec_opts_t *o = &own;
 	lc_proc_title_child("lcrun-exec", &x->title);
 	if (o->detach) {
 		/* let go of the caller's stdio: it may be a pipe someone reads to EOF */
@@ -313,7 +305,16 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 		goto out;
 	}
 	/* The sandbox sees the helper from its first instant: it must never
-	 * show the caller's command line (-e values, paths). */
+	 * show the caller's command line (-e values, paths).  The caller's
+	 * strings are the title until the clone is done, so the helper uses
+	 * copies of the options (they may point into them). */
+	x.own = *o;
+	x.own.argv = NULL;
+	for (size_t i = 0; o->argv && o->argv[i]; i++)
+		lc_strv_push(&x.own.argv, o->argv[i]);
+	x.own.env = NULL; /* merged into x.spec already */
+	x.own.workdir = o->workdir ? strdup(o->workdir) : NULL;
+	x.o = &x.own;
 	lc_proc_title_begin("lcrun-exec", &x.title);
 	/* Moving a process into a cgroup afterwards waits for an RCU grace
 	 * period (~10 ms); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3 is
@@ -487,6 +488,8 @@ out:
 	lc_seccomp_prog_free(&x.prog);
 	lc_strv_free(x.envp);
 	lc_spec_free(x.spec);
+	lc_strv_free(x.own.argv);
+	free((char *)x.own.workdir);
 	res->wall_us = (lc_now_ms() - t0) * 1000;
 	return r;
 }

@@ -4,30 +4,30 @@
  * that can see them reads /proc/PID/cmdline: without care that is the
  * host's whole command line (the binary's path, bind sources, -e values,
  * --env-file paths).  The kernel shows the bytes between the mm's
- * arg_start and arg_end.  As host root, PR_SET_MM points those at a fixed
- * title in a page of its own; without CAP_SYS_RESOURCE (a rootless
- * sandbox) the title is written over the argument strings in place.
- * Either way the original strings are wiped from the process's own copy
- * of the memory.  No re-exec: that would cost a whole process start.
- *
- * The title must live in anonymous memory: /proc/PID/cmdline reads it with
- * FOLL_ANON and shows nothing for a file-backed page (.rodata, .data). */
+ * arg_start and arg_end, and when the last of them is not a NUL it shows
+ * the bytes from arg_start up to the first NUL (the setproctitle
+ * convention, which may run on into the environment strings that follow).
+ * So the title is written over the argument strings in place, followed by
+ * NULs, with a last byte that is not one.  That needs no privilege
+ * (PR_SET_MM_ARG_START would need CAP_SYS_RESOURCE, which a rootless
+ * caller and many containers lack) and no re-exec, which would cost a
+ * whole process start. */
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "sandbox_priv.h"
 #include "util.h"
 
+extern char **environ;
+
 static pthread_mutex_t title_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* arg_start, arg_end from /proc/self/stat (fields 48 and 49). */
-static int read_args(unsigned long *start, unsigned long *end)
+/* arg_start, arg_end, env_start, env_end: /proc/self/stat fields 48-51. */
+static int read_bounds(unsigned long v[4])
 {
 	char buf[2048];
 	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -39,134 +39,84 @@ static int read_args(unsigned long *start, unsigned long *end)
 		return -1;
 	buf[n] = '\0';
 	char *p = strrchr(buf, ')'); /* the comm field (2) may hold anything */
-	if (!p)
-		return -1;
-	p++;
-	unsigned long v[2];
-	for (int field = 3, got = 0; got < 2; field++) {
-		while (*p == ' ')
-			p++;
-		if (!*p)
-			return -1;
-		char *e;
-		unsigned long x = strtoul(p, &e, 10);
-		if (field >= 48)
-			v[got++] = x;
+	int field = 2, got = 0;
+	while (p && got < 4) {
 		p = strchr(p, ' ');
-		if (!p && got < 2)
+		if (!p)
 			return -1;
+		p++;
+		if (++field >= 48)
+			v[got++] = strtoul(p, NULL, 10);
 	}
-	*start = v[0];
-	*end = v[1];
-	return *start && *end >= *start ? 0 : -1;
+	return got == 4 && v[0] && v[1] > v[0] ? 0 : -1;
 }
 
-/* Point arg_start/arg_end at [start, end), keeping start <= end after each
- * of the two calls as the kernel demands.  Needs CAP_SYS_RESOURCE in the
- * host's user namespace. */
-static int set_args(unsigned long start, unsigned long end, unsigned long cur_start, unsigned long cur_end)
+/* Write title over [start, end): the title, NULs, a last byte that is not
+ * a NUL. */
+static void write_title(const char *title, char *start, char *end)
 {
-	if (start <= cur_end) {
-		if (prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) < 0)
-			return -1;
-		if (prctl(PR_SET_MM, PR_SET_MM_ARG_END, end, 0, 0) < 0) {
-			prctl(PR_SET_MM, PR_SET_MM_ARG_START, cur_start, 0, 0);
-			return -1;
-		}
-		return 0;
-	}
-	if (prctl(PR_SET_MM, PR_SET_MM_ARG_END, end, 0, 0) < 0)
-		return -1;
-	if (prctl(PR_SET_MM, PR_SET_MM_ARG_START, start, 0, 0) < 0) {
-		prctl(PR_SET_MM, PR_SET_MM_ARG_END, cur_end, 0, 0);
-		return -1;
-	}
-	return 0;
-}
-
-/* A page of its own holding title and its NUL (never freed: the kernel
- * reads it for as long as the process lives). */
-static char *title_page(const char *title)
-{
-	char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
-		return NULL;
-	snprintf(page, 4096, "%s", title);
-	return page;
-}
-
-static int point_at(char *page, unsigned long cur_start, unsigned long cur_end)
-{
-	unsigned long s = (unsigned long)page, e = s + strlen(page) + 1;
-	return set_args(s, e, cur_start, cur_end);
-}
-
-/* The title over the strings themselves: NULs after it, and a last byte
- * that is not NUL, which tells the kernel to show the strings up to the
- * first NUL only (the setproctitle convention). */
-static void write_in_place(const char *title, unsigned long start, unsigned long end)
-{
-	char *p = (char *)start;
-	size_t len = end - start, n = strlen(title);
-	if (len == 0)
+	size_t len = (size_t)(end - start), n = strlen(title);
+	if (len < 2)
 		return;
-	memset(p, 0, len);
-	if (n > len - 1)
-		n = len - 1;
-	memcpy(p, title, n);
-	if (len > n + 1)
-		p[len - 1] = ' ';
+	if (n > len - 2)
+		n = len - 2;
+	memset(start, 0, len);
+	memcpy(start, title, n);
+	end[-1] = ' ';
 }
 
 void lc_proc_title(const char *title)
 {
-	unsigned long start, end;
+	unsigned long b[4];
 	prctl(PR_SET_NAME, title, 0, 0, 0);
-	if (read_args(&start, &end) < 0)
+	if (read_bounds(b) < 0)
 		return;
-	char *page = title_page(title);
-	if (page && point_at(page, start, end) == 0) {
-		memset((void *)start, 0, end - start);
-		return;
+	char *start = (char *)b[0], *end = (char *)b[1];
+	/* Too little room (a bare "lcd"): take the environment strings that
+	 * follow too, once this process's environ points at copies. */
+	if ((size_t)(end - start) < strlen(title) + 2 && b[2] == b[1] && b[3] > b[2]) {
+		for (size_t i = 0; environ && environ[i]; i++)
+			if ((unsigned long)environ[i] >= b[2] && (unsigned long)environ[i] < b[3])
+				environ[i] = strdup(environ[i]);
+		end = (char *)b[3];
 	}
-	if (page)
-		munmap(page, 4096);
-	write_in_place(title, start, end);
+	write_title(title, start, end);
 }
-
-/* The callers' title page, made once (lcd clones helpers all day long). */
-static char *begin_page;
 
 void lc_proc_title_begin(const char *title, lc_proc_args_t *saved)
 {
+	unsigned long b[4];
 	pthread_mutex_lock(&title_lock);
 	memset(saved, 0, sizeof(*saved));
-	if (!begin_page || strcmp(begin_page, title) != 0) {
-		if (begin_page)
-			munmap(begin_page, 4096);
-		begin_page = title_page(title);
-	}
-	if (begin_page && read_args(&saved->start, &saved->end) == 0 &&
-	    point_at(begin_page, saved->start, saved->end) == 0)
-		saved->moved = true;
+	if (read_bounds(b) < 0)
+		return;
+	size_t len = b[1] - b[0];
+	saved->copy = malloc(len);
+	if (!saved->copy)
+		return;
+	memcpy(saved->copy, (void *)b[0], len);
+	saved->start = b[0];
+	saved->end = b[1];
+	write_title(title, (char *)b[0], (char *)b[1]);
 }
 
-void lc_proc_title_end(const lc_proc_args_t *saved)
+void lc_proc_title_end(lc_proc_args_t *saved)
 {
-	if (saved->moved) {
-		unsigned long s, e;
-		if (read_args(&s, &e) == 0)
-			set_args(saved->start, saved->end, s, e);
+	if (saved->copy) {
+		memcpy((void *)saved->start, saved->copy, saved->end - saved->start);
+		free(saved->copy);
+		saved->copy = NULL;
 	}
 	pthread_mutex_unlock(&title_lock);
 }
 
 void lc_proc_title_child(const char *title, const lc_proc_args_t *saved)
 {
-	if (!saved->moved) {
-		lc_proc_title(title);
+	if (saved->copy && saved->end - saved->start >= strlen(title) + 2) {
+		/* the caller wrote the title before the clone: nothing of its
+		 * command line is in this copy of the memory */
+		prctl(PR_SET_NAME, title, 0, 0, 0);
 		return;
 	}
-	prctl(PR_SET_NAME, title, 0, 0, 0);
-	memset((void *)saved->start, 0, saved->end - saved->start);
+	lc_proc_title(title);
 }

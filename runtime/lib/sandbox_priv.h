@@ -137,20 +137,21 @@ int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, 
 /* ---- proctitle.c: what /proc/PID/cmdline and comm show for processes
  * the sandbox can see (pid 1, exec's helper): a fixed title, never the
  * host's command line. */
-/* This process shows title; the strings it was started with are wiped
- * from its memory.  Host root: PR_SET_MM; otherwise written in place. */
+/* This process shows title: written over its argument strings (and, when
+ * they are too short for it, the environment strings after them, once
+ * environ points at copies). */
 void lc_proc_title(const char *title);
 typedef struct lc_proc_args {
-	unsigned long start, end; /* the command line as it was */
-	bool moved;               /* PR_SET_MM pointed it at the title */
+	unsigned long start, end; /* the caller's argument strings */
+	char *copy;               /* what they held, while the title is there */
 } lc_proc_args_t;
 /* Around a clone whose child the sandbox sees from its first instant: the
- * caller shows title from begin to end (which restores its own command
- * line; a lock is held in between), and the child calls
- * lc_proc_title_child with the same saved, which wipes the strings from
- * its copy of the memory (or falls back to lc_proc_title). */
+ * caller shows title from begin to end, which puts its own strings back (a
+ * lock is held in between; nothing in the caller may read its argv
+ * meanwhile, and the child must not use pointers into it).  The child
+ * calls lc_proc_title_child with the same saved. */
 void lc_proc_title_begin(const char *title, lc_proc_args_t *saved);
-void lc_proc_title_end(const lc_proc_args_t *saved);
+void lc_proc_title_end(lc_proc_args_t *saved);
 void lc_proc_title_child(const char *title, const lc_proc_args_t *saved);
 
 /* ---- sandbox.c: one sandbox being started, run and torn down */

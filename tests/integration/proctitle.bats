@@ -87,7 +87,7 @@ assert_nothing_leaked() {
 	wait "$pid"
 }
 
-@test "rootless run: pid 1 shows lcrun-init (written in place, without PR_SET_MM)" {
+@test "rootless run: pid 1 shows lcrun-init too" {
 	rootless_copy
 	mkdir "$RL/bindsrc"
 	echo "FROMFILE=$ENVSECRET" >"$RL/envfile"
