@@ -21,6 +21,7 @@ struct opts {
 	const char *socket;
 	bool json, detach, follow, if_absent;
 	const char *app, *state, *limit, *ttl, *from_env, *prefix;
+	char **config; /* --config KEY=VALUE, repeatable */
 	char **pos; /* positional arguments after the verb words */
 	size_t n;
 	unsigned seen; /* bit per option, see opt_table */
@@ -34,8 +35,9 @@ static const struct {
 	{ "json", 0, false },  { "detach", 'd', false }, { "follow", 'f', false }, { "if-absent", 0, false },
 	{ "app", 0, true },    { "state", 0, true },     { "limit", 0, true },     { "ttl", 0, true },
 	{ "from-env", 0, true }, { "prefix", 0, true },  { "socket", 0, true },
+	{ "config", 0, true },
 };
-enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET };
+enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG };
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -96,6 +98,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FROM_ENV: o->from_env = val; break;
 		case O_PREFIX: o->prefix = val; break;
 		case O_SOCKET: o->socket = val; break;
+		case O_CONFIG: lc_strv_push(&o->config, val); break;
 		}
 	}
 	return 0;
@@ -281,7 +284,7 @@ static json_t *get_list(const struct opts *o, const char *path, const char *key,
 
 static int v_deploy(struct opts *o)
 {
-	if (only(o, 0, "deploy") || npos(o, 1, 1, "deploy APP.json"))
+	if (only(o, 1u << O_CONFIG, "deploy") || npos(o, 1, 1, "deploy APP.json [--config KEY=VALUE]…"))
 		return LC_EXIT_USAGE;
 	json_error_t je;
 	_cleanup_json_ json_t *m = json_load_file(o->pos[0], 0, &je);
@@ -292,6 +295,26 @@ static int v_deploy(struct opts *o)
 		else
 			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s: line %d: %s", o->pos[0], je.line, je.text);
 		return fail(e);
+	}
+	/* --config sets or overrides one key of the manifest's config; lcd
+	 * validates the result as it does the file's own keys. */
+	for (size_t i = 0; o->config && o->config[i]; i++) {
+		_cleanup_free_ char *kv = strdup(o->config[i]);
+		char *eq = strchr(kv, '=');
+		if (!eq || eq == kv)
+			return usage_error("--config: expected KEY=VALUE, got '%s'", o->config[i]);
+		*eq = '\0';
+		json_t *cfg = json_object_get(m, "config");
+		if (!cfg) {
+			cfg = json_object();
+			json_object_set_new(m, "config", cfg);
+		}
+		if (!json_is_object(cfg))
+			break; /* lcd refuses the manifest with its own message */
+		json_t *v = json_string(eq + 1);
+		if (!v)
+			return usage_error("--config %s: the value is not valid UTF-8", kv);
+		json_object_set_new(cfg, kv, v);
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -751,7 +774,8 @@ static int v_status(struct opts *o)
 static void usage(FILE *f)
 {
 	fputs("usage: lcctl [--socket PATH] VERB …\n\n"
-	      "  deploy APP.json                      validate and store an app (again: replace it)\n"
+	      "  deploy APP.json [--config KEY=VALUE]…  validate and store an app (again: replace it);\n"
+	      "                                       --config sets one key of its config\n"
 	      "  app list|show APP|delete APP         deployed apps\n"
 	      "  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
 	      "  run APP:SCHEDULE                     fire a schedule now\n"
@@ -814,5 +838,6 @@ int main(int argc, char **argv)
 	else
 		r = usage_error("unknown verb '%s' (see lcctl --help)", verb);
 	curl_global_cleanup();
+	lc_strv_free(o.config);
 	return r;
 }

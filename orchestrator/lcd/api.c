@@ -601,15 +601,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size <= lcd->max_body) {
-			rq->body = realloc(rq->body, rq->len + *upload_size + 1);
-			memcpy(rq->body + rq->len, upload, *upload_size);
-			rq->len += *upload_size;
-			rq->body[rq->len] = '\0';
-		} else {
-			rq->too_big = true;
-		}
-		*upload_size = 0;
+		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, lcd->max_body);
 		return MHD_YES;
 	}
 	if (rq->too_big)
@@ -673,6 +665,42 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 }
 
+void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max)
+{
+	if (!*too_big && *len + *n <= max) {
+		*body = realloc(*body, *len + *n + 1);
+		memcpy(*body + *len, piece, *n);
+		*len += *n;
+		(*body)[*len] = '\0';
+	} else {
+		*too_big = true;
+	}
+	*n = 0;
+}
+
+struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err)
+{
+	_cleanup_free_ char *host = strdup(addr);
+	char *colon = strrchr(host, ':');
+	if (!colon) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "%s '%s': expected HOST:PORT", what, addr);
+		return NULL;
+	}
+	*colon = '\0';
+	char *h = host;
+	if (*h == '[' && colon > h && colon[-1] == ']') {
+		h++;
+		colon[-1] = '\0';
+	}
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int rc = getaddrinfo(h, colon + 1, &hints, &ai);
+	if (rc != 0) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "%s '%s': %s", what, addr, gai_strerror(rc));
+		return NULL;
+	}
+	return ai;
+}
+
 int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
 		  lc_error_t **err)
 {
@@ -691,23 +719,10 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *tok
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener %s needs a bearer token (token_file)", tcp_addr);
 		}
 		api->token = strdup(token);
-		_cleanup_free_ char *host = strdup(tcp_addr);
-		char *colon = strrchr(host, ':');
-		if (!colon) {
+		struct addrinfo *ai = lcd_listen_addr(tcp_addr, "tcp listener", err);
+		if (!ai) {
 			lcd_api_stop(api);
-			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': expected HOST:PORT", tcp_addr);
-		}
-		*colon = '\0';
-		char *h = host;
-		if (*h == '[' && colon[-1] == ']') {
-			h++;
-			colon[-1] = '\0';
-		}
-		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-		int rc = getaddrinfo(h, colon + 1, &hints, &ai);
-		if (rc != 0) {
-			lcd_api_stop(api);
-			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener '%s': %s", tcp_addr, gai_strerror(rc));
+			return -1;
 		}
 		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6);
 		freeaddrinfo(ai);

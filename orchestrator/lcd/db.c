@@ -62,6 +62,16 @@ static const char *const migrations[] = {
 	"  name TEXT PRIMARY KEY,"
 	"  value BLOB NOT NULL,"
 	"  updated_at INTEGER NOT NULL);",
+	/* 1 -> 2: webhook deliveries already handed on (delivery.c) */
+	"CREATE TABLE webhook_deliveries ("
+	"  app TEXT NOT NULL REFERENCES apps(name) ON DELETE CASCADE,"
+	"  hook TEXT NOT NULL,"
+	"  delivery TEXT NOT NULL,"
+	"  event TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  received_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (app, hook, delivery));"
+	"CREATE INDEX webhook_deliveries_age ON webhook_deliveries(received_at);",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)

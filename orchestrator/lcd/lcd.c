@@ -84,6 +84,8 @@ struct config {
 	long long max_body;
 	long long catchup_max;
 	char **bind_roots;
+	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
+	long long webhook_max_body;
 };
 
 /* "bind_roots": absolute directories, resolved where they exist. */
@@ -135,6 +137,14 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			n = &c->max_body;
 		else if (!strcmp(key, "catchup_max"))
 			n = &c->catchup_max;
+		else if (!strcmp(key, "webhook_listen"))
+			s = &c->webhook_listen;
+		else if (!strcmp(key, "webhook_tls_cert"))
+			s = &c->webhook_tls_cert;
+		else if (!strcmp(key, "webhook_tls_key"))
+			s = &c->webhook_tls_key;
+		else if (!strcmp(key, "webhook_max_body"))
+			n = &c->webhook_max_body;
 		else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
 				return -1;
@@ -258,12 +268,17 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	lc_error_t *err = NULL;
-	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX };
+	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX,
+			      .webhook_max_body = DEFAULT_MAX_BODY };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
-	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30)) {
-		fprintf(stderr, "lcd: config: catchup_max is at most 100000 and max_body at most 1 GiB\n");
+	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30) || cfg.webhook_max_body > (1LL << 30)) {
+		fprintf(stderr, "lcd: config: catchup_max is at most 100000, max_body and webhook_max_body at most 1 GiB\n");
 		return LC_EXIT_INVALID;
+	}
+	if ((cfg.webhook_tls_cert || cfg.webhook_tls_key || cfg.webhook_max_body != DEFAULT_MAX_BODY) && !cfg.webhook_listen) {
+		fprintf(stderr, "lcd: config: webhook_tls_cert, webhook_tls_key and webhook_max_body need webhook_listen\n");
+		return LC_EXIT_USAGE;
 	}
 
 	lcd_t lcd = { 0 };
@@ -340,6 +355,18 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* The webhook listener before any other thread: a bad address or
+	 * certificate ends lcd here, with nothing running yet. */
+	lcd_webhook_srv_t *hooks = NULL;
+	if (cfg.webhook_listen) {
+		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
+					 (size_t)cfg.webhook_max_body };
+		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0) {
+			unlink(sock);
+			return fail(err);
+		}
+	}
+
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -350,6 +377,7 @@ int main(int argc, char **argv)
 	}
 	if (token)
 		explicit_bzero(token, strlen(token));
+
 	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
 		cfg.listen ? cfg.listen : "", dbpath, lcd.n_apps);
 	notify("READY=1");
@@ -366,6 +394,7 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&lcd.changed);
 	pthread_cond_broadcast(&lcd.tick);
 	pthread_mutex_unlock(&lcd.lock);
+	lcd_webhook_stop(hooks);
 	lcd_api_stop(api);
 	unlink(sock);
 	pthread_join(disp, NULL);

@@ -88,6 +88,8 @@ void lcd_deadline(struct timespec *ts, long long ms);
  * (per retries), their sandboxes killed, their directories removed. */
 int lcd_recover(lcd_t *lcd, lc_error_t **err);
 void *lcd_dispatcher(void *arg);
+/* Start fn(arg) in a detached thread; 0 or pthread_create's error. */
+int lcd_thread_detached(void *(*fn)(void *), void *arg);
 /* Kill every running task's sandbox (cancel flags stay as they are). */
 void lcd_kill_running(lcd_t *lcd, bool only_cancelled);
 /* Kill running tasks of one app and mark them cancelled. */
@@ -111,6 +113,26 @@ typedef struct lcd_api lcd_api_t;
 int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
 		  lc_error_t **err);
 void lcd_api_stop(lcd_api_t *api);
+/* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is
+ * set to 0).  Past max bytes the body stops growing and *too_big is set. */
+void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max);
+struct addrinfo;
+/* A listener's "HOST:PORT" (or "[V6]:PORT"), numeric: freeaddrinfo() the
+ * result; errors name `what` and the address. */
+struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err);
+
+/* ---- webhook.c ---- */
+/* The webhook listener, never the API's: POST /hooks/APP/NAME. */
+typedef struct lcd_webhook_srv lcd_webhook_srv_t;
+typedef struct lcd_webhook_cfg {
+	const char *listen;   /* HOST:PORT */
+	const char *tls_cert; /* PEM files: TLS when both are set */
+	const char *tls_key;
+	size_t max_body;
+} lcd_webhook_cfg_t;
+int lcd_webhook_start(lcd_t *lcd, const lcd_webhook_cfg_t *cfg, lcd_webhook_srv_t **out, lc_error_t **err);
+/* Stop listening and wait for deliveries being handed on. */
+void lcd_webhook_stop(lcd_webhook_srv_t *srv);
 
 void lcd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

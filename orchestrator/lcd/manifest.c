@@ -396,20 +396,68 @@ static int parse_webhook(lcd_app_t *app, const char *name, json_t *v, void *elem
 	if (entry_start("webhooks", "webhook", name, v, keys, &path, err) < 0 ||
 	    function_ref(app, v, path, &w->function, err) < 0)
 		return -1;
+	/* Deliveries are verified with it before anything else: a webhook
+	 * without one would let anyone who finds the URL spawn tasks. */
 	json_t *sec = json_object_get(v, "secret");
-	if (sec) {
-		if (!json_is_string(sec) || !lcd_secret_name_valid(json_string_value(sec))) {
-			_cleanup_free_ char *p = lc_strdup_printf("%s.secret", path);
-			return bad(err, p, "expected a secret name");
-		}
-		w->secret = strdup(json_string_value(sec));
-	}
+	_cleanup_free_ char *sp = lc_strdup_printf("%s.secret", path);
+	if (!sec)
+		return bad(err, sp, "required (the name of the secret that signs deliveries)");
+	if (!json_is_string(sec) || !lcd_secret_name_valid(json_string_value(sec)))
+		return bad(err, sp, "expected a secret name");
+	w->secret = strdup(json_string_value(sec));
 	json_t *ev = json_object_get(v, "events");
 	if (ev) {
-		_cleanup_strv_ char **tmp = NULL;
 		_cleanup_free_ char *p = lc_strdup_printf("%s.events", path);
-		if (get_strv(ev, p, NULL, NULL, &tmp, err) < 0)
+		if (get_strv(ev, p, NULL, NULL, &w->events, err) < 0)
 			return -1;
+		if (!w->events)
+			return bad(err, p, "expected at least one event (leave it out to take every event)");
+	}
+	return 0;
+}
+
+/* config: {"KEY": "value"}, handed to every function as environment.  The
+ * names lcd sets itself (LC_TASK_*, LCD_*) and the secrets' names are
+ * refused, so that no value can shadow another. */
+#define CONFIG_MAX_KEYS 128
+#define CONFIG_MAX_VALUE 16384
+
+static bool config_name_reserved(const char *k)
+{
+	return !strncmp(k, "LC_TASK_", 8) || !strncmp(k, "LCD_", 4);
+}
+
+static int parse_config(lcd_app_t *app, json_t *cfg, lc_error_t **err)
+{
+	if (!cfg)
+		return 0;
+	if (!json_is_object(cfg))
+		return bad(err, "config", "expected an object of strings {\"NAME\": \"value\"}");
+	if (json_object_size(cfg) > CONFIG_MAX_KEYS)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "config: at most %d keys", CONFIG_MAX_KEYS);
+	const char *key;
+	json_t *v;
+	json_object_foreach(cfg, key, v) {
+		_cleanup_free_ char *p = lc_strdup_printf("config.%s", key);
+		if (!lcd_secret_name_valid(key))
+			return bad(err, p, "bad name (an environment variable name: letters, digits, '_'; not starting with a digit)");
+		if (config_name_reserved(key))
+			return bad(err, p, "names starting with LC_TASK_ or LCD_ are set by lcd");
+		if (!json_is_string(v))
+			return bad(err, p, "expected a string");
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return bad(err, p, "must not contain NUL bytes");
+		if (json_string_length(v) > CONFIG_MAX_VALUE)
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: at most %d bytes", p, CONFIG_MAX_VALUE);
+		for (size_t i = 0; i < app->n_functions; i++)
+			for (char **s = app->functions[i].secrets; s && *s; s++)
+				if (!strcmp(*s, key)) {
+					_cleanup_free_ char *m = lc_strdup_printf("also a secret of functions.%s (config is not secret)",
+										  app->functions[i].name);
+					return bad(err, p, m);
+				}
+		_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", key, json_string_value(v));
+		lc_strv_push(&app->config, kv);
 	}
 	return 0;
 }
@@ -442,7 +490,7 @@ static bool map_name_ok(const char *s)
 int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 {
 	static const char *const keys[] = { "name", "description", "functions", "schedules", "maps",
-		"webhooks", "budget", "repository", NULL };
+		"webhooks", "budget", "repository", "config", NULL };
 	if (!json_is_object(m))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "manifest: expected a JSON object");
 	if (check_keys(m, "", keys, err) < 0)
@@ -493,7 +541,8 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		}
 	}
 
-	if (parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
+	if (parse_config(app, json_object_get(m, "config"), err) < 0 ||
+	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
 			parse_schedule, err) < 0 ||
 	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,
 			parse_webhook, err) < 0)
@@ -545,9 +594,11 @@ void lcd_app_unref(lcd_app_t *app)
 		free(app->webhooks[i].name);
 		free(app->webhooks[i].function);
 		free(app->webhooks[i].secret);
+		lc_strv_free(app->webhooks[i].events);
 	}
 	free(app->webhooks);
 	lc_strv_free(app->maps);
+	lc_strv_free(app->config);
 	free(app->name);
 	json_decref(app->manifest);
 	free(app);
@@ -567,6 +618,24 @@ const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name)
 		if (app->schedules[i].name && !strcmp(app->schedules[i].name, name))
 			return &app->schedules[i];
 	return NULL;
+}
+
+const lcd_webhook_t *lcd_app_webhook(const lcd_app_t *app, const char *name)
+{
+	for (size_t i = 0; name && i < app->n_webhooks; i++)
+		if (app->webhooks[i].name && !strcmp(app->webhooks[i].name, name))
+			return &app->webhooks[i];
+	return NULL;
+}
+
+bool lcd_webhook_wants(const lcd_webhook_t *w, const char *event)
+{
+	if (!w->events)
+		return true;
+	for (char **e = w->events; *e; e++)
+		if (!strcmp(*e, event))
+			return true;
+	return false;
 }
 
 bool lcd_app_has_map(const lcd_app_t *app, const char *name)

@@ -37,7 +37,8 @@ typedef struct lcd_schedule {
 typedef struct lcd_webhook {
 	char *name;
 	char *function;
-	char *secret;    /* name of the secret that signs deliveries, or NULL */
+	char *secret;    /* name of the secret that signs deliveries (required) */
+	char **events;   /* events handed on (NULL: every event) */
 } lcd_webhook_t;
 
 typedef struct lcd_app {
@@ -51,6 +52,7 @@ typedef struct lcd_app {
 	char **maps;
 	lcd_webhook_t *webhooks;
 	size_t n_webhooks;
+	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
 } lcd_app_t;
 
 /* Validate a manifest and build the app (refs = 1).  Errors name the JSON
@@ -68,6 +70,9 @@ size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, 
 
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
+const lcd_webhook_t *lcd_app_webhook(const lcd_app_t *app, const char *name);
+/* Is event one of the webhook's events (or does it take every event)? */
+bool lcd_webhook_wants(const lcd_webhook_t *w, const char *event);
 bool lcd_app_has_map(const lcd_app_t *app, const char *name);
 /* Names of apps, functions, maps, schedules: [a-z0-9][a-z0-9_-]{0,62}. */
 bool lcd_name_valid(const char *s);

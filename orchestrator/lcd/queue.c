@@ -228,6 +228,8 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 	lc_strv_push(&spec->env, "LC_TASK_DIR=/run/task");
 	lc_strv_push(&spec->env, "LC_TASK_ARGS=/run/task/args.json");
 	lc_strv_push(&spec->env, "LC_TASK_RESULT=/run/task/result.json");
+	for (size_t i = 0; j->app->config && j->app->config[i]; i++) /* the manifest's config: not secret */
+		lc_strv_push(&spec->env, j->app->config[i]);
 	for (size_t i = 0; f->secrets && f->secrets[i]; i++) {
 		_cleanup_free_ char *v = lcd_store_secret_get(j->lcd->db, f->secrets[i], err);
 		if (!v) {
@@ -459,6 +461,17 @@ done:
 	return NULL;
 }
 
+int lcd_thread_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t th;
+	int e = pthread_create(&th, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return e;
+}
+
 static void start_worker(lcd_t *lcd, lcd_app_t *app, const lcd_function_t *fn, json_t *task, const char *sandbox)
 {
 	struct job *j = lc_xmalloc0(sizeof(*j));
@@ -480,12 +493,7 @@ static void start_worker(lcd_t *lcd, lcd_app_t *app, const lcd_function_t *fn, j
 	pthread_cond_broadcast(&lcd->changed);
 	pthread_mutex_unlock(&lcd->lock);
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, worker, j);
-	pthread_attr_destroy(&attr);
+	int e = lcd_thread_detached(worker, j);
 	if (e != 0) {
 		lcd_log("task %s: cannot start a worker thread: %s", j->id, strerror(e));
 		pthread_mutex_lock(&lcd->lock);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "manifest.h"
+#include "util.h"
 
 static const char *good =
 	"{\"name\": \"demo\","
@@ -14,7 +15,8 @@ static const char *good =
 	"   \"shell\": {\"command\": \"echo hi\"}},"
 	" \"schedules\": {\"nightly\": {\"cron\": \"0 3 * * *\", \"function\": \"solve\", \"args\": {\"n\": 1}}},"
 	" \"maps\": [\"claims\"],"
-	" \"webhooks\": {\"github\": {\"function\": \"solve\", \"secret\": \"GH_SECRET\"}}}";
+	" \"webhooks\": {\"github\": {\"function\": \"solve\", \"secret\": \"GH_SECRET\", \"events\": [\"issues\", \"ping\"]}},"
+	" \"config\": {\"REPOSITORY\": \"https://example.test/r.git\", \"LABEL\": \"agent\", \"EMPTY\": \"\"}}";
 
 static char *parse_err(const char *text)
 {
@@ -85,7 +87,91 @@ START_TEST(test_good)
 	ck_assert(lcd_app_has_map(app, "claims"));
 	ck_assert(!lcd_app_has_map(app, "other"));
 	ck_assert_int_eq(app->n_webhooks, 1);
+	const lcd_webhook_t *w = lcd_app_webhook(app, "github");
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_null(lcd_app_webhook(app, "gitlab"));
+	ck_assert_str_eq(w->secret, "GH_SECRET");
+	ck_assert(lcd_webhook_wants(w, "issues"));
+	ck_assert(!lcd_webhook_wants(w, "push"));
+	ck_assert(!lcd_webhook_wants(w, "issue")); /* whole names only */
+	/* config, in the manifest's order, as environment entries */
+	ck_assert_uint_eq(lc_strv_len(app->config), 3);
+	ck_assert_str_eq(app->config[0], "REPOSITORY=https://example.test/r.git");
+	ck_assert_str_eq(app->config[1], "LABEL=agent");
+	ck_assert_str_eq(app->config[2], "EMPTY=");
 	lcd_app_unref(app);
+}
+END_TEST
+
+START_TEST(test_webhook_events_optional)
+{
+	char *text = mutate(", \"events\": [\"issues\", \"ping\"]", "");
+	json_t *m = json_loads(text, 0, NULL);
+	lcd_app_t *app = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	ck_assert(lcd_webhook_wants(lcd_app_webhook(app, "github"), "anything"));
+	ck_assert_ptr_null(app->webhooks[0].events);
+	lcd_app_unref(app);
+	json_decref(m);
+	free(text);
+}
+END_TEST
+
+START_TEST(test_config_errors)
+{
+	expect("{\"REPOSITORY\": \"https://example.test/r.git\", \"LABEL\": \"agent\", \"EMPTY\": \"\"}", "[\"REPOSITORY=x\"]",
+	       "config: expected an object of strings {\"NAME\": \"value\"}");
+	expect("\"LABEL\": \"agent\"", "\"LABEL\": 3", "config.LABEL: expected a string");
+	expect("\"LABEL\": \"agent\"", "\"LABEL\": null", "config.LABEL: expected a string");
+	expect("\"LABEL\": \"agent\"", "\"LA-BEL\": \"agent\"",
+	       "config.LA-BEL: bad name (an environment variable name: letters, digits, '_'; not starting with a digit)");
+	expect("\"LABEL\": \"agent\"", "\"1LABEL\": \"agent\"",
+	       "config.1LABEL: bad name (an environment variable name: letters, digits, '_'; not starting with a digit)");
+	expect("\"LABEL\": \"agent\"", "\"LC_TASK_ID\": \"x\"",
+	       "config.LC_TASK_ID: names starting with LC_TASK_ or LCD_ are set by lcd");
+	expect("\"LABEL\": \"agent\"", "\"LCD_SOCKET\": \"x\"",
+	       "config.LCD_SOCKET: names starting with LC_TASK_ or LCD_ are set by lcd");
+	/* a secret's name: the value would shadow (or be shadowed by) the secret */
+	expect("\"LABEL\": \"agent\"", "\"MODEL_KEY\": \"x\"",
+	       "config.MODEL_KEY: also a secret of functions.solve (config is not secret)");
+
+	/* NUL inside a value (JSON allows \u0000 when the decoder does) */
+	json_t *m = json_loads(good, 0, NULL);
+	json_object_set_new(json_object_get(m, "config"), "LABEL", json_stringn("a\0b", 3));
+	lcd_app_t *app = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), -1);
+	ck_assert_str_eq(err->msg, "config.LABEL: must not contain NUL bytes");
+	lc_error_free(err);
+	err = NULL;
+	/* 16 KiB per value; 16 KiB itself is fine */
+	char *big = malloc(16385);
+	memset(big, 'x', 16384);
+	big[16384] = '\0';
+	json_object_set_new(json_object_get(m, "config"), "LABEL", json_string(big));
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	lcd_app_unref(app);
+	app = NULL;
+	big[16384] = 'x';
+	json_object_set_new(json_object_get(m, "config"), "LABEL", json_stringn(big, 16385));
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), -1);
+	ck_assert_str_eq(err->msg, "config.LABEL: at most 16384 bytes");
+	lc_error_free(err);
+	err = NULL;
+	free(big);
+	/* at most 128 keys */
+	json_t *cfg = json_object();
+	for (int i = 0; i < 129; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "K%d", i);
+		json_object_set_new(cfg, k, json_string("v"));
+	}
+	json_object_set_new(m, "config", cfg);
+	ck_assert_int_eq(lcd_app_parse(m, &app, &err), -1);
+	ck_assert_str_eq(err->msg, "config: at most 128 keys");
+	lc_error_free(err);
+	json_decref(m);
 }
 END_TEST
 
@@ -111,6 +197,12 @@ START_TEST(test_paths)
 	expect("\"webhooks\": {\"github\": {\"function\": \"solve\"", "\"webhooks\": {\"github\": {\"function\": \"x\"",
 	       "webhooks.github.function: no function 'x' in this app");
 	expect("\"nightly\": {", "\"shell\": {", "schedules.shell: a function has the same name");
+	expect(", \"secret\": \"GH_SECRET\"", "",
+	       "webhooks.github.secret: required (the name of the secret that signs deliveries)");
+	expect("\"secret\": \"GH_SECRET\"", "\"secret\": \"GH-SECRET\"", "webhooks.github.secret: expected a secret name");
+	expect("[\"issues\", \"ping\"]", "[]",
+	       "webhooks.github.events: expected at least one event (leave it out to take every event)");
+	expect("[\"issues\", \"ping\"]", "[\"issues\", 7]", "webhooks.github.events[1]: expected a non-empty string");
 	char *m = parse_err("{\"name\": \"x\"}");
 	ck_assert_str_eq(m, "functions: required");
 	free(m);
@@ -173,6 +265,8 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_paths);
+	tcase_add_test(tc, test_webhook_events_optional);
+	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_schedule_due);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -287,6 +287,37 @@ START_TEST(test_policy_shipped)
 }
 END_TEST
 
+/* The github policy: its pinned names are inside ranges open on 443 and 22. */
+START_TEST(test_policy_github)
+{
+	lc_net_spec_t spec;
+	memset(&spec, 0, sizeof(spec));
+	lc_error_t *e = NULL;
+	ck_assert_msg(lc_net_policy_load("github", &spec, &e) == 0, "%s", e ? e->msg : "");
+	ck_assert_int_eq(spec.mode, LC_NET_ALLOW);
+	ck_assert_int_eq(spec.n_hosts, 2);
+	for (size_t h = 0; h < spec.n_hosts; h++) {
+		ck_assert(!strcmp(spec.hosts[h].name, "github.com") || !strcmp(spec.hosts[h].name, "api.github.com"));
+		struct in_addr in;
+		ck_assert_int_eq(inet_pton(AF_INET, spec.hosts[h].ip, &in), 1);
+		bool inside = false;
+		for (size_t j = 0; j < spec.n_allow; j++) {
+			const lc_net_rule_t *r = &spec.allow[j];
+			ck_assert_int_eq(r->n_ports, 2);
+			ck_assert_int_eq(r->ports[0], 443);
+			ck_assert_int_eq(r->ports[1], 22);
+			if (r->family != AF_INET)
+				continue;
+			uint32_t a = ntohl(in.s_addr), net = ntohl(*(const uint32_t *)r->addr);
+			uint32_t mask = r->prefix ? ~0u << (32 - r->prefix) : 0;
+			inside |= (a & mask) == net;
+		}
+		ck_assert_msg(inside, "github pins %s outside its ranges", spec.hosts[h].ip);
+	}
+	lc_net_spec_clear(&spec);
+}
+END_TEST
+
 START_TEST(test_policy_merge_and_override)
 {
 	/* A site file of the same name wins over the shipped one. */
@@ -803,6 +834,7 @@ int main(void)
 	tcase_add_test(parse, test_host_and_mode);
 	tcase_add_test(parse, test_policy_paths);
 	tcase_add_test(parse, test_policy_shipped);
+	tcase_add_test(parse, test_policy_github);
 	tcase_add_test(parse, test_policy_merge_and_override);
 	tcase_add_test(parse, test_validate);
 	suite_add_tcase(s, parse);

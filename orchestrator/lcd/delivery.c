@@ -1,0 +1,110 @@
+/* delivery.c — webhook signatures and the delivery-id record. */
+#include <string.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "delivery.h"
+#include "util.h"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool lcd_delivery_signature_ok(const char *secret, size_t secret_len, const void *body, size_t len,
+			       const char *header)
+{
+	if (!secret || !secret_len || !header || strncmp(header, "sha256=", 7) != 0)
+		return false;
+	const char *hex = header + 7;
+	if (strlen(hex) != 64)
+		return false;
+	unsigned char got[32];
+	for (size_t i = 0; i < 32; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		got[i] = (unsigned char)(hi << 4 | lo);
+	}
+	unsigned char want[EVP_MAX_MD_SIZE];
+	unsigned int want_len = 0;
+	static const unsigned char empty[1];
+	if (!HMAC(EVP_sha256(), secret, (int)secret_len, len ? body : empty, len, want, &want_len) || want_len != 32)
+		return false;
+	bool ok = CRYPTO_memcmp(got, want, 32) == 0;
+	OPENSSL_cleanse(want, sizeof(want));
+	return ok;
+}
+
+static bool chars_ok(const char *s, size_t max, const char *extra, bool upper)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > max)
+		return false;
+	for (const char *p = s; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (upper && c >= 'A' && c <= 'Z') ||
+		      strchr(extra, c)))
+			return false;
+	}
+	return true;
+}
+
+bool lcd_delivery_id_valid(const char *s)
+{
+	return chars_ok(s, 128, "._:-", true);
+}
+
+bool lcd_delivery_event_valid(const char *s)
+{
+	return chars_ok(s, 64, "_.-", false);
+}
+
+int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const char *delivery, const char *event,
+		       long long now_ms, char **task_id, lc_error_t **err)
+{
+	/* One statement: of any number of concurrent claims exactly one inserts. */
+	int n = lcd_db_exec(db, err,
+			    "INSERT OR IGNORE INTO webhook_deliveries (app, hook, delivery, event, received_at) "
+			    "VALUES (?, ?, ?, ?, ?)",
+			    "ssssi", app, hook, delivery, event, now_ms);
+	if (n < 0)
+		return -1;
+	if (n == 1)
+		return 1;
+	if (task_id) {
+		_cleanup_json_ json_t *rows = lcd_db_query(db, err,
+			"SELECT task_id FROM webhook_deliveries WHERE app = ? AND hook = ? AND delivery = ?", "sss", app,
+			hook, delivery);
+		if (!rows)
+			return -1;
+		const char *t = json_string_value(json_object_get(json_array_get(rows, 0), "task_id"));
+		*task_id = t ? strdup(t) : NULL;
+	}
+	return 0;
+}
+
+int lcd_delivery_set_task(lcd_db_t *db, const char *app, const char *hook, const char *delivery,
+			  const char *task_id, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "UPDATE webhook_deliveries SET task_id = ? WHERE app = ? AND hook = ? AND delivery = ?",
+			   "ssss", task_id, app, hook, delivery);
+}
+
+int lcd_delivery_forget(lcd_db_t *db, const char *app, const char *hook, const char *delivery, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "DELETE FROM webhook_deliveries WHERE app = ? AND hook = ? AND delivery = ?", "sss",
+			   app, hook, delivery);
+}
+
+int lcd_delivery_gc(lcd_db_t *db, long long cutoff_ms, lc_error_t **err)
+{
+	return lcd_db_exec(db, err, "DELETE FROM webhook_deliveries WHERE received_at < ?", "i", cutoff_ms);
+}

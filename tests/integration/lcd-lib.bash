@@ -1,0 +1,62 @@
+# A private lcd for a bats file (temp LCRUN_ROOT, LCRUN_STATE_DIR and
+# socket; its config in $T/lcd.json), and helpers to drive it.  Needs root.
+#
+#   load lcd-lib
+#   setup() { lcd_setup; start_lcd; … }     teardown() { lcd_teardown; }
+
+lcd_setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	BIN="$(dirname "${LCRUN:-$BATS_TEST_DIRNAME/../../build/lcrun}")"
+	LCD="${LCD:-$BIN/lcd}"
+	LCCTL="${LCCTL:-$BIN/lcctl}"
+	T="$(mktemp -d /tmp/lcd-bats.XXXXXX)"
+	export LCRUN_ROOT="$T/root" LCRUN_STATE_DIR="$T/state"
+	export LCD_SOCKET="$T/lcd.sock"
+}
+
+lcd_teardown() {
+	stop_lcd
+	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+start_lcd() {
+	[ -f "$T/lcd.json" ] || echo '{}' >"$T/lcd.json" # not the host's /etc/lcrun/lcd.json
+	"$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" ${CLOCK:+--clock-file "$CLOCK"} \
+		>>"$T/lcd.log" 2>&1 &
+	LCD_PID=$!
+	for _ in $(seq 100); do
+		"$LCCTL" status >/dev/null 2>&1 && return 0
+		sleep 0.05
+	done
+	cat "$T/lcd.log" >&2
+	return 1
+}
+
+stop_lcd() {
+	[ -n "${LCD_PID:-}" ] || return 0
+	kill "$LCD_PID" 2>/dev/null || true
+	for _ in $(seq 300); do kill -0 "$LCD_PID" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "$LCD_PID" 2>/dev/null || true
+	wait "$LCD_PID" 2>/dev/null || true
+	LCD_PID=
+}
+
+api() { # METHOD PATH [BODY]: prints the body, then the status on its own line
+	curl -s --unix-socket "$LCD_SOCKET" -X "$1" "http://lcd/v1$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"} \
+		-w '\n%{http_code}\n'
+}
+
+state_of() { "$LCCTL" task show "$1" | jq -r .state; }
+
+wait_state() { # ID STATE [SECONDS]
+	for _ in $(seq $(( ${3:-30} * 10 ))); do
+		[ "$(state_of "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "task $1 is $(state_of "$1"), not $2" >&2
+	return 1
+}
+
+count() { # ARGS for task list: how many tasks
+	"$LCCTL" task list --json "$@" | jq length
+}
