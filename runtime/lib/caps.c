@@ -1,5 +1,6 @@
 /* caps.c — the capability set a sandbox keeps (Docker's default list). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/capability.h>
@@ -55,26 +56,37 @@ int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err)
 	return 0;
 }
 
+static int set_flag(cap_t caps, cap_flag_t flag, uint64_t mask)
+{
+	int last = (int)cap_max_bits() - 1;
+	cap_value_t list[64];
+	int n = 0;
+	for (int c = 0; c <= last && c < 64; c++)
+		if (mask & (1ULL << c))
+			list[n++] = c;
+	return n ? cap_set_flag(caps, flag, n, list, CAP_SET) : 0;
+}
+
 /* After the uid change: set permitted/effective/inheritable to keep (root)
  * or to nothing (any other uid, as Docker does), and clear ambient. */
 int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
 {
+	uint64_t k = is_root ? keep : 0;
+	return lc_caps_apply_sets(k, k, k, 0, err);
+}
+
+int lc_caps_apply_sets(uint64_t effective, uint64_t permitted, uint64_t inheritable, uint64_t ambient,
+		       lc_error_t **err)
+{
 	cap_t caps = cap_init();
 	if (!caps)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot allocate capability state");
-	if (is_root) {
-		int last = (int)cap_max_bits() - 1;
-		cap_value_t list[64];
-		int n = 0;
-		for (int c = 0; c <= last && n < 64; c++)
-			if (keep & (1ULL << c))
-				list[n++] = c;
-		if (n && (cap_set_flag(caps, CAP_PERMITTED, n, list, CAP_SET) < 0 ||
-			  cap_set_flag(caps, CAP_EFFECTIVE, n, list, CAP_SET) < 0 ||
-			  cap_set_flag(caps, CAP_INHERITABLE, n, list, CAP_SET) < 0)) {
-			cap_free(caps);
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot build the capability set");
-		}
+	/* The kernel refuses effective outside permitted, and ambient outside
+	 * permitted ∩ inheritable: such a config fails here, as with runc. */
+	if (set_flag(caps, CAP_PERMITTED, permitted) < 0 || set_flag(caps, CAP_EFFECTIVE, effective) < 0 ||
+	    set_flag(caps, CAP_INHERITABLE, inheritable) < 0) {
+		cap_free(caps);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot build the capability set");
 	}
 	int r = cap_set_proc(caps);
 	int e = errno;
@@ -82,5 +94,28 @@ int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err)
 	if (r < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot set capabilities");
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	for (int c = 0; c < 64; c++)
+		if ((ambient & (1ULL << c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0 && errno != EINVAL)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot raise ambient capability %d", c);
 	return 0;
+}
+
+/* "CAP_NET_RAW" for 13; -1 when the kernel's set has no such number. */
+int lc_cap_name(int cap, char *buf, size_t len)
+{
+	if (cap < 0 || cap >= (int)cap_max_bits())
+		return -1;
+	char *n = cap_to_name((cap_value_t)cap);
+	if (!n)
+		return -1;
+	int r = -1;
+	if (!strncmp(n, "cap_", 4)) {
+		snprintf(buf, len, "CAP_%s", n + 4);
+		for (char *p = buf; *p; p++)
+			if (*p >= 'a' && *p <= 'z')
+				*p = (char)(*p - 32);
+		r = 0;
+	}
+	cap_free(n);
+	return r;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -177,6 +178,65 @@ static int set_knob(const char *cg, const char *knob, const char *val, lc_error_
 	return lc_write_file(p, val, err);
 }
 
+/* Write the requested limits into the cgroup at path; *skipped lists what
+ * best-effort left out. */
+static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped, lc_error_t **err)
+{
+	struct want w[5];
+	wants(lim, w);
+	char buf[64];
+	/* usable(i): the controller exists; else fail, or note the skip
+	 * under best-effort. */
+	int st = 0;
+#define USABLE(i) usable(&w[i], lim, skipped, err, &st)
+	if ((lim->memory >= 0 || lim->memory_swap >= 0) && USABLE(0)) {
+		if (lim->memory >= 0) {
+			snprintf(buf, sizeof(buf), "%lld", lim->memory);
+			if (set_knob(path, "memory.max", buf, err) < 0)
+				return -1;
+		}
+		snprintf(buf, sizeof(buf), "%lld", lim->memory_swap >= 0 ? lim->memory_swap : 0);
+		_cleanup_free_ char *sw = lc_strdup_printf("%s/memory.swap.max", path);
+		if (access(sw, F_OK) == 0 && set_knob(path, "memory.swap.max", buf, err) < 0)
+			return -1;
+	}
+	if (st < 0)
+		return -1;
+	/* pids: the requested value, else the default 4096 where it can be set. */
+	if (lim->pids >= 0 ? USABLE(1) : lc_cgroup_has_controller("pids")) {
+		snprintf(buf, sizeof(buf), "%lld", lim->pids >= 0 ? lim->pids : 4096);
+		if (set_knob(path, "pids.max", buf, err) < 0)
+			return -1;
+	}
+	if (st < 0)
+		return -1;
+	if (lim->cpus > 0 && USABLE(2)) {
+		long quota = (long)(lim->cpus * 100000.0 + 0.5);
+		if (quota < 1000)
+			quota = 1000;
+		snprintf(buf, sizeof(buf), "%ld 100000", quota);
+		if (set_knob(path, "cpu.max", buf, err) < 0)
+			return -1;
+	}
+	if (st < 0)
+		return -1;
+	if (lim->cpu_weight > 0 && USABLE(3)) {
+		snprintf(buf, sizeof(buf), "%d", lim->cpu_weight);
+		if (set_knob(path, "cpu.weight", buf, err) < 0)
+			return -1;
+	}
+	if (st < 0)
+		return -1;
+	if (lim->io_weight > 0 && USABLE(4)) {
+		snprintf(buf, sizeof(buf), "default %d", lim->io_weight);
+		_cleanup_free_ char *p = lc_strdup_printf("%s/io.weight", path);
+		if (access(p, F_OK) == 0 && set_knob(path, "io.weight", buf, err) < 0)
+			return -1;
+	}
+#undef USABLE
+	return st;
+}
+
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
 {
 	memset(cg, 0, sizeof(*cg));
@@ -193,61 +253,9 @@ int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc
 		cg->path = NULL;
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot create cgroup %s/lcrun/%s", root, id);
 	}
-	struct want w[5];
-	wants(lim, w);
-	char buf[64];
 	_cleanup_free_ char *skipped = NULL;
-	/* usable(i): the controller exists; else fail, or note the skip
-	 * under best-effort. */
-	int st = 0;
-#define USABLE(i) usable(&w[i], lim, &skipped, err, &st)
-	if ((lim->memory >= 0 || lim->memory_swap >= 0) && USABLE(0)) {
-		if (lim->memory >= 0) {
-			snprintf(buf, sizeof(buf), "%lld", lim->memory);
-			if (set_knob(cg->path, "memory.max", buf, err) < 0)
-				goto fail;
-		}
-		snprintf(buf, sizeof(buf), "%lld", lim->memory_swap >= 0 ? lim->memory_swap : 0);
-		_cleanup_free_ char *sw = lc_strdup_printf("%s/memory.swap.max", cg->path);
-		if (access(sw, F_OK) == 0 && set_knob(cg->path, "memory.swap.max", buf, err) < 0)
-			goto fail;
-	}
-	if (st < 0)
+	if (apply_limits(cg->path, lim, &skipped, err) < 0)
 		goto fail;
-	/* pids: the requested value, else the default 4096 where it can be set. */
-	if (lim->pids >= 0 ? USABLE(1) : lc_cgroup_has_controller("pids")) {
-		snprintf(buf, sizeof(buf), "%lld", lim->pids >= 0 ? lim->pids : 4096);
-		if (set_knob(cg->path, "pids.max", buf, err) < 0)
-			goto fail;
-	}
-	if (st < 0)
-		goto fail;
-	if (lim->cpus > 0 && USABLE(2)) {
-		long quota = (long)(lim->cpus * 100000.0 + 0.5);
-		if (quota < 1000)
-			quota = 1000;
-		snprintf(buf, sizeof(buf), "%ld 100000", quota);
-		if (set_knob(cg->path, "cpu.max", buf, err) < 0)
-			goto fail;
-	}
-	if (st < 0)
-		goto fail;
-	if (lim->cpu_weight > 0 && USABLE(3)) {
-		snprintf(buf, sizeof(buf), "%d", lim->cpu_weight);
-		if (set_knob(cg->path, "cpu.weight", buf, err) < 0)
-			goto fail;
-	}
-	if (st < 0)
-		goto fail;
-	if (lim->io_weight > 0 && USABLE(4)) {
-		snprintf(buf, sizeof(buf), "default %d", lim->io_weight);
-		_cleanup_free_ char *p = lc_strdup_printf("%s/io.weight", cg->path);
-		if (access(p, F_OK) == 0 && set_knob(cg->path, "io.weight", buf, err) < 0)
-			goto fail;
-	}
-	if (st < 0)
-		goto fail;
-#undef USABLE
 	cg->dirfd = open(cg->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cg->dirfd < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open cgroup %s", cg->path);
@@ -369,4 +377,104 @@ void lc_cgroup_clear(lc_cgroup_t *cg)
 	free(cg->path);
 	free(cg->not_applied);
 	cg->path = cg->not_applied = NULL;
+}
+
+/* ---- arbitrary cgroup paths (lcrun-oci's cgroupsPath) ---------------------- */
+
+int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unified, lc_error_t **err)
+{
+	const char *root = lc_cgroup_root(NULL);
+	if (!root)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "this host has no cgroup v2 hierarchy mounted");
+	size_t rl = strlen(root);
+	if (strncmp(path, root, rl) || path[rl] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "cgroup %s is not under the cgroup v2 root %s", path, root);
+	_cleanup_free_ char *p = strdup(path);
+	/* Every level from the root down to the parent delegates the
+	 * controllers we have. */
+	char *s = p + rl;
+	for (;;) {
+		bool last = !*s;
+		if (*s != '/' && !last) {
+			s++;
+			continue;
+		}
+		*s = '\0';
+		if (s > p + rl && mkdir(p, 0755) < 0 && (errno != EEXIST || last))
+			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
+					    "cannot create cgroup %s", p);
+		if (last)
+			break;
+		static const char *ctl[] = { "memory", "pids", "cpu", "io", "cpuset" };
+		for (int i = 0; i < 5; i++) {
+			if (!lc_cgroup_has_controller(ctl[i]))
+				continue;
+			_cleanup_free_ char *sc = lc_strdup_printf("%s/cgroup.subtree_control", p);
+			_cleanup_free_ char *cur = NULL;
+			if (lc_read_file(sc, &cur, NULL, NULL) == 0 && word_in(cur, ctl[i]))
+				continue;
+			_cleanup_free_ char *val = lc_strdup_printf("+%s", ctl[i]);
+			lc_write_file(sc, val, NULL); /* a level with processes refuses: limits then fail below */
+		}
+		*s++ = '/';
+	}
+	_cleanup_free_ char *skipped = NULL;
+	if (apply_limits(path, lim, &skipped, err) < 0)
+		goto fail;
+	for (size_t i = 0; unified && unified[i]; i++) {
+		const char *eq = strchr(unified[i], '=');
+		_cleanup_free_ char *file = strndup(unified[i], eq ? (size_t)(eq - unified[i]) : strlen(unified[i]));
+		if (!eq || !*file || strchr(file, '/') || file[0] == '.') {
+			lc_error_set(err, LC_EXIT_INVALID, 0, "linux.resources.unified: invalid key '%s'", file);
+			goto fail;
+		}
+		_cleanup_free_ char *fp = lc_strdup_printf("%s/%s", path, file);
+		if (access(fp, F_OK) < 0) {
+			lc_error_set(err, LC_EXIT_RUNTIME, errno, "linux.resources.unified: %s: the cgroup has no such file "
+				     "(is its controller enabled on this host?)", file);
+			goto fail;
+		}
+		if (lc_write_file(fp, eq + 1, err) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	rmdir(path);
+	return -1;
+}
+
+int lc_cgroup_pids(const char *path, pid_t **pids, size_t *n, lc_error_t **err)
+{
+	*pids = NULL;
+	*n = 0;
+	size_t cap = 0;
+	/* cgroup.procs of the cgroup and of every cgroup below it. */
+	_cleanup_strv_ char **todo = NULL;
+	lc_strv_push(&todo, path);
+	for (size_t t = 0; todo[t]; t++) {
+		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", todo[t]);
+		_cleanup_free_ char *s = NULL;
+		if (lc_read_file(procs, &s, NULL, t ? NULL : err) < 0) {
+			if (t)
+				continue;
+			free(*pids);
+			*pids = NULL;
+			return -1;
+		}
+		for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n")) {
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 16;
+				*pids = realloc(*pids, cap * sizeof(pid_t));
+			}
+			(*pids)[(*n)++] = (pid_t)atoi(l);
+		}
+		_cleanup_dir_ DIR *d = opendir(todo[t]);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+				_cleanup_free_ char *sub = lc_strdup_printf("%s/%s", todo[t], de->d_name);
+				lc_strv_push(&todo, sub);
+			}
+	}
+	return 0;
 }

@@ -55,12 +55,9 @@ int lc_pty_open(int *master, int *slave, lc_error_t **err)
 	return 0;
 }
 
-int lc_msg_send_fd(int sock, int type, int fd)
+int lc_send_fd(int sock, const void *data, size_t len, int fd)
 {
-	lc_msg_t m;
-	memset(&m, 0, sizeof(m));
-	m.type = type;
-	struct iovec iov = { &m, sizeof(m) };
+	struct iovec iov = { (void *)data, len };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -73,7 +70,15 @@ int lc_msg_send_fd(int sock, int type, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+int lc_msg_send_fd(int sock, int type, int fd)
+{
+	lc_msg_t m;
+	memset(&m, 0, sizeof(m));
+	m.type = type;
+	return lc_send_fd(sock, &m, sizeof(m), fd);
 }
 
 int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd)

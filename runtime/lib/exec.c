@@ -193,17 +193,6 @@ static pid_t pidfd_pid(int pidfd)
 
 static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-/* Copy what is readable from `from` to `to`; false on EOF or error. */
-static bool pump(int from, int to)
-{
-	char buf[16384];
-	ssize_t n = read(from, buf, sizeof(buf));
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return true;
-	if (n <= 0)
-		return false;
-	return lc_write_all(to, buf, (size_t)n) == 0;
-}
 
 static int prepare(exec_ctx_t *x, const char *id, json_t *st, lc_error_t **err)
 {
@@ -373,9 +362,9 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 			continue;
 		}
 		if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
-			master_open = pump(master, out);
+			master_open = lc_pump(master, out);
 		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-			if (!pump(in, master)) {
+			if (!lc_pump(in, master)) {
 				in_open = false;
 				if (!isatty(in) && master >= 0) /* end of input: ^D to the pty */
 					lc_write_all(master, "\004", 1);

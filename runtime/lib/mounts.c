@@ -595,3 +595,30 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chdir to /");
 	return 0;
 }
+
+/* ---- for lcrun-oci's containers (container.c) ---------------------------- */
+
+int lc_open_in_root(int rootfd, const char *path, int flags)
+{
+	return open_in_root(rootfd, path, flags);
+}
+
+int lc_target_in_root(int rootfd, const char *path, bool is_file, lc_error_t **err)
+{
+	return target_in_root(rootfd, path, is_file, err);
+}
+
+int lc_remount_ro(const char *target)
+{
+	return remount_ro(target);
+}
+
+int lc_mask_path(int rootfd, const char *path, lc_error_t **err)
+{
+	return mask_path(rootfd, path, err);
+}
+
+int lc_readonly_path(int rootfd, const char *path, lc_error_t **err)
+{
+	return readonly_path(rootfd, path, err);
+}

@@ -126,7 +126,7 @@ char **lc_build_env(const lc_spec_t *spec)
 
 /* ---- the staging process and pid 1 --------------------------------------- */
 
-static int loopback_up(void)
+int lc_loopback_up(void)
 {
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -196,7 +196,7 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create mount and network namespaces");
 		staging_fail(c, e);
 	}
-	if (loopback_up() < 0) {
+	if (lc_loopback_up() < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}

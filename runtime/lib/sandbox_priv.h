@@ -13,6 +13,12 @@
 /* ---- caps.c */
 int lc_caps_drop_bounding(uint64_t keep, lc_error_t **err);
 int lc_caps_apply(uint64_t keep, bool is_root, lc_error_t **err);
+/* OCI's five sets, after the uid change (bounding was dropped before):
+ * effective, permitted, inheritable (cap_set_proc), then ambient raised. */
+/* "CAP_NET_RAW" for 13; -1 when the kernel's set has no such number. */
+int lc_cap_name(int cap, char *buf, size_t len);
+int lc_caps_apply_sets(uint64_t effective, uint64_t permitted, uint64_t inheritable, uint64_t ambient,
+		       lc_error_t **err);
 
 /* ---- config.c */
 uid_t lc_uid_base(void);
@@ -154,6 +160,16 @@ void lc_proc_title_begin(const char *title, lc_proc_args_t *saved);
 void lc_proc_title_end(lc_proc_args_t *saved);
 void lc_proc_title_child(const char *title, const lc_proc_args_t *saved);
 
+/* Resolving inside a root that is not ours yet (lcrun-oci's containers):
+ * open path under rootfd without leaving it; make a mount target (a
+ * directory, or a file when is_file); remount a bind read-only keeping
+ * its locked flags; mask a path (tmpfs or /dev/null) or make it read-only. */
+int lc_open_in_root(int rootfd, const char *path, int flags);
+int lc_target_in_root(int rootfd, const char *path, bool is_file, lc_error_t **err);
+int lc_remount_ro(const char *target);
+int lc_mask_path(int rootfd, const char *path, lc_error_t **err);
+int lc_readonly_path(int rootfd, const char *path, lc_error_t **err);
+
 /* ---- sandbox.c: one sandbox being started, run and torn down */
 typedef struct lc_sb {
 	const lc_spec_t *spec;
@@ -184,6 +200,8 @@ char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */
 bool lc_single_threaded(void);
 
+/* Bring up lo in the calling process's network namespace. */
+int lc_loopback_up(void);
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
 /* Validate, build the root, start pid 1; returns once pid 1 is READY.  The

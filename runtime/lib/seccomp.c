@@ -45,6 +45,7 @@ struct pctx {
 	uint32_t native;
 	scmp_filter_ctx f;
 	uint32_t def_action;
+	bool skip_unknown; /* LC_SECCOMP_SKIP_UNKNOWN */
 };
 
 static void seccomp_releasep(scmp_filter_ctx *f)
@@ -381,6 +382,8 @@ static int add_rule(struct pctx *c, const char *name, const char *path, uint32_t
 		    const struct scmp_arg_cmp *cmp, unsigned n_cmp, lc_error_t **err)
 {
 	int nr = seccomp_syscall_resolve_name(name);
+	if (nr == __NR_SCMP_ERROR && c->skip_unknown)
+		return 0;
 	if (nr == __NR_SCMP_ERROR)
 		return err_at(c, err, name, path, "unknown syscall \"%s\" (libseccomp %u.%u.%u does not know it)",
 			      name, seccomp_version()->major, seccomp_version()->minor, seccomp_version()->micro);
@@ -516,10 +519,11 @@ static int export_bpf(struct pctx *c, lc_seccomp_prog_t *prog, lc_error_t **err)
 }
 
 /* Parse text (the content of file) and compile it into prog. */
-static int compile_buf(const char *file, const char *text, size_t len, uint64_t caps, lc_seccomp_prog_t *prog,
-		       lc_error_t **err)
+static int compile_buf(const char *file, const char *text, size_t len, uint64_t caps, unsigned flags,
+		       lc_seccomp_prog_t *prog, lc_error_t **err)
 {
-	struct pctx c = { .file = file, .text = text, .len = len, .caps = caps, .native = seccomp_arch_native() };
+	struct pctx c = { .file = file, .text = text, .len = len, .caps = caps, .native = seccomp_arch_native(),
+			  .skip_unknown = flags & LC_SECCOMP_SKIP_UNKNOWN };
 	json_error_t je;
 	_cleanup_json_ json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
@@ -559,7 +563,7 @@ int lc_seccomp_compile_file(const char *path, lc_seccomp_prog_t *prog, lc_error_
 	*prog = (lc_seccomp_prog_t){ 0 };
 	if (lc_read_file(path, &text, &len, err) < 0)
 		return lc_error_wrap(err, "seccomp profile");
-	return compile_buf(path, text, len, 0, prog, err);
+	return compile_buf(path, text, len, 0, 0, prog, err);
 }
 
 /* ---- cache ------------------------------------------------------------------ */
@@ -574,7 +578,14 @@ static int sha256(const void *const *parts, const size_t *lens, size_t n, unsign
 	return 0;
 }
 
+static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsigned flags, lc_error_t **err);
+
 char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error_t **err)
+{
+	return cache_path_flags(buf, len, caps, 0, err);
+}
+
+static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsigned flags, lc_error_t **err)
 {
 	/* Everything the compiled output depends on besides the profile. */
 	const struct scmp_version *v = seccomp_version();
@@ -583,9 +594,9 @@ char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "uname");
 		return NULL;
 	}
-	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v1 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx",
+	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v1 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx%s",
 						    v->major, v->minor, v->micro, seccomp_arch_native(), u.release,
-						    (unsigned long long)caps);
+						    (unsigned long long)caps, flags & LC_SECCOMP_SKIP_UNKNOWN ? " skip-unknown" : "");
 	const void *parts[] = { buf, "\n", env };
 	size_t lens[] = { len, 1, strlen(env) };
 	unsigned char d[32];
@@ -652,6 +663,23 @@ static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error
 
 /* ---- public ---------------------------------------------------------------- */
 
+int lc_seccomp_prepare_buf(const char *name, const char *text, size_t len, uint64_t caps, unsigned flags,
+			   lc_seccomp_prog_t *prog, lc_error_t **err)
+{
+	*prog = (lc_seccomp_prog_t){ 0 };
+	_cleanup_free_ char *cache = cache_path_flags(text, len, caps, flags, err);
+	if (!cache)
+		return -1;
+	if (cache_load(cache, prog))
+		return 0;
+	if (compile_buf(name, text, len, caps, flags, prog, err) < 0)
+		return -1;
+	/* The cache only saves time: a read-only or foreign lib dir is no error. */
+	_cleanup_error_ lc_error_t *ignored = NULL;
+	cache_store(cache, prog, &ignored);
+	return 0;
+}
+
 int lc_seccomp_prepare_caps(const char *profile, uint64_t caps, lc_seccomp_prog_t *prog, lc_error_t **err)
 {
 	*prog = (lc_seccomp_prog_t){ 0 };
@@ -665,17 +693,7 @@ int lc_seccomp_prepare_caps(const char *profile, uint64_t caps, lc_seccomp_prog_
 	size_t len;
 	if (lc_read_file(path, &text, &len, err) < 0)
 		return lc_error_wrap(err, "seccomp profile");
-	_cleanup_free_ char *cache = lc_seccomp_cache_path(text, len, caps, err);
-	if (!cache)
-		return -1;
-	if (cache_load(cache, prog))
-		return 0;
-	if (compile_buf(path, text, len, caps, prog, err) < 0)
-		return -1;
-	/* The cache only saves time: a read-only or foreign lib dir is no error. */
-	_cleanup_error_ lc_error_t *ignored = NULL;
-	cache_store(cache, prog, &ignored);
-	return 0;
+	return lc_seccomp_prepare_buf(path, text, len, caps, 0, prog, err);
 }
 
 int lc_seccomp_prepare(const char *profile, lc_seccomp_prog_t *prog, lc_error_t **err)

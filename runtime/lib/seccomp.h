@@ -40,6 +40,14 @@ int lc_seccomp_prepare(const char *profile, lc_seccomp_prog_t *prog, lc_error_t 
  * profile's "includes"/"excludes" "caps" conditions; part of the cache key. */
 int lc_seccomp_prepare_caps(const char *profile, uint64_t caps, lc_seccomp_prog_t *prog, lc_error_t **err);
 
+/* Same, for a profile held in memory (text of len bytes; name is used in
+ * messages).  flags: LC_SECCOMP_SKIP_UNKNOWN skips syscall names libseccomp
+ * does not know instead of refusing them (what OCI runtimes do with the
+ * profile a container engine wrote); it is part of the cache key. */
+enum { LC_SECCOMP_SKIP_UNKNOWN = 1 };
+int lc_seccomp_prepare_buf(const char *name, const char *text, size_t len, uint64_t caps, unsigned flags,
+			   lc_seccomp_prog_t *prog, lc_error_t **err);
+
 /* In the sandbox child: seccomp(SECCOMP_SET_MODE_FILTER, 0, prog).  Needs
  * no_new_privs (or CAP_SYS_ADMIN).  A no-op for an unconfined prog. */
 int lc_seccomp_install(const lc_seccomp_prog_t *prog, lc_error_t **err);

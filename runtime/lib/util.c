@@ -340,3 +340,14 @@ int lc_lock_file(const char *path, int op, lc_error_t **err)
 	}
 	return fd;
 }
+
+bool lc_pump(int from, int to)
+{
+	char buf[16384];
+	ssize_t n = read(from, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return true;
+	if (n <= 0)
+		return false;
+	return lc_write_all(to, buf, (size_t)n) == 0;
+}

@@ -56,6 +56,9 @@ int lc_rm_rf(const char *path, lc_error_t **err);
 int lc_lock_file(const char *path, int op, lc_error_t **err);
 int lc_write_all(int fd, const void *buf, size_t len);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
+/* Copy what is readable from `from` to `to` (terminals, pipes); false on
+ * EOF or error. */
+bool lc_pump(int from, int to);
 /* Random lowercase hex id of n chars (n even, <= 64). */
 void lc_random_hex(char *out, size_t n);
 /* Milliseconds from CLOCK_MONOTONIC / CLOCK_REALTIME. */
