@@ -10,9 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <curl/curl.h>
 
-#include "lcrun.h"
+#include "lcctl.h"
 #include "util.h"
 
 /* ---- options ---- */
@@ -39,8 +38,7 @@ static const struct {
 };
 enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG };
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
+int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	fputs("lcctl: ", stderr);
@@ -121,41 +119,26 @@ static int npos(const struct opts *o, size_t min, size_t max, const char *use)
 	return 0;
 }
 
-/* ---- HTTP ---- */
+/* ---- HTTP (orchestrator/client/lcclient.c) ---- */
 
-static const char *sock_path;
+static lcc_t *cli;
 
-struct buf {
-	char *data;
-	size_t len;
-};
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud)
+lcc_t *lcctl_client(void)
 {
-	struct buf *b = ud;
-	size_t add = sz * n;
-	b->data = realloc(b->data, b->len + add + 1);
-	memcpy(b->data + b->len, p, add);
-	b->len += add;
-	b->data[b->len] = '\0';
-	return add;
+	return cli;
 }
 
-static size_t to_stdout(char *p, size_t sz, size_t n, void *ud)
+static bool to_stdout(const char *p, size_t n, void *ud)
 {
-	size_t w = fwrite(p, sz, n, stdout);
+	(void)ud;
+	size_t w = fwrite(p, 1, n, stdout);
 	fflush(stdout);
-	return w * sz;
+	return w == n;
 }
 
 static char *esc(const char *s)
 {
-	CURL *c = curl_easy_init();
-	char *e = curl_easy_escape(c, s, 0);
-	char *r = strdup(e);
-	curl_free(e);
-	curl_easy_cleanup(c);
-	return r;
+	return lcc_escape(s);
 }
 
 /* One request.  2xx: *out gets the parsed body (when out is given).
@@ -164,78 +147,21 @@ static char *esc(const char *s)
 static int request(const char *method, const char *path, json_t *body, long *status, json_t **out, bool stream,
 		   lc_error_t **err)
 {
-	CURL *c = curl_easy_init();
-	if (!c)
-		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot initialise libcurl");
-	_cleanup_free_ char *url = lc_strdup_printf("http://lcd/v1%s", path);
-	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	struct buf b = { 0 };
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-	hdr = curl_slist_append(hdr, "Expect:");
-	curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, sock_path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (text) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(text));
-	}
-	long st = 0;
-	CURLcode rc;
-	if (stream) {
-		/* A successful body goes straight to stdout as it arrives; on an
-		 * error status curl stops and the JSON error is fetched below. */
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_stdout);
-		curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
-	} else {
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	}
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &st);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(c);
-	if (status)
-		*status = st;
-	if (rc != CURLE_OK && !(stream && rc == CURLE_HTTP_RETURNED_ERROR)) {
-		free(b.data);
-		if (rc == CURLE_COULDNT_CONNECT)
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot reach lcd at %s (is it running?)", sock_path);
-		if (rc == CURLE_PARTIAL_FILE || rc == CURLE_RECV_ERROR || rc == CURLE_GOT_NOTHING)
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd at %s closed the connection early (is it stopping?)",
-					    sock_path);
-		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "talking to lcd at %s: %s", sock_path, curl_easy_strerror(rc));
-	}
-	if (stream && rc == CURLE_HTTP_RETURNED_ERROR) {
-		/* The error body was dropped by FAILONERROR; ask again for it. */
-		free(b.data);
-		return request("GET", path, NULL, status, NULL, false, err);
-	}
-	_cleanup_json_ json_t *j = b.data ? json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL) : NULL;
-	free(b.data);
-	if (st < 200 || st >= 300) {
-		const char *msg = json_string_value(json_object_get(j, "error"));
-		json_t *code = json_object_get(j, "exit_code");
-		int ec = json_is_integer(code) ? (int)json_integer_value(code)
-		       : st == 404 ? LC_EXIT_UNKNOWN : st == 429 ? LC_EXIT_BUSY : st == 400 || st == 413 ? LC_EXIT_INVALID
-		       : LC_EXIT_RUNTIME;
-		return lc_error_set(err, ec, 0, "%s", msg ? msg : "lcd answered with an error");
-	}
-	if (out)
-		*out = lc_steal(j);
-	return 0;
+	if (stream)
+		return lcc_request_stream(cli, method, path, body, -1, to_stdout, NULL, status, err);
+	return lcc_request(cli, method, path, body, status, out, err);
 }
 
-static int fail(lc_error_t *err)
+int lcctl_fail(lc_error_t *err)
 {
 	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
 	lc_error_print(err, "lcctl");
 	lc_error_free(err);
 	return code;
 }
+#define fail lcctl_fail
 
-static void print_json(json_t *j)
+void lcctl_print_json(json_t *j)
 {
 	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
 	if (s)
@@ -249,7 +175,7 @@ static const char *str(json_t *o, const char *k)
 	return s ? s : "-";
 }
 
-static void fmt_time(json_t *v, char *buf, size_t len)
+void lcctl_fmt_time(json_t *v, char *buf, size_t len)
 {
 	if (!json_is_integer(v)) {
 		snprintf(buf, len, "-");
@@ -274,7 +200,7 @@ static json_t *get_list(const struct opts *o, const char *path, const char *key,
 	}
 	json_t *list = json_object_get(*out, key);
 	if (o->json) {
-		print_json(list);
+		lcctl_print_json(list);
 		return NULL;
 	}
 	return list;
@@ -377,7 +303,7 @@ static int v_app(struct opts *o)
 		if (request(show ? "GET" : "DELETE", path, NULL, NULL, &out, false, &err) < 0)
 			return fail(err);
 		if (show)
-			print_json(json_object_get(out, "manifest"));
+			lcctl_print_json(json_object_get(out, "manifest"));
 		else
 			printf("deleted app %s\n", o->pos[1]);
 		return 0;
@@ -473,9 +399,9 @@ static int v_run(struct opts *o)
 			return fail(err);
 		if (st == 200) {
 			if (o->json)
-				print_json(t);
+				lcctl_print_json(t);
 			else if (!json_is_null(json_object_get(t, "result")) && json_object_get(t, "result"))
-				print_json(json_object_get(t, "result"));
+				lcctl_print_json(json_object_get(t, "result"));
 			int code = task_exit(t);
 			json_decref(t);
 			return code;
@@ -509,7 +435,7 @@ static int v_task(struct opts *o)
 		json_t *t;
 		json_array_foreach(tasks, i, t) {
 			char created[32], fn[128], secs[32] = "-", ec[16] = "-";
-			fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
+			lcctl_fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
 			snprintf(fn, sizeof(fn), "%s:%s", str(t, "app"), str(t, "function"));
 			json_t *s0 = json_object_get(t, "started_at"), *s1 = json_object_get(t, "finished_at");
 			if (json_is_integer(s0) && json_is_integer(s1))
@@ -530,7 +456,7 @@ static int v_task(struct opts *o)
 		if (request(show ? "GET" : "POST", path, NULL, NULL, &out, false, &err) < 0)
 			return fail(err);
 		if (show)
-			print_json(out);
+			lcctl_print_json(out);
 		else
 			printf("cancelled task %s\n", o->pos[1]);
 		return 0;
@@ -707,7 +633,7 @@ static int v_deployment(struct opts *o)
 		if (only(o, 1u << O_JSON, "deployment ls") || npos(o, 1, 1, "deployment ls [--json]"))
 			return LC_EXIT_USAGE;
 		if (o->json) {
-			print_json(list);
+			lcctl_print_json(list);
 			return 0;
 		}
 		printf("%-30s %-20s %-20s %-8s %s\n", "SCHEDULE", "CRON", "FUNCTION", "STATE", "NEXT");
@@ -718,7 +644,7 @@ static int v_deployment(struct opts *o)
 			snprintf(name, sizeof(name), "%s:%s", str(s, "app"), str(s, "name"));
 			json_t *nx = json_object_get(s, "next");
 			if (json_is_integer(nx))
-				fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
+				lcctl_fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
 			printf("%-30s %-20s %-20s %-8s %s\n", name, str(s, "cron"), str(s, "function"),
 			       json_is_true(json_object_get(s, "paused")) ? "stopped" : "active", next);
 		}
@@ -765,9 +691,9 @@ static int v_status(struct opts *o)
 	if (request("GET", "/health", NULL, NULL, &out, false, &err) < 0)
 		return fail(err);
 	if (o->json)
-		print_json(out);
+		lcctl_print_json(out);
 	else
-		printf("lcd %s is up on %s\n", str(out, "version"), sock_path);
+		printf("lcd %s is up on %s\n", str(out, "version"), lcc_endpoint(cli));
 	return 0;
 }
 
@@ -786,8 +712,11 @@ static void usage(FILE *f)
 	      "  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
 	      "  secret ls [--json] | secret delete NAME\n"
 	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
-	      "  status                               is lcd up?\n\n"
-	      "The socket is --socket, else $LCD_SOCKET, else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
+	      "  status                               is lcd up?\n"
+	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
+	      "                                       sandboxes through lcd (lcctl sandbox --help)\n\n"
+	      "The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
+	      "else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
 	      "Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
 	      "117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
 	      "app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n",
@@ -800,25 +729,42 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return LC_EXIT_USAGE;
 	}
-	struct opts o = { 0 };
-	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;
 	}
-	if (parse_opts(argc - 1, argv + 1, &o) < 0)
-		return LC_EXIT_USAGE;
-	if (o.n == 0) {
-		usage(stderr);
-		return LC_EXIT_USAGE;
+	/* lcctl [--socket PATH] sandbox …: that noun parses its own options */
+	const char *socket = NULL;
+	int first = 1;
+	if (first + 1 < argc && !strcmp(argv[first], "--socket"))
+		socket = argv[first + 1], first += 2;
+	else if (!strncmp(argv[first], "--socket=", 9))
+		socket = argv[first] + 9, first++;
+	bool sandbox = first < argc && !strcmp(argv[first], "sandbox");
+	struct opts o = { 0 };
+	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
+	if (!sandbox) {
+		if (parse_opts(argc - 1, argv + 1, &o) < 0)
+			return LC_EXIT_USAGE;
+		if (o.n == 0) {
+			usage(stderr);
+			return LC_EXIT_USAGE;
+		}
+		socket = o.socket;
 	}
-	_cleanup_free_ char *def = lc_strdup_printf("%s/lcd.sock", lc_run_dir());
-	sock_path = o.socket ? o.socket : getenv("LCD_SOCKET") && *getenv("LCD_SOCKET") ? getenv("LCD_SOCKET") : def;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	lc_error_t *err = NULL;
+	cli = lcc_new(socket, NULL, &err);
+	if (!cli)
+		return fail(err);
+	int r;
+	if (sandbox) {
+		r = lcctl_sandbox(argc - first - 1, argv + first + 1);
+		lcc_free(cli);
+		return r;
+	}
 	const char *verb = o.pos[0];
 	o.pos++;
 	o.n--;
-	int r;
 	if (!strcmp(verb, "deploy"))
 		r = v_deploy(&o);
 	else if (!strcmp(verb, "app"))
@@ -837,7 +783,7 @@ int main(int argc, char **argv)
 		r = v_status(&o);
 	else
 		r = usage_error("unknown verb '%s' (see lcctl --help)", verb);
-	curl_global_cleanup();
+	lcc_free(cli);
 	lc_strv_free(o.config);
 	return r;
 }

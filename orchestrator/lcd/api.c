@@ -1,6 +1,9 @@
-/* api.c — lcd's JSON HTTP API (libmicrohttpd, a thread per connection) on
- * the unix socket and, when configured, on TCP behind a bearer token.
- * Every error is {"error": "...", "exit_code": N} with N from error.h. */
+/* api.c — lcd's JSON HTTP API (libmicrohttpd, a thread per connection):
+ * the operator's unix socket, the task socket (bound into every task's
+ * sandbox; a token is required there) and, when configured, TCP behind a
+ * bearer token.  Every request is authenticated once its headers are in;
+ * a task's token reaches its own app only (see route()).  Every error is
+ * {"error": "...", "exit_code": N} with N from error.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -11,7 +14,7 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
-#include "lcd.h"
+#include "api.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -19,33 +22,19 @@
 #define WAIT_MAX_S 300
 #define HTTP_TOO_LARGE 413 /* MHD renamed its constant across versions */
 
+enum listener_kind { L_OPERATOR, L_TASK, L_TCP };
+
 struct lcd_api {
 	lcd_t *lcd;
-	struct MHD_Daemon *unix_d, *tcp_d;
+	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
 	struct listener {
 		struct lcd_api *api;
-		bool tcp;
-	} l_unix, l_tcp;
+		enum listener_kind kind;
+	} l_unix, l_task, l_tcp;
 };
 
-struct req {
-	char *body;
-	size_t len;
-	bool too_big;
-};
-
-typedef struct {
-	struct MHD_Connection *c;
-	lcd_t *lcd;
-	const char *method;
-	char **seg;   /* path segments after /v1 */
-	size_t n;
-	const char *rest_key; /* for .../keys/KEY: everything after "keys/" */
-	json_t *body; /* parsed body, when there is one */
-} call_t;
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *body)
+enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body)
 {
 	char *text = json_dumps(body ? body : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
 	json_decref(body);
@@ -59,7 +48,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *
 	return ret;
 }
 
-static unsigned status_of(int exit_code)
+unsigned api_status_of(int exit_code)
 {
 	switch (exit_code) {
 	case LC_EXIT_UNKNOWN:
@@ -79,9 +68,7 @@ static unsigned status_of(int exit_code)
 	}
 }
 
-static enum MHD_Result fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static enum MHD_Result fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
+enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
 {
 	va_list ap;
 	char *msg = NULL;
@@ -91,27 +78,25 @@ static enum MHD_Result fail_status(struct MHD_Connection *c, unsigned status, in
 	va_end(ap);
 	json_t *b = json_pack("{s:s, s:i}", "error", msg ? msg : "error", "exit_code", exit_code);
 	free(msg);
-	return reply(c, status, b);
+	return api_reply(c, status, b);
 }
 
-static enum MHD_Result fail_err(struct MHD_Connection *c, lc_error_t *err)
+enum MHD_Result api_fail_err(struct MHD_Connection *c, lc_error_t *err)
 {
 	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
-	enum MHD_Result r = fail_status(c, status_of(code), code, "%s", err && err->msg ? err->msg : "internal error");
+	enum MHD_Result r = api_fail_status(c, api_status_of(code), code, "%s", err && err->msg ? err->msg : "internal error");
 	lc_error_free(err);
 	return r;
 }
 
-#define FAIL(call, code, ...) fail_status((call)->c, status_of(code), code, __VA_ARGS__)
-
-static const char *query(call_t *call, const char *key)
+const char *api_query(call_t *call, const char *key)
 {
 	return MHD_lookup_connection_value(call->c, MHD_GET_ARGUMENT_KIND, key);
 }
 
-static bool query_int(call_t *call, const char *key, long long *out)
+bool api_query_int(call_t *call, const char *key, long long *out)
 {
-	const char *v = query(call, key);
+	const char *v = api_query(call, key);
 	if (!v)
 		return true;
 	char *end = NULL;
@@ -148,11 +133,11 @@ static enum MHD_Result h_deploy(call_t *call)
 	bool replaced = false;
 	lcd_app_t *app = NULL;
 	if (lcd_deploy(call->lcd, call->body, &replaced, &app, &err) < 0)
-		return fail_err(call->c, err);
+		return api_fail_err(call->c, err);
 	json_t *out = app_summary(app);
 	json_object_set_new(out, "replaced", json_boolean(replaced));
 	lcd_app_unref(app);
-	return reply(call->c, replaced ? MHD_HTTP_OK : MHD_HTTP_CREATED, out);
+	return api_reply(call->c, replaced ? MHD_HTTP_OK : MHD_HTTP_CREATED, out);
 }
 
 static enum MHD_Result h_apps(call_t *call)
@@ -163,7 +148,7 @@ static enum MHD_Result h_apps(call_t *call)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, app_summary(apps[i]));
 	lcd_apps_release(apps, n);
-	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "apps", arr));
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "apps", arr));
 }
 
 static lcd_app_t *need_app(call_t *call, const char *name, enum MHD_Result *r)
@@ -183,15 +168,15 @@ static enum MHD_Result h_app_show(call_t *call, const char *name)
 	json_t *out = app_summary(app);
 	json_object_set(out, "manifest", app->manifest);
 	lcd_app_unref(app);
-	return reply(call->c, MHD_HTTP_OK, out);
+	return api_reply(call->c, MHD_HTTP_OK, out);
 }
 
 static enum MHD_Result h_app_delete(call_t *call, const char *name)
 {
 	lc_error_t *err = NULL;
 	if (lcd_app_remove(call->lcd, name, &err) < 0)
-		return fail_err(call->c, err);
-	return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "app", name, "deleted", 1));
+		return api_fail_err(call->c, err);
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "app", name, "deleted", 1));
 }
 
 /* ---- tasks ---- */
@@ -199,10 +184,10 @@ static enum MHD_Result h_app_delete(call_t *call, const char *name)
 static enum MHD_Result spawned(call_t *call, json_t *ids, bool many)
 {
 	if (many)
-		return reply(call->c, MHD_HTTP_ACCEPTED, json_pack("{s:o}", "ids", ids));
+		return api_reply(call->c, MHD_HTTP_ACCEPTED, json_pack("{s:o}", "ids", ids));
 	json_t *out = json_pack("{s:O}", "id", json_array_get(ids, 0));
 	json_decref(ids);
-	return reply(call->c, MHD_HTTP_ACCEPTED, out);
+	return api_reply(call->c, MHD_HTTP_ACCEPTED, out);
 }
 
 static enum MHD_Result h_spawn(call_t *call, const char *appname, const char *fn, bool map)
@@ -230,56 +215,75 @@ static enum MHD_Result h_spawn(call_t *call, const char *appname, const char *fn
 	lcd_app_unref(app);
 	if (rc < 0) {
 		json_decref(ids);
-		return fail_err(call->c, err);
+		return api_fail_err(call->c, err);
 	}
 	return spawned(call, ids, map);
 }
 
+/* A task's token sees the tasks of its own app only; others are unknown. */
+static bool task_visible(call_t *call, const char *id)
+{
+	if (call->who->operator)
+		return true;
+	_cleanup_json_ json_t *t = lcd_store_task_get(call->lcd->db, id, NULL);
+	return t && !strcmp(json_string_value(json_object_get(t, "app")), call->who->app);
+}
+
+#define TASK_VISIBLE(call, id) \
+	do { \
+		if (!task_visible(call, id)) \
+			return FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id); \
+	} while (0)
+
 static enum MHD_Result h_tasks(call_t *call)
 {
 	long long limit = 0;
-	if (!query_int(call, "limit", &limit))
+	if (!api_query_int(call, "limit", &limit))
 		return FAIL(call, LC_EXIT_USAGE, "limit: expected a non-negative integer");
-	const char *state = query(call, "state");
+	const char *state = api_query(call, "state");
 	if (state && !lcd_state_final(state) && strcmp(state, "queued") && strcmp(state, "running"))
 		return FAIL(call, LC_EXIT_USAGE, "state: expected queued, running, succeeded, failed, timed-out or cancelled");
 	lc_error_t *err = NULL;
-	json_t *rows = lcd_store_task_list(call->lcd->db, query(call, "app"), state, limit, &err);
+	const char *app = call->who->operator ? api_query(call, "app") : call->who->app;
+	json_t *rows = lcd_store_task_list(call->lcd->db, app, state, limit, &err);
 	if (!rows)
-		return fail_err(call->c, err);
-	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "tasks", rows));
+		return api_fail_err(call->c, err);
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "tasks", rows));
 }
 
 static enum MHD_Result h_task(call_t *call, const char *id)
 {
+	TASK_VISIBLE(call, id);
 	lc_error_t *err = NULL;
 	json_t *t = lcd_store_task_get(call->lcd->db, id, &err);
 	if (!t)
-		return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
-	return reply(call->c, MHD_HTTP_OK, t);
+		return err ? api_fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
+	return api_reply(call->c, MHD_HTTP_OK, t);
 }
 
 static enum MHD_Result h_result(call_t *call, const char *id)
 {
+	TASK_VISIBLE(call, id);
 	long long wait = 0;
-	if (!query_int(call, "wait", &wait))
+	if (!api_query_int(call, "wait", &wait))
 		return FAIL(call, LC_EXIT_USAGE, "wait: expected seconds (a non-negative integer)");
 	if (wait > WAIT_MAX_S)
 		wait = WAIT_MAX_S;
 	lc_error_t *err = NULL;
 	json_t *t = lcd_task_wait(call->lcd, id, wait * 1000, &err);
 	if (!t)
-		return fail_err(call->c, err);
+		return api_fail_err(call->c, err);
 	bool done = lcd_state_final(json_string_value(json_object_get(t, "state")));
-	return reply(call->c, done ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, t);
+	return api_reply(call->c, done ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, t);
 }
 
 static enum MHD_Result h_cancel(call_t *call, const char *id)
 {
+	TASK_VISIBLE(call, id);
 	lc_error_t *err = NULL;
 	if (lcd_cancel(call->lcd, id, &err) < 0)
-		return fail_err(call->c, err);
-	return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "id", id, "cancelled", 1));
+		return api_fail_err(call->c, err);
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "id", id, "cancelled", 1));
 }
 
 struct logstream {
@@ -325,10 +329,11 @@ static void log_free(void *cls)
 
 static enum MHD_Result h_logs(call_t *call, const char *id)
 {
+	TASK_VISIBLE(call, id);
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *t = lcd_store_task_get(call->lcd->db, id, &err);
 	if (!t)
-		return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
+		return err ? api_fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
 	char path[4096];
 	int fd = open(lcd_task_log_path(call->lcd, id, path, sizeof(path)), O_RDONLY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
@@ -337,7 +342,7 @@ static enum MHD_Result h_logs(call_t *call, const char *id)
 	}
 	if (fd < 0)
 		return FAIL(call, LC_EXIT_RUNTIME, "cannot open the log of task %s: %s", id, strerror(errno));
-	const char *f = query(call, "follow");
+	const char *f = api_query(call, "follow");
 	struct logstream *ls = lc_xmalloc0(sizeof(*ls));
 	ls->lcd = call->lcd;
 	ls->fd = fd;
@@ -369,8 +374,8 @@ static enum MHD_Result h_schedules(call_t *call)
 	lc_error_t *err = NULL;
 	json_t *s = lcd_schedules_json(call->lcd, &err);
 	if (!s)
-		return fail_err(call->c, err);
-	return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "schedules", s));
+		return api_fail_err(call->c, err);
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "schedules", s));
 }
 
 static enum MHD_Result h_schedule_verb(call_t *call, const char *appname, const char *name, const char *verb)
@@ -391,16 +396,16 @@ static enum MHD_Result h_schedule_verb(call_t *call, const char *appname, const 
 		lcd_app_unref(app);
 		if (rc < 0) {
 			json_decref(ids);
-			return fail_err(call->c, err);
+			return api_fail_err(call->c, err);
 		}
 		return spawned(call, ids, false);
 	}
 	lcd_app_unref(app);
 	bool pause = !strcmp(verb, "stop");
 	if (lcd_store_schedule_pause(call->lcd->db, appname, name, pause, &err) < 0)
-		return fail_err(call->c, err);
+		return api_fail_err(call->c, err);
 	lcd_log("schedule %s:%s %s", appname, name, pause ? "paused" : "resumed");
-	return reply(call->c, MHD_HTTP_OK,
+	return api_reply(call->c, MHD_HTTP_OK,
 		     json_pack("{s:s, s:s, s:b}", "app", appname, "schedule", name, "paused", pause));
 }
 
@@ -422,28 +427,28 @@ static enum MHD_Result h_map(call_t *call, const char *appname, const char *map,
 	if (!key) {
 		if (strcmp(call->method, "GET"))
 			return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a map", call->method);
-		json_t *rows = lcd_store_map_list(db, appname, map, query(call, "prefix"), now, &err);
+		json_t *rows = lcd_store_map_list(db, appname, map, api_query(call, "prefix"), now, &err);
 		if (!rows)
-			return fail_err(call->c, err);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "keys", rows));
+			return api_fail_err(call->c, err);
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "keys", rows));
 	}
 	if (!*key || strlen(key) > 1024)
 		return FAIL(call, LC_EXIT_USAGE, "map key: expected 1 to 1024 bytes");
 	if (!strcmp(call->method, "GET")) {
 		char *v = lcd_store_map_get(db, appname, map, key, now, &err);
 		if (!v)
-			return err ? fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "%s/%s: no key '%s'", appname, map, key);
+			return err ? api_fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "%s/%s: no key '%s'", appname, map, key);
 		json_t *out = json_pack("{s:s, s:s}", "key", key, "value", v);
 		free(v);
-		return reply(call->c, MHD_HTTP_OK, out);
+		return api_reply(call->c, MHD_HTTP_OK, out);
 	}
 	if (!strcmp(call->method, "DELETE")) {
 		int n = lcd_store_map_del(db, appname, map, key, now, &err);
 		if (n < 0)
-			return fail_err(call->c, err);
+			return api_fail_err(call->c, err);
 		if (n == 0)
 			return FAIL(call, LC_EXIT_UNKNOWN, "%s/%s: no key '%s'", appname, map, key);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "deleted", 1));
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "deleted", 1));
 	}
 	if (!strcmp(call->method, "PUT")) {
 		json_t *b = call->body;
@@ -459,11 +464,11 @@ static enum MHD_Result h_map(call_t *call, const char *appname, const char *map,
 		int n = lcd_store_map_set(db, appname, map, key, json_string_value(v),
 					  ttl ? json_integer_value(ttl) : 0, json_is_true(ia), now, &err);
 		if (n < 0)
-			return fail_err(call->c, err);
+			return api_fail_err(call->c, err);
 		if (n == 0)
-			return fail_status(call->c, MHD_HTTP_CONFLICT, LC_EXIT_BUSY, "%s/%s: key '%s' is already set",
+			return api_fail_status(call->c, MHD_HTTP_CONFLICT, LC_EXIT_BUSY, "%s/%s: key '%s' is already set",
 					   appname, map, key);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "set", 1));
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "key", key, "set", 1));
 	}
 	return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a map key", call->method);
 }
@@ -479,8 +484,8 @@ static enum MHD_Result h_secret(call_t *call, const char *name)
 			return FAIL(call, LC_EXIT_USAGE, "%s not allowed on secrets", call->method);
 		json_t *rows = lcd_store_secret_names(db, &err);
 		if (!rows)
-			return fail_err(call->c, err);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "secrets", rows));
+			return api_fail_err(call->c, err);
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "secrets", rows));
 	}
 	if (!lcd_secret_name_valid(name))
 		return FAIL(call, LC_EXIT_USAGE, "bad secret name '%s' (letters, digits, '_'; not starting with a digit)", name);
@@ -493,18 +498,18 @@ static enum MHD_Result h_secret(call_t *call, const char *name)
 		if (strlen(json_string_value(v)) != json_string_length(v))
 			return FAIL(call, LC_EXIT_INVALID, "value: must not contain NUL bytes");
 		if (lcd_store_secret_set(db, name, json_string_value(v), lc_wall_ms(), &err) < 0)
-			return fail_err(call->c, err);
+			return api_fail_err(call->c, err);
 		lcd_log("secret %s set", name);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "set", 1));
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "set", 1));
 	}
 	if (!strcmp(call->method, "DELETE")) {
 		int n = lcd_store_secret_delete(db, name, &err);
 		if (n < 0)
-			return fail_err(call->c, err);
+			return api_fail_err(call->c, err);
 		if (n == 0)
 			return FAIL(call, LC_EXIT_UNKNOWN, "no secret named '%s'", name);
 		lcd_log("secret %s deleted", name);
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 	}
 	return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a secret (its value is never read back)", call->method);
 }
@@ -527,11 +532,45 @@ static bool is(call_t *call, const char *method, size_t n, ...)
 	return ok;
 }
 
+static enum MHD_Result h_whoami(call_t *call)
+{
+	const lcd_caller_t *w = call->who;
+	if (w->operator)
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s}", "kind", "operator"));
+	return api_reply(call->c, MHD_HTTP_OK,
+			 json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "task", w->task, "app", w->app, "function", w->function));
+}
+
+/* What a task's token may reach besides its sandboxes and its tasks
+ * (checked where they are read): its own app, its functions (spawn) and
+ * its maps.  Deploying, deleting, schedules, secrets, other apps: 403. */
+static bool task_may(call_t *call)
+{
+	char **s = call->seg;
+	if (call->n == 0)
+		return false;
+	if (!strcmp(s[0], "health") || !strcmp(s[0], "whoami") || !strcmp(s[0], "sandboxes") || !strcmp(s[0], "tasks"))
+		return true;
+	if (strcmp(s[0], "apps") || call->n < 2 || strcmp(s[1], call->who->app))
+		return false;
+	if (call->n == 2)
+		return !strcmp(call->method, "GET");
+	return !strcmp(s[2], "functions") || !strcmp(s[2], "maps");
+}
+
 static enum MHD_Result route(call_t *call)
 {
 	char **s = call->seg;
+	if (!call->who->operator && !task_may(call))
+		return api_fail_status(call->c, MHD_HTTP_FORBIDDEN, LC_EXIT_PERM,
+				       "a task's token reaches its own app (%s) only: not %s /v1/%s%s%s", call->who->app,
+				       call->method, call->n ? s[0] : "", call->n > 1 ? "/" : "", call->n > 1 ? s[1] : "");
 	if (is(call, "GET", 1, "health"))
-		return reply(call->c, MHD_HTTP_OK, json_pack("{s:b, s:s}", "ok", 1, "version", PACKAGE_VERSION));
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:b, s:s}", "ok", 1, "version", PACKAGE_VERSION));
+	if (is(call, "GET", 1, "whoami"))
+		return h_whoami(call);
+	if (call->n >= 1 && !strcmp(s[0], "sandboxes"))
+		return lcd_api_sandboxes(call);
 	if (is(call, "GET", 1, "apps"))
 		return h_apps(call);
 	if (is(call, "POST", 1, "apps"))
@@ -567,21 +606,37 @@ static enum MHD_Result route(call_t *call)
 		return h_secret(call, NULL);
 	if (call->n == 2 && !strcmp(s[0], "secrets"))
 		return h_secret(call, s[1]);
-	return fail_status(call->c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s /v1/%s", call->method,
+	return api_fail_status(call->c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s /v1/%s", call->method,
 			   call->n ? s[0] : "");
 }
 
-static bool token_ok(struct lcd_api *api, struct MHD_Connection *c)
+static bool same_secret(const char *got, const char *want)
 {
-	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	if (!h || strncmp(h, "Bearer ", 7) != 0)
-		return false;
-	const char *got = h + 7;
-	size_t a = strlen(got), b = strlen(api->token);
+	size_t a = strlen(got), b = strlen(want);
 	unsigned char diff = a != b;
 	for (size_t i = 0; i < b; i++)
-		diff |= (unsigned char)(got[i < a ? i : 0] ^ api->token[i]);
+		diff |= (unsigned char)(got[i < a ? i : 0] ^ want[i]);
 	return diff == 0;
+}
+
+/* Who is calling: a bearer token must be the operator's (TCP) or a live
+ * task's; without one only the operator's unix socket is trusted. */
+static bool authenticate(struct listener *l, struct MHD_Connection *c, lcd_caller_t *who)
+{
+	memset(who, 0, sizeof(*who));
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (!h) {
+		who->operator = l->kind == L_OPERATOR;
+		return who->operator;
+	}
+	if (strncmp(h, "Bearer ", 7) != 0)
+		return false;
+	const char *got = h + 7;
+	if (l->api->token && same_secret(got, l->api->token)) {
+		who->operator = true;
+		return true;
+	}
+	return lcd_token_check(l->api->lcd, got, who);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -590,35 +645,49 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	struct listener *l = cls;
 	struct lcd_api *api = l->api;
 	lcd_t *lcd = api->lcd;
-	struct req *rq = *con_cls;
+	lcd_req_t *rq = *con_cls;
 	if (!rq) {
 		rq = lc_xmalloc0(sizeof(*rq));
 		*con_cls = rq;
+		if (!authenticate(l, c, &rq->who))
+			return api_fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM, "missing or wrong bearer token");
+		if (lcd_upload_wanted(method, url)) {
+			enum MHD_Result r;
+			if (!lcd_upload_begin(c, lcd, &rq->who, url, &rq->upload, &r))
+				return r;
+			return MHD_YES;
+		}
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl && strtoull(cl, NULL, 10) > lcd->max_body)
-			return fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID,
+			return api_fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID,
 					   "request body too large (limit %zu bytes)", lcd->max_body);
 		return MHD_YES;
+	}
+	if (rq->upload) {
+		if (*upload_size) {
+			lcd_upload_data(rq->upload, upload, *upload_size);
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		return lcd_upload_end(c, rq->upload);
 	}
 	if (*upload_size) {
 		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, lcd->max_body);
 		return MHD_YES;
 	}
 	if (rq->too_big)
-		return fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID, "request body too large (limit %zu bytes)",
+		return api_fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID, "request body too large (limit %zu bytes)",
 				   lcd->max_body);
-	if (l->tcp && !token_ok(api, c))
-		return fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM, "missing or wrong bearer token");
 
 	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0)
-		return fail_status(c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s (the API is under /v1/)", url);
-	call_t call = { .c = c, .lcd = lcd, .method = method };
+		return api_fail_status(c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s (the API is under /v1/)", url);
+	call_t call = { .c = c, .lcd = lcd, .method = method, .who = &rq->who };
 	_cleanup_json_ json_t *body = NULL;
 	if (rq->len) {
 		json_error_t je;
 		body = json_loadb(rq->body, rq->len, 0, &je);
 		if (!body)
-			return fail_status(c, MHD_HTTP_BAD_REQUEST, LC_EXIT_INVALID, "request body: malformed JSON at line %d: %s",
+			return api_fail_status(c, MHD_HTTP_BAD_REQUEST, LC_EXIT_INVALID, "request body: malformed JSON at line %d: %s",
 					   je.line, je.text);
 		call.body = body;
 	}
@@ -645,8 +714,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
-	struct req *rq = *con_cls;
+	lcd_req_t *rq = *con_cls;
 	if (rq) {
+		lcd_upload_free(rq->upload);
 		free(rq->body);
 		free(rq);
 		*con_cls = NULL;
@@ -701,17 +771,25 @@ struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t 
 	return ai;
 }
 
-int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
+int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
 		  lc_error_t **err)
 {
 	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
 	api->lcd = lcd;
-	api->l_unix = (struct listener){ api, false };
-	api->l_tcp = (struct listener){ api, true };
+	api->l_unix = (struct listener){ api, L_OPERATOR };
+	api->l_task = (struct listener){ api, L_TASK };
+	api->l_tcp = (struct listener){ api, L_TCP };
 	api->unix_d = start_daemon(&api->l_unix, unix_fd, NULL, false);
 	if (!api->unix_d) {
 		free(api);
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the unix socket");
+	}
+	if (task_fd >= 0) {
+		api->task_d = start_daemon(&api->l_task, task_fd, NULL, false);
+		if (!api->task_d) {
+			lcd_api_stop(api);
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the task socket");
+		}
 	}
 	if (tcp_addr) {
 		if (!token || !*token) {
@@ -741,6 +819,8 @@ void lcd_api_stop(lcd_api_t *api)
 		return;
 	if (api->tcp_d)
 		MHD_stop_daemon(api->tcp_d);
+	if (api->task_d)
+		MHD_stop_daemon(api->task_d);
 	if (api->unix_d)
 		MHD_stop_daemon(api->unix_d);
 	if (api->token) {

@@ -72,6 +72,30 @@ static const char *const migrations[] = {
 	"  received_at INTEGER NOT NULL,"
 	"  PRIMARY KEY (app, hook, delivery));"
 	"CREATE INDEX webhook_deliveries_age ON webhook_deliveries(received_at);",
+	/* 2 -> 3: the sandbox API.  A task's token is kept as its SHA-256
+	 * only; a sandbox's row is written before the sandbox is made, so a
+	 * crash at any moment leaves a row that names what to remove. */
+	"CREATE TABLE tokens ("
+	"  hash TEXT PRIMARY KEY,"
+	"  task_id TEXT NOT NULL,"
+	"  app TEXT NOT NULL,"
+	"  function TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX tokens_task ON tokens(task_id);"
+	"CREATE TABLE sandboxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT UNIQUE,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating','live','deleting')),"
+	"  image TEXT NOT NULL,"
+	"  request TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  secrets TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
+	"CREATE INDEX sandboxes_app ON sandboxes(app);",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)

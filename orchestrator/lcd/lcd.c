@@ -165,6 +165,25 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 	return 0;
 }
 
+/* The task socket beside the operator's: DIR/NAME.sock -> DIR/NAME-task.sock. */
+static char *task_socket_path(const char *sock)
+{
+	size_t n = strlen(sock);
+	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
+		n -= 5;
+	return lc_strdup_printf("%.*s-task.sock", (int)n, sock);
+}
+
+/* The Python client bound into tasks: installed, else the source tree's. */
+static char *python_dir(void)
+{
+	if (access(LC_PKGDATADIR "/python/lcrun_client/__init__.py", R_OK) == 0)
+		return strdup(LC_PKGDATADIR "/python");
+	if (access(LC_SRCDIR "/contrib/python/lcrun_client/__init__.py", R_OK) == 0)
+		return strdup(LC_SRCDIR "/contrib/python");
+	return NULL;
+}
+
 static int open_socket(const char *path, const char *group, lc_error_t **err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -342,8 +361,27 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return fail(err);
 
-	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0) {
+	/* Tasks reach the API through a socket of their own, bound into their
+	 * sandboxes: anyone may connect (the sandbox's root is an unprivileged
+	 * host uid), nobody is served there without a token. */
+	lcd.task_socket = task_socket_path(sock);
+	int task_fd = open_socket(lcd.task_socket, cfg.socket_group, &err);
+	if (task_fd < 0) {
 		unlink(sock);
+		return fail(err);
+	}
+	if (chmod(lcd.task_socket, 0666) < 0) {
+		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot set the mode of %s", lcd.task_socket);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
+	lcd.python_dir = python_dir();
+
+	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
+	    lcd_sandboxes_recover(&lcd, &err) < 0) {
+		unlink(sock);
+		unlink(lcd.task_socket);
 		return fail(err);
 	}
 
@@ -363,6 +401,7 @@ int main(int argc, char **argv)
 					 (size_t)cfg.webhook_max_body };
 		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0) {
 			unlink(sock);
+			unlink(lcd.task_socket);
 			return fail(err);
 		}
 	}
@@ -371,8 +410,9 @@ int main(int argc, char **argv)
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
 	lcd_api_t *api = NULL;
-	if (lcd_api_start(&lcd, fd, cfg.listen, token, &api, &err) < 0) {
+	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0) {
 		unlink(sock);
+		unlink(lcd.task_socket);
 		return fail(err);
 	}
 	if (token)
@@ -397,6 +437,7 @@ int main(int argc, char **argv)
 	lcd_webhook_stop(hooks);
 	lcd_api_stop(api);
 	unlink(sock);
+	unlink(lcd.task_socket);
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
 	/* Running tasks end now: failed (or queued again, per retries).  Kill
@@ -425,6 +466,8 @@ int main(int argc, char **argv)
 	free(lcd.tasks_dir);
 	free(lcd.logs_dir);
 	free(lcd.clock_file);
+	free(lcd.task_socket);
+	free(lcd.python_dir);
 	lcd_log("stopped");
 	return 0;
 }

@@ -22,8 +22,12 @@ typedef struct lcd_running {
 	struct lcd_running *next;
 } lcd_running_t;
 
+struct lcd_session;
+
 typedef struct lcd {
 	lcd_db_t *db;
+	char *task_socket; /* the API socket bound into every task's sandbox */
+	char *python_dir;  /* the Python client's directory bound there, or NULL */
 	char *state_dir;  /* lc_lib_dir()/lcd */
 	char *tasks_dir;  /* per-task directories, bound at /run/task */
 	char *logs_dir;   /* ID.log: the task's stdout and stderr */
@@ -42,6 +46,7 @@ typedef struct lcd {
 	lcd_running_t *running;
 	int workers;
 	bool stopping;
+	struct lcd_session *sessions; /* sbexec.c: persistent shells */
 } lcd_t;
 
 /* The network policy loader (runtime/net.h) is used once liblcrun has it;
@@ -106,11 +111,73 @@ int lcd_schedule_fire(lcd_t *lcd, const lcd_app_t *app, const lcd_schedule_t *s,
 /* [{app, name, cron, function, paused, last_slot, next}] */
 json_t *lcd_schedules_json(lcd_t *lcd, lc_error_t **err);
 
+/* ---- tokens.c: who calls, and what a task may reach ---- */
+/* The caller of one request: the operator (the operator socket, or the TCP
+ * listener's bearer token), or a task through its own token, which reaches
+ * only its app (maps, functions, tasks) and the sandboxes it made. */
+typedef struct lcd_caller {
+	bool operator;
+	char task[LC_ID_LEN + 1];
+	char app[64];
+	char function[64];
+} lcd_caller_t;
+#define LCD_TOKEN_LEN 64
+/* Find a live task token (stored as its SHA-256 only). */
+bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
+/* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
+ * through spec->secret_env, never written down), the task socket bound at
+ * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, LC_TASK_APP
+ * and LC_TASK_FUNCTION. */
+int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lcd_function_t *fn, lc_spec_t *spec,
+		    lc_error_t **err);
+/* An attempt of the task ended (however): its token dies and the sandboxes
+ * it made are removed.  Idempotent. */
+void lcd_task_release(lcd_t *lcd, const char *task);
+
+/* ---- sandboxes.c: the sandbox API's records and lifecycle ---- */
+/* Parts of a request shared by create, exec and sessions; errors name
+ * path.  env: {"K": "V"} or ["K=V"], appended to *out.  user: "UID[:GID]"
+ * or a number, inside the sandbox's id range. */
+int lcd_env_parse(json_t *v, const char *path, char ***out, lc_error_t **err);
+int lcd_user_parse(json_t *v, const char *path, uid_t *uid, gid_t *gid, lc_error_t **err);
+/* An absolute path without ".." components. */
+bool lcd_sandbox_path_ok(const char *p);
+/* Make n sandboxes from a create request for who, all or none; their ids
+ * are appended to ids.  image (optional) replaces the request's image (a
+ * fork).  The one place lcd makes sandboxes. */
+int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+		     lc_error_t **err);
+/* The record of a sandbox who may see, by id or name; LC_EXIT_UNKNOWN
+ * otherwise. */
+json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, lc_error_t **err);
+/* The API's view of a record: state, usage, owner, labels …; NULL when
+ * the sandbox is gone (its ttl expired): the record is dropped then. */
+json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row);
+/* The sandboxes who may see, filtered (each filter may be NULL; labels:
+ * "K=V" strings). */
+json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, const char *state, char **labels,
+			 lc_error_t **err);
+/* Terminate and remove (idempotent). */
+int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err);
+/* The environment entries (K=V) of the secrets a sandbox was given, read
+ * from the store for each exec: they are never written elsewhere. */
+int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err);
+int lcd_sandbox_snapshot(lcd_t *lcd, json_t *row, const char *name, json_t **out, lc_error_t **err);
+int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, json_t **out, lc_error_t **err);
+/* At start: tokens are dropped, sandboxes of tasks (none runs now) and
+ * half-made ones are removed, records of vanished ones forgotten. */
+int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err);
+
+/* ---- sbexec.c: sessions (persistent shells) ---- */
+/* End the sessions of a sandbox (it is being removed). */
+void lcd_sessions_drop(lcd_t *lcd, const char *sandbox);
+
 /* ---- api.c ---- */
 typedef struct lcd_api lcd_api_t;
-/* Serve on an already listening unix socket fd, and on tcp_addr
- * ("HOST:PORT", may be NULL) requiring the bearer token. */
-int lcd_api_start(lcd_t *lcd, int unix_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
+/* Serve the operator on an already listening unix socket fd, tasks on
+ * task_fd (every request needs a token there), and on tcp_addr
+ * ("HOST:PORT", may be NULL) requiring a bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
 		  lc_error_t **err);
 void lcd_api_stop(lcd_api_t *api);
 /* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is

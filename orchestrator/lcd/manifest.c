@@ -43,7 +43,7 @@ static int bad(lc_error_t **err, const char *path, const char *what)
 }
 
 /* Refuse keys outside the allowed list (catches typos like "concurency"). */
-static int check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err)
+int lcd_check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err)
 {
 	const char *key;
 	json_t *v;
@@ -111,7 +111,7 @@ static int parse_size_value(json_t *v, const char *path, long long *out, lc_erro
 	return bad(err, path, "expected a size (bytes, or like \"512M\")");
 }
 
-static int parse_limits(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err)
+int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err)
 {
 	static const char *const keys[] = { "memory", "memory_swap", "pids", "cpus", "cpu_weight",
 		"io_weight", "best_effort", NULL };
@@ -122,7 +122,7 @@ static int parse_limits(json_t *v, const char *path, lc_limits_t *l, lc_error_t 
 		return 0;
 	if (!json_is_object(v))
 		return bad(err, path, "expected an object");
-	if (check_keys(v, path, keys, err) < 0)
+	if (lcd_check_keys(v, path, keys, err) < 0)
 		return -1;
 	json_t *m;
 	if ((m = json_object_get(v, "memory"))) {
@@ -178,7 +178,7 @@ static int entry_start(const char *section, const char *what, const char *name, 
 	}
 	if (!json_is_object(v))
 		return bad(err, *path, "expected an object");
-	return check_keys(v, *path, keys, err);
+	return lcd_check_keys(v, *path, keys, err);
 }
 
 /* PATH.function: required, naming one of the app's functions. */
@@ -222,7 +222,7 @@ static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error
 		_cleanup_free_ char *p = lc_strdup_printf("%s[%zu]", path, i);
 		if (!json_is_object(e))
 			return bad(err, p, "expected an object");
-		if (check_keys(e, p, keys, err) < 0)
+		if (lcd_check_keys(e, p, keys, err) < 0)
 			return -1;
 		const char *names[2] = { "source", "target" };
 		const char *val[2];
@@ -299,7 +299,7 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 	}
 
 	_cleanup_free_ char *lpath = lc_strdup_printf("%s.limits", path);
-	if (parse_limits(json_object_get(v, "limits"), lpath, &f->limits, err) < 0)
+	if (lcd_limits_parse(json_object_get(v, "limits"), lpath, &f->limits, err) < 0)
 		return -1;
 
 	json_t *net = json_object_get(v, "net");
@@ -482,6 +482,25 @@ static int parse_named(lcd_app_t *app, json_t *m, const char *key, size_t size, 
 	return 0;
 }
 
+/* "sandboxes": {"max": N}: how many sandboxes the app's tasks may hold. */
+static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
+{
+	static const char *const keys[] = { "max", NULL };
+	app->sandboxes_max = LCD_SANDBOXES_MAX_DEFAULT;
+	json_t *v = json_object_get(m, "sandboxes");
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return bad(err, "sandboxes", "expected an object {\"max\": N}");
+	if (lcd_check_keys(v, "sandboxes", keys, err) < 0)
+		return -1;
+	long long n = LCD_SANDBOXES_MAX_DEFAULT;
+	if (get_int(v, "max", "sandboxes", 0, 10000, &n, err) < 0)
+		return -1;
+	app->sandboxes_max = (int)n;
+	return 0;
+}
+
 static bool map_name_ok(const char *s)
 {
 	return lcd_name_valid(s);
@@ -490,10 +509,10 @@ static bool map_name_ok(const char *s)
 int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 {
 	static const char *const keys[] = { "name", "description", "functions", "schedules", "maps",
-		"webhooks", "budget", "repository", "config", NULL };
+		"webhooks", "budget", "repository", "config", "sandboxes", NULL };
 	if (!json_is_object(m))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "manifest: expected a JSON object");
-	if (check_keys(m, "", keys, err) < 0)
+	if (lcd_check_keys(m, "", keys, err) < 0)
 		return -1;
 	lcd_app_t *app = lc_xmalloc0(sizeof(*app));
 	app->refs = 1;
@@ -540,6 +559,9 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 			goto out;
 		}
 	}
+
+	if (parse_sandboxes(m, app, err) < 0)
+		goto out;
 
 	if (parse_config(app, json_object_get(m, "config"), err) < 0 ||
 	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,

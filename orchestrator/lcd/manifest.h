@@ -53,7 +53,10 @@ typedef struct lcd_app {
 	lcd_webhook_t *webhooks;
 	size_t n_webhooks;
 	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
+	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
 } lcd_app_t;
+
+#define LCD_SANDBOXES_MAX_DEFAULT 10
 
 /* Validate a manifest and build the app (refs = 1).  Errors name the JSON
  * path: "functions.solve.timeout: expected a positive integer". */
@@ -67,6 +70,13 @@ void lcd_app_unref(lcd_app_t *app);
  * *skipped how many due slots are not fired. */
 size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, size_t max, long long *out,
 			long long *newest, size_t *skipped);
+
+/* Refuse keys of obj outside allowed (NULL-terminated): "PATH.KEY: unknown
+ * key" ("KEY: …" when path is ""), so that typos do not pass silently. */
+int lcd_check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err);
+/* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
+ * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
+int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);
 
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);

@@ -262,6 +262,10 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 		m->src = src;
 		m->dst = strdup(f->mounts[i].dst);
 	}
+	if (lcd_task_access(j->lcd, j->id, j->app, f, spec, err) < 0) {
+		lc_spec_free(spec);
+		return -1;
+	}
 	if (f->image && strcmp(f->image, "host") != 0) {
 		spec->image = strdup(f->image);
 		/* the image's env, workdir, user and entrypoint, as lcrun run does */
@@ -413,6 +417,9 @@ failed_to_run:
 	error = strdup(err && err->msg ? err->msg : "cannot run the task");
 	log_line(logfd, "lcd: %s", error);
 done:
+	/* Before its end is recorded: whoever waits for the task finds its
+	 * token dead and its sandboxes gone. */
+	lcd_task_release(lcd, j->id);
 	pthread_mutex_lock(&lcd->lock);
 	lcd_running_t **pp = &lcd->running, *run = NULL;
 	while (*pp && strcmp((*pp)->id, j->id))

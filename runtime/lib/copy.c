@@ -423,3 +423,265 @@ out:
 	endpoint_clear(&dst);
 	return r;
 }
+
+/* ---- the file API of lcd: open a file, or run a tar stream, in a sandbox -- */
+
+static int errno_code(int e)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		return LC_EXIT_NOENT;
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return LC_EXIT_PERM;
+	case EISDIR:
+	case ELOOP:
+	case ENAMETOOLONG:
+		return LC_EXIT_USAGE;
+	default:
+		return LC_EXIT_RUNTIME;
+	}
+}
+
+/* A sandbox that cp can reach: running or paused.  Returns a pidfd of its
+ * pid 1; *spec gets its spec (for the user's ids). */
+static int reachable(const char *id_or_name, char **id, lc_spec_t **spec, lc_error_t **err)
+{
+	if (lc_state_resolve(id_or_name, id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *st = lc_state_read(*id, err);
+	if (!st)
+		return -1;
+	const char *status = lc_state_status(st, *id);
+	if (strcmp(status, "running") && strcmp(status, "paused"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not running", *id, status);
+	int pidfd = lc_state_pid1_pidfd(st, *id, err);
+	if (pidfd >= 0)
+		*spec = lc_spec_from_json(json_object_get(st, "spec"));
+	return pidfd;
+}
+
+/* Fork a child that keeps only the fds in keep (plus 0-2), has joined the
+ * sandbox's user and mount namespaces and is its root.  0 in the child,
+ * the pid in the parent, -1 on error (in the child: reported on es). */
+static pid_t fork_into(int pidfd, int es, const int *keep, size_t nkeep, lc_error_t **err)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+	if (pid > 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN);
+	int k[8] = { pidfd, es };
+	size_t n = 2;
+	for (size_t i = 0; i < nkeep && n < 8; i++)
+		k[n++] = keep[i];
+	lc_close_fds_except(k, n);
+	lc_error_t *e = NULL;
+	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) < 0) {
+		lc_msg_send_error(es, e);
+		_exit(1);
+	}
+	close(pidfd);
+	umask(022);
+	return 0;
+}
+
+/* The child's last word: its error, if any, then exit. */
+static void __attribute__((noreturn)) child_end(int es, lc_error_t *e, const char *id)
+{
+	if (e) {
+		lc_error_wrap(&e, "in sandbox %s", id);
+		lc_msg_send_error(es, e);
+		_exit(1);
+	}
+	_exit(0);
+}
+
+int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
+			 lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	lc_spec_t *spec = NULL;
+	if (!path || path[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
+	bool wr = (flags & O_ACCMODE) == O_WRONLY;
+	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	if (pidfd < 0)
+		return -1;
+	int es[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, es) < 0) {
+		lc_spec_free(spec);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
+	}
+	pid_t child = fork_into(pidfd, es[1], NULL, 0, err);
+	if (child == 0) {
+		lc_error_t *e = NULL;
+		int oflags = (wr ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+		int fd = open(path, oflags, mode & 07777);
+		struct stat sb;
+		if (fd < 0)
+			lc_error_set(&e, errno_code(errno), errno, "%s", path);
+		else if (fstat(fd, &sb) < 0)
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "%s", path);
+		else if (S_ISDIR(sb.st_mode))
+			lc_error_set(&e, LC_EXIT_USAGE, 0, "%s is a directory", path);
+		else if (!S_ISREG(sb.st_mode))
+			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s is not a regular file", path);
+		else if (wr && fchown(fd, spec->uid, spec->gid) < 0)
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u", path, (unsigned)spec->uid);
+		if (!e && lc_msg_send_fd(es[1], LC_MSG_READY, fd) < 0)
+			_exit(1);
+		child_end(es[1], e, id);
+	}
+	close(es[1]);
+	lc_spec_free(spec);
+	if (child < 0) {
+		close(es[0]);
+		return -1;
+	}
+	lc_msg_t m;
+	int fd = -1;
+	int r = lc_msg_recv_fd(es[0], &m, &fd);
+	close(es[0]);
+	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (r == 1 && m.type == LC_MSG_ERROR) {
+		if (fd >= 0)
+			close(fd);
+		lc_error_from_buf(err, m.text, strlen(m.text));
+		return -1;
+	}
+	if (r != 1 || m.type != LC_MSG_READY || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (st && fstat(fd, st) < 0) {
+		close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "%s", path);
+	}
+	return fd;
+}
+
+struct lc_tar_job {
+	pid_t pid;
+	int es;
+	char *id;
+};
+
+int lc_sandbox_tar_start(const char *id_or_name, const char *path, bool in, int *fd, lc_tar_job_t **out,
+			 lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	lc_spec_t *spec = NULL;
+	*fd = -1;
+	if (!path || path[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
+	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	if (pidfd < 0)
+		return -1;
+	int es[2], pfd[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, es) < 0) {
+		lc_spec_free(spec);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
+	}
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		close(es[0]);
+		close(es[1]);
+		lc_spec_free(spec);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
+	}
+	int mine = in ? pfd[0] : pfd[1]; /* the child's end */
+	pid_t child = fork_into(pidfd, es[1], &mine, 1, err);
+	if (child == 0) {
+		lc_error_t *e = NULL;
+		struct stat sb;
+		if (stat(path, &sb) < 0)
+			lc_error_set(&e, errno_code(errno), errno, "%s", path);
+		else if (in && !S_ISDIR(sb.st_mode))
+			lc_error_set(&e, LC_EXIT_NOENT, 0, "%s: a tar stream needs an existing directory", path);
+		if (e)
+			child_end(es[1], e, id);
+		if (lc_msg_send(es[1], LC_MSG_READY, 0, 0, NULL) < 0)
+			_exit(1);
+		if (in) {
+			target_t t = { .dir = (char *)path };
+			consume(mine, &t, true, spec->uid, spec->gid, &e);
+		} else {
+			produce(path, mine, &e);
+		}
+		child_end(es[1], e, id);
+	}
+	close(es[1]);
+	close(mine);
+	lc_spec_free(spec);
+	int theirs = in ? pfd[1] : pfd[0];
+	if (child < 0) {
+		close(es[0]);
+		close(theirs);
+		return -1;
+	}
+	lc_msg_t m;
+	int r = lc_msg_recv(es[0], &m);
+	if (r != 1 || m.type != LC_MSG_READY) {
+		close(theirs);
+		close(es[0]);
+		while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+			;
+		if (r == 1 && m.type == LC_MSG_ERROR) {
+			lc_error_from_buf(err, m.text, strlen(m.text));
+			return -1;
+		}
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the copy could not start", id);
+	}
+	lc_tar_job_t *job = lc_xmalloc0(sizeof(*job));
+	job->pid = child;
+	job->es = es[0];
+	job->id = lc_steal(id);
+	*fd = theirs;
+	*out = job;
+	return 0;
+}
+
+int lc_sandbox_tar_finish(lc_tar_job_t *job, bool abort, lc_error_t **err)
+{
+	if (!job)
+		return 0;
+	if (abort)
+		kill(job->pid, SIGKILL);
+	int status = 0;
+	while (waitpid(job->pid, &status, 0) < 0 && errno == EINTR)
+		;
+	int r = 0;
+	lc_msg_t m;
+	struct pollfd p = { job->es, POLLIN, 0 };
+	if (!abort && poll(&p, 1, 0) > 0 && lc_msg_recv(job->es, &m) == 1 && m.type == LC_MSG_ERROR) {
+		lc_error_from_buf(err, m.text, strlen(m.text));
+		r = -1;
+	} else if (!abort && (!WIFEXITED(status) || WEXITSTATUS(status)))
+		r = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the copy failed", job->id);
+	close(job->es);
+	free(job->id);
+	free(job);
+	return r;
+}
+
+int lc_tar_from_host(const char *path, int fd, lc_error_t **err)
+{
+	return produce(path, fd, err);
+}
+
+int lc_tar_to_host(int fd, const char *dir, lc_error_t **err)
+{
+	target_t t;
+	if (plan_target(dir, NULL, true, &t, err) < 0)
+		return -1;
+	int r = consume(fd, &t, false, 0, 0, err);
+	target_clear(&t);
+	return r;
+}

@@ -94,6 +94,12 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	lc_error_t *e = NULL;
 	close(x->sp[0]);
 	lc_proc_title_child("lcrun-exec", &x->title);
+	{
+		/* Forked from a threaded caller (lcd), the helper would otherwise
+		 * hold the other threads' pipes open for as long as it lives. */
+		int keep[] = { x->sp[1], x->pidfd, x->spec->stdio[0], x->spec->stdio[1], x->spec->stdio[2] };
+		lc_close_fds_except(keep, sizeof(keep) / sizeof(keep[0]));
+	}
 	if (o->detach) {
 		/* let go of the caller's stdio: it may be a pipe someone reads to EOF */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -131,6 +137,8 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		helper_fail(x, e);
 	}
 	if (cmd == 0) {
+		if (o->new_pgroup && slave < 0)
+			setpgid(0, 0);
 		if (slave >= 0) {
 			setsid();
 			ioctl(slave, TIOCSCTTY, 0);
@@ -144,6 +152,8 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	}
 	if (slave >= 0)
 		close(slave);
+	if (o->new_pgroup && slave < 0)
+		setpgid(cmd, cmd); /* also here: a kill may come before the child ran */
 	/* The caller knows the command by a pidfd: the helper sees pids of
 	 * the sandbox's pid namespace, not the host's. */
 	int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);
@@ -338,29 +348,37 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	close(x.sp[1]);
 	x.sp[1] = -1;
 
-	bool got_exit = false, in_open = o->tty, master_open = false;
+	bool got_exit = false, in_open = o->tty, master_open = false, kill_it = false;
 	long long deadline = o->timeout > 0 ? t0 + (long long)o->timeout * 1000 : -1;
-	int code = 0, sig = 0;
+	int code = 0, sig = 0, cancel = o->cancel_fd > 0 ? o->cancel_fd : -1;
 	for (;;) {
-		struct pollfd p[4] = { { x.sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 },
+		struct pollfd p[5] = { { x.sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 },
 				       { in_open && master >= 0 ? in : -1, POLLIN, 0 },
-				       { master_open ? master : -1, POLLIN, 0 } };
+				       { master_open ? master : -1, POLLIN, 0 }, { cancel, POLLIN, 0 } };
 		int timeout = -1;
 		if (deadline >= 0 && !res->timed_out) {
 			long long left = deadline - lc_now_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
-		int n = poll(p, 4, timeout);
+		int n = poll(p, 5, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n == 0 && deadline >= 0 && !res->timed_out) {
-			res->timed_out = true;
+		bool kill_now = false;
+		if (n == 0 && deadline >= 0 && !res->timed_out)
+			res->timed_out = kill_now = true;
+		if (n > 0 && (p[4].revents & (POLLIN | POLLHUP | POLLERR))) {
+			cancel = -1; /* once */
+			kill_now = true;
+		}
+		if (kill_now) {
+			kill_it = true; /* also when its pid arrives later */
 			if (cmd > 0) {
 				kill(-cmd, SIGKILL);
 				kill(cmd, SIGKILL);
 			}
-			continue;
 		}
+		if (n == 0)
+			continue;
 		if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
 			master_open = lc_pump(master, out);
 		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -400,7 +418,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 				cmdfd = fd;
 				fd = -1;
 				cmd = pidfd_pid(cmdfd);
-				if (res->timed_out && cmd > 0) {
+				if (kill_it && cmd > 0) {
 					kill(-cmd, SIGKILL);
 					kill(cmd, SIGKILL);
 				}

@@ -27,6 +27,7 @@ typedef struct {
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static userns_entry_t cache[MAX_CACHED];
 static size_t n_cached;
+static pid_t cache_pid; /* a forked child may have closed the cached fds */
 
 static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
 {
@@ -79,6 +80,10 @@ static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_t
 int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
 {
 	pthread_mutex_lock(&cache_lock);
+	if (cache_pid != getpid()) {
+		n_cached = 0; /* not closed: their numbers may be in use for something else now */
+		cache_pid = getpid();
+	}
 	for (size_t i = 0; i < n_cached; i++) {
 		userns_entry_t *e = &cache[i];
 		if (e->uid_from == uid_from && e->uid_to == uid_to && e->gid_from == gid_from && e->gid_to == gid_to &&

@@ -205,6 +205,13 @@ typedef struct lc_exec_opts {
 	int timeout;         /* seconds; 0: none (exit code 124 when it expires) */
 	int stdio[3];        /* fds for the command; -1: the caller's own 0/1/2 */
 	bool forward_signals;/* INT/TERM/HUP/QUIT/USR1/USR2 go to the command */
+	int cancel_fd;       /* > 0: once readable (or hung up) the command is
+				killed (exit 137); 0 or -1: none.  For a caller
+				that runs exec in a thread and must end it early. */
+	bool new_pgroup;     /* the command leads a process group of its own, so
+				that a timeout or a cancel kills its children too
+				(not with tty; not for a command that reads the
+				caller's terminal) */
 } lc_exec_opts_t;
 /* Run a command in a running sandbox and wait for it (unless detach);
  * res->exit_code as lc_run's.  LC_EXIT_STATE when stopped or paused. */
@@ -215,6 +222,35 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *opts, lc_resul
  * Paths in the sandbox resolve in its own root: its symlinks cannot reach
  * host files. */
 int lc_sandbox_copy(const char *src, const char *dst, lc_error_t **err);
+
+/* The file API of lcd (the sandbox side of PUT/GET …/files).  Both work on
+ * a running or paused sandbox, in a process that joined its user and mount
+ * namespaces as its root, so paths (and symlinks) resolve in its own root.
+ *
+ * lc_sandbox_open_file: open path and return the fd (the caller reads or
+ * writes it).  flags O_RDONLY: a regular file (a directory is
+ * LC_EXIT_USAGE, anything else LC_EXIT_INVALID); O_WRONLY: created with
+ * mode (or truncated) and given to the sandbox's user.  st (optional) gets
+ * its stat.  A missing path or parent is LC_EXIT_NOENT. */
+struct stat;
+int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
+			 lc_error_t **err);
+/* A tar stream into the directory path (in) or of path out of the sandbox:
+ * returns once the sandbox side has checked path, with *fd the caller's end
+ * of the stream (write the tar to it, or read it), which the caller closes
+ * before lc_sandbox_tar_finish (abort: kill the copy).  Extraction gives
+ * everything to the sandbox's user and refuses absolute paths, .. and
+ * writing through symlinks. */
+typedef struct lc_tar_job lc_tar_job_t;
+int lc_sandbox_tar_start(const char *id_or_name, const char *path, bool in, int *fd, lc_tar_job_t **job,
+			 lc_error_t **err);
+int lc_sandbox_tar_finish(lc_tar_job_t *job, bool abort, lc_error_t **err);
+/* The host side of the same streams, for clients (lcctl): a tar of path to
+ * fd; a tar from fd extracted into the existing directory dir (no owners,
+ * no setuid bits, no hard links, nothing outside dir).  Both change the
+ * process's working directory. */
+int lc_tar_from_host(const char *path, int fd, lc_error_t **err);
+int lc_tar_to_host(int fd, const char *dir, lc_error_t **err);
 
 /* Remove what crashed or killed lcrun processes left behind: cgroups,
  * sandbox dirs, state dirs, names of sandboxes that are not alive.  Never

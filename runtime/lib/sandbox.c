@@ -65,6 +65,8 @@ static void trace(const char *what)
 
 static pthread_mutex_t idmap_lock = PTHREAD_MUTEX_INITIALIZER;
 static int idmap_fd = -1;
+static pid_t idmap_pid; /* the process that made idmap_fd: a forked child
+			   (lcd's sandbox monitors) may have closed it */
 
 static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
 {
@@ -82,8 +84,10 @@ static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
 static int idmap_userns(lc_error_t **err)
 {
 	pthread_mutex_lock(&idmap_lock);
-	if (idmap_fd < 0)
+	if (idmap_fd < 0 || idmap_pid != getpid()) {
 		idmap_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), err);
+		idmap_pid = getpid();
+	}
 	int fd = idmap_fd;
 	pthread_mutex_unlock(&idmap_lock);
 	return fd;

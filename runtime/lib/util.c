@@ -69,6 +69,29 @@ void lc_strv_free(char **v)
 	free(v);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+void lc_close_fds_except(const int *keep, size_t n)
+{
+	int sorted[16];
+	size_t k = 0;
+	for (size_t i = 0; i < n && k < sizeof(sorted) / sizeof(sorted[0]); i++)
+		if (keep[i] >= 3)
+			sorted[k++] = keep[i];
+	qsort(sorted, k, sizeof(int), cmp_int);
+	unsigned int from = 3;
+	for (size_t i = 0; i < k; i++) {
+		if ((unsigned int)sorted[i] > from)
+			syscall(SYS_close_range, from, (unsigned int)sorted[i] - 1, 0);
+		if ((unsigned int)sorted[i] + 1 > from)
+			from = (unsigned int)sorted[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0);
+}
+
 int lc_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

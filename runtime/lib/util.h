@@ -55,6 +55,9 @@ int lc_rm_rf(const char *path, lc_error_t **err);
  * returns the fd that holds the lock. */
 int lc_lock_file(const char *path, int op, lc_error_t **err);
 int lc_write_all(int fd, const void *buf, size_t len);
+/* Close every fd >= 3 but those in keep (n of them): a child forked from a
+ * threaded program (lcd) must not hold on to the other threads' pipes. */
+void lc_close_fds_except(const int *keep, size_t n);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
 /* Copy what is readable from `from` to `to` (terminals, pipes); false on
  * EOF or error. */

@@ -19,9 +19,9 @@ lcd_teardown() {
 	[ -n "${T:-}" ] && rm -rf "$T"
 }
 
-start_lcd() {
+start_lcd() { # [PREFIX…]: e.g. ip netns exec NS
 	[ -f "$T/lcd.json" ] || echo '{}' >"$T/lcd.json" # not the host's /etc/lcrun/lcd.json
-	"$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" ${CLOCK:+--clock-file "$CLOCK"} \
+	"$@" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" ${CLOCK:+--clock-file "$CLOCK"} \
 		>>"$T/lcd.log" 2>&1 &
 	LCD_PID=$!
 	for _ in $(seq 100); do
@@ -39,6 +39,17 @@ stop_lcd() {
 	kill -9 "$LCD_PID" 2>/dev/null || true
 	wait "$LCD_PID" 2>/dev/null || true
 	LCD_PID=
+}
+
+start_lcd_tcp() { # NS PORT: lcd also on TCP 127.0.0.1:PORT with the token in $T/token,
+	# inside a network namespace NS of the test's own: nothing leaves it (the
+	# teardown deletes $NS)
+	NS="$1"
+	ip netns add "$NS"
+	ip -n "$NS" link set lo up
+	echo "bats-token-$RANDOM$RANDOM$RANDOM" >"$T/token"
+	printf '{"listen": "127.0.0.1:%s", "token_file": "%s"}\n' "$2" "$T/token" >"$T/lcd.json"
+	start_lcd ip netns exec "$NS"
 }
 
 api() { # METHOD PATH [BODY]: prints the body, then the status on its own line

@@ -424,14 +424,7 @@ count_fn() { # FN [STATE]
 
 	# TCP only inside a network namespace of this test's own: nothing leaves it.
 	ns="lcdbats$$"
-	NS="$ns"
-	ip netns add "$ns"
-	ip -n "$ns" link set lo up
-	echo "bats-token-$RANDOM$RANDOM$RANDOM" >"$T/token"
-	printf '{"listen": "127.0.0.1:7070", "token_file": "%s"}\n' "$T/token" >"$T/lcd.json"
-	ip netns exec "$ns" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" >>"$T/lcd.log" 2>&1 &
-	LCD_PID=$!
-	for _ in $(seq 100); do "$LCCTL" status >/dev/null 2>&1 && break; sleep 0.05; done
+	start_lcd_tcp "$ns" 7070
 	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:7070/v1/apps)
 	[ "$code" = 401 ]
 	code=$(ip netns exec "$ns" curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong-token-wrong" http://127.0.0.1:7070/v1/apps)

@@ -35,6 +35,18 @@ static char *parse_err(const char *text)
 	return msg;
 }
 
+/* A manifest that must parse; the caller unrefs the app. */
+static lcd_app_t *parse_ok(const char *text)
+{
+	json_t *m = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(m);
+	lcd_app_t *app = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_msg(lcd_app_parse(m, &app, &err) == 0, "refused: %s", err ? err->msg : "");
+	json_decref(m);
+	return app;
+}
+
 /* Replace the first occurrence of `from` in the good manifest. */
 static char *mutate(const char *from, const char *to)
 {
@@ -87,6 +99,7 @@ START_TEST(test_good)
 	ck_assert(lcd_app_has_map(app, "claims"));
 	ck_assert(!lcd_app_has_map(app, "other"));
 	ck_assert_int_eq(app->n_webhooks, 1);
+	ck_assert_int_eq(app->sandboxes_max, LCD_SANDBOXES_MAX_DEFAULT);
 	const lcd_webhook_t *w = lcd_app_webhook(app, "github");
 	ck_assert_ptr_nonnull(w);
 	ck_assert_ptr_null(lcd_app_webhook(app, "gitlab"));
@@ -106,14 +119,10 @@ END_TEST
 START_TEST(test_webhook_events_optional)
 {
 	char *text = mutate(", \"events\": [\"issues\", \"ping\"]", "");
-	json_t *m = json_loads(text, 0, NULL);
-	lcd_app_t *app = NULL;
-	lc_error_t *err = NULL;
-	ck_assert_int_eq(lcd_app_parse(m, &app, &err), 0);
+	lcd_app_t *app = parse_ok(text);
 	ck_assert(lcd_webhook_wants(lcd_app_webhook(app, "github"), "anything"));
 	ck_assert_ptr_null(app->webhooks[0].events);
 	lcd_app_unref(app);
-	json_decref(m);
 	free(text);
 }
 END_TEST
@@ -172,6 +181,20 @@ START_TEST(test_config_errors)
 	ck_assert_str_eq(err->msg, "config: at most 128 keys");
 	lc_error_free(err);
 	json_decref(m);
+}
+END_TEST
+
+START_TEST(test_sandboxes_max)
+{
+	char *text = mutate("\"maps\": [\"claims\"]", "\"maps\": [\"claims\"], \"sandboxes\": {\"max\": 0}");
+	lcd_app_t *app = parse_ok(text);
+	ck_assert_int_eq(app->sandboxes_max, 0); /* its tasks may make none */
+	lcd_app_unref(app);
+	free(text);
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": -2}", "sandboxes.max: expected a non-negative integer");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": 20000}", "sandboxes.max: at most 10000");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"mx\": 2}", "sandboxes.mx: unknown key");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": 3", "sandboxes: expected an object {\"max\": N}");
 }
 END_TEST
 
@@ -265,6 +288,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_paths);
+	tcase_add_test(tc, test_sandboxes_max);
 	tcase_add_test(tc, test_webhook_events_optional);
 	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_schedule_due);

@@ -1,0 +1,66 @@
+/* api.h — what the files of lcd's HTTP API share: api.c (listeners,
+ * authentication, routing, the task/app/map/secret routes), api_sandboxes.c
+ * (the sandbox API: records, lifecycle, files) and sbexec.c (exec, the
+ * NDJSON stream, sessions). */
+#ifndef LCD_API_H
+#define LCD_API_H
+
+#include <stdbool.h>
+#include <microhttpd.h>
+
+#include "lcd.h"
+
+typedef struct lcd_upload lcd_upload_t;
+
+/* A request being received (libmicrohttpd's per-request pointer). */
+typedef struct lcd_req {
+	char *body;
+	size_t len;
+	bool too_big;
+	lcd_caller_t who;      /* set once the headers are in */
+	lcd_upload_t *upload;  /* PUT …/files: the body goes to the sandbox as it arrives */
+} lcd_req_t;
+
+typedef struct {
+	struct MHD_Connection *c;
+	lcd_t *lcd;
+	const char *method;
+	char **seg;   /* path segments after /v1 */
+	size_t n;
+	const char *rest_key; /* for .../keys/KEY: everything after "keys/" */
+	json_t *body; /* parsed body, when there is one */
+	const lcd_caller_t *who;
+} call_t;
+
+enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body);
+enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The error's status from its exit code (api_status_of), then freed. */
+enum MHD_Result api_fail_err(struct MHD_Connection *c, lc_error_t *err);
+unsigned api_status_of(int exit_code);
+const char *api_query(call_t *call, const char *key);
+/* A non-negative integer query parameter; false when malformed. */
+bool api_query_int(call_t *call, const char *key, long long *out);
+#define FAIL(call, code, ...) api_fail_status((call)->c, api_status_of(code), code, __VA_ARGS__)
+
+/* ---- api_sandboxes.c ---- */
+/* Everything under /v1/sandboxes. */
+enum MHD_Result lcd_api_sandboxes(call_t *call);
+/* Uploads (PUT /v1/sandboxes/ID/files) are not buffered: the sandbox side
+ * is opened when the headers are in (begin: false when it answered an
+ * error already, *r being its result), each piece of the body is written
+ * as it comes, and end answers. */
+bool lcd_upload_wanted(const char *method, const char *url);
+bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *who, const char *url,
+		      lcd_upload_t **out, enum MHD_Result *r);
+void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len);
+enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
+void lcd_upload_free(lcd_upload_t *u);
+
+/* ---- sbexec.c ---- */
+/* POST …/exec (stream: NDJSON). */
+enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream);
+/* …/sessions, …/sessions/S/run, DELETE …/sessions/S (seg[2] is "sessions"). */
+enum MHD_Result lcd_api_sessions(call_t *call, json_t *row);
+
+#endif

@@ -1,0 +1,366 @@
+/* api_sandboxes.c — the routes under /v1/sandboxes: create, list, show,
+ * delete, lifecycle verbs, snapshot, fork, and files in and out (exec and
+ * sessions are in sbexec.c).  A task's token sees only the sandboxes its
+ * task made: any other id is unknown (404) to it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "util.h"
+
+/* Errors of the sandbox API: a conflict (name taken, busy) is 409, the
+ * app's quota is 429 (marked EDQUOT by sandboxes.c). */
+static enum MHD_Result sb_fail(struct MHD_Connection *c, lc_error_t *err)
+{
+	if (err && err->exit_code == LC_EXIT_BUSY) {
+		unsigned st = err->errnum == EDQUOT ? MHD_HTTP_TOO_MANY_REQUESTS : MHD_HTTP_CONFLICT;
+		enum MHD_Result r = api_fail_status(c, st, LC_EXIT_BUSY, "%s", err->msg);
+		lc_error_free(err);
+		return r;
+	}
+	return api_fail_err(c, err);
+}
+
+static enum MHD_Result view_reply(call_t *call, unsigned status, json_t *row)
+{
+	json_t *v = lcd_sandbox_view(call->lcd, row);
+	if (!v)
+		return FAIL(call, LC_EXIT_UNKNOWN, "sandbox %s is gone (its ttl expired)",
+			    json_string_value(json_object_get(row, "id")));
+	return api_reply(call->c, status, v);
+}
+
+struct labels {
+	char **v;
+};
+
+static enum MHD_Result collect_label(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct labels *l = cls;
+	if (!strcmp(key, "label") && value)
+		lc_strv_push(&l->v, value);
+	return MHD_YES;
+}
+
+static enum MHD_Result h_list(call_t *call)
+{
+	struct labels l = { NULL };
+	MHD_get_connection_values(call->c, MHD_GET_ARGUMENT_KIND, collect_label, &l);
+	_cleanup_strv_ char **labels = l.v;
+	lc_error_t *err = NULL;
+	json_t *list = lcd_sandbox_list(call->lcd, call->who, api_query(call, "app"), api_query(call, "state"), labels, &err);
+	if (!list)
+		return api_fail_err(call->c, err);
+	return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "sandboxes", list));
+}
+
+static enum MHD_Result h_create(call_t *call)
+{
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *ids = json_array();
+	if (lcd_sandbox_make(call->lcd, call->who, call->body, 1, NULL, ids, &err) < 0)
+		return sb_fail(call->c, err);
+	_cleanup_json_ json_t *row = lcd_sandbox_find(call->lcd, call->who, json_string_value(json_array_get(ids, 0)), &err);
+	if (!row)
+		return api_fail_err(call->c, err);
+	return view_reply(call, MHD_HTTP_CREATED, row);
+}
+
+static enum MHD_Result h_verb(call_t *call, json_t *row, const char *verb)
+{
+	const char *id = json_string_value(json_object_get(row, "id"));
+	lc_error_t *err = NULL;
+	int r;
+	if (!strcmp(verb, "pause"))
+		r = lc_sandbox_pause(id, &err);
+	else if (!strcmp(verb, "resume"))
+		r = lc_sandbox_resume(id, &err);
+	else if (!strcmp(verb, "stop")) {
+		lcd_sessions_drop(call->lcd, id);
+		r = lc_sandbox_stop(id, &err);
+	} else
+		r = lc_sandbox_start(id, &err);
+	if (r < 0)
+		return sb_fail(call->c, err);
+	lcd_log("sandbox %s: %s", id, verb);
+	return view_reply(call, MHD_HTTP_OK, row);
+}
+
+static enum MHD_Result h_snapshot(call_t *call, json_t *row)
+{
+	json_t *name = call->body ? json_object_get(call->body, "name") : NULL;
+	if (!json_is_string(name))
+		return FAIL(call, LC_EXIT_INVALID, "name: expected the new image's name");
+	lc_error_t *err = NULL;
+	json_t *out = NULL;
+	if (lcd_sandbox_snapshot(call->lcd, row, json_string_value(name), &out, &err) < 0)
+		return sb_fail(call->c, err);
+	return api_reply(call->c, MHD_HTTP_CREATED, out);
+}
+
+static enum MHD_Result h_fork(call_t *call, json_t *row)
+{
+	json_t *n = call->body ? json_object_get(call->body, "n") : NULL;
+	if (n && !json_is_integer(n))
+		return FAIL(call, LC_EXIT_INVALID, "n: expected the number of sandboxes to make");
+	lc_error_t *err = NULL;
+	json_t *out = NULL;
+	if (lcd_sandbox_fork(call->lcd, call->who, row, n ? (int)json_integer_value(n) : 1, &out, &err) < 0)
+		return sb_fail(call->c, err);
+	return api_reply(call->c, MHD_HTTP_CREATED, out);
+}
+
+/* ---- files ---- */
+
+static bool flag(const char *v)
+{
+	return v && strcmp(v, "0") && strcmp(v, "false");
+}
+
+static int check_path(const char *path, lc_error_t **err)
+{
+	if (!path)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "path: the query must name ?path=/absolute/path");
+	if (!lcd_sandbox_path_ok(path))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "path '%s': expected an absolute path without '..'", path);
+	return 0;
+}
+
+struct tarout {
+	int fd;
+	lc_tar_job_t *job;
+	bool eof;
+};
+
+static ssize_t tar_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct tarout *t = cls;
+	(void)pos;
+	for (;;) {
+		ssize_t n = read(t->fd, buf, max);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		t->eof = true;
+		/* The end of the stream: did the sandbox side finish it well? */
+		close(t->fd);
+		t->fd = -1;
+		lc_error_t *err = NULL;
+		int r = lc_sandbox_tar_finish(t->job, false, &err);
+		t->job = NULL;
+		if (r < 0) {
+			lcd_log("download: %s", err->msg);
+			lc_error_free(err);
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		}
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+}
+
+static void tar_free(void *cls)
+{
+	struct tarout *t = cls;
+	if (t->fd >= 0)
+		close(t->fd);
+	lc_sandbox_tar_finish(t->job, true, NULL);
+	free(t);
+}
+
+static enum MHD_Result h_download(call_t *call, json_t *row)
+{
+	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *path = api_query(call, "path");
+	lc_error_t *err = NULL;
+	if (check_path(path, &err) < 0)
+		return api_fail_err(call->c, err);
+	struct MHD_Response *r;
+	if (flag(api_query(call, "tar"))) {
+		struct tarout *t = lc_xmalloc0(sizeof(*t));
+		if (lc_sandbox_tar_start(id, path, false, &t->fd, &t->job, &err) < 0) {
+			free(t);
+			return api_fail_err(call->c, err);
+		}
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, tar_read, t, tar_free);
+		MHD_add_response_header(r, "Content-Type", "application/x-tar");
+	} else {
+		struct stat st;
+		int fd = lc_sandbox_open_file(id, path, O_RDONLY, 0, &st, &err);
+		if (fd < 0) {
+			if (err->exit_code == LC_EXIT_USAGE) {
+				enum MHD_Result ret = FAIL(call, LC_EXIT_USAGE, "%s (add tar=1 to get it as a tar stream)", err->msg);
+				lc_error_free(err);
+				return ret;
+			}
+			return api_fail_err(call->c, err);
+		}
+		r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
+		MHD_add_response_header(r, "Content-Type", "application/octet-stream");
+	}
+	enum MHD_Result ret = MHD_queue_response(call->c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+struct lcd_upload {
+	char id[LC_ID_LEN + 1];
+	char *path;
+	int fd;
+	lc_tar_job_t *job;
+	unsigned long long bytes;
+	lc_error_t *err; /* the first failure; the rest of the body is dropped */
+};
+
+bool lcd_upload_wanted(const char *method, const char *url)
+{
+	if (strcmp(method, "PUT") || strncmp(url, "/v1/sandboxes/", 14))
+		return false;
+	const char *slash = strchr(url + 14, '/');
+	return slash && slash > url + 14 && !strcmp(slash, "/files");
+}
+
+bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *who, const char *url,
+		      lcd_upload_t **out, enum MHD_Result *r)
+{
+	_cleanup_free_ char *ref = strndup(url + 14, strcspn(url + 14, "/"));
+	const char *path = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path");
+	const char *mode_s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "mode");
+	bool tar = flag(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "tar"));
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *row = lcd_sandbox_find(lcd, who, ref, &err);
+	if (!row || check_path(path, &err) < 0) {
+		*r = api_fail_err(c, err);
+		return false;
+	}
+	mode_t mode = 0644;
+	if (mode_s) {
+		char *end = NULL;
+		unsigned long m = strtoul(mode_s, &end, 8);
+		if (!*mode_s || *end || m > 07777) {
+			*r = api_fail_status(c, MHD_HTTP_BAD_REQUEST, LC_EXIT_USAGE, "mode '%s': expected octal, like 0644", mode_s);
+			return false;
+		}
+		mode = (mode_t)m;
+	}
+	lcd_upload_t *u = lc_xmalloc0(sizeof(*u));
+	u->fd = -1;
+	snprintf(u->id, sizeof(u->id), "%s", json_string_value(json_object_get(row, "id")));
+	u->path = strdup(path);
+	int rc = tar ? lc_sandbox_tar_start(u->id, path, true, &u->fd, &u->job, &err)
+		     : (u->fd = lc_sandbox_open_file(u->id, path, O_WRONLY, mode, NULL, &err));
+	if (rc < 0) {
+		lcd_upload_free(u);
+		*r = api_fail_err(c, err);
+		return false;
+	}
+	*out = u;
+	return true;
+}
+
+void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len)
+{
+	if (u->err)
+		return;
+	if (lc_write_all(u->fd, data, len) < 0) {
+		lc_error_set(&u->err, errno == EPIPE ? LC_EXIT_INVALID : LC_EXIT_RUNTIME, errno, "writing %s in sandbox %s",
+			     u->path, u->id);
+		return;
+	}
+	u->bytes += len;
+}
+
+enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
+{
+	if (u->fd >= 0)
+		close(u->fd);
+	u->fd = -1;
+	if (u->job) {
+		lc_error_t *e = NULL;
+		/* the sandbox side's own account of a refused tar comes first */
+		if (lc_sandbox_tar_finish(u->job, false, &e) < 0) {
+			lc_error_free(u->err);
+			u->err = e;
+		}
+		u->job = NULL;
+	}
+	if (u->err) {
+		lc_error_t *e = lc_steal(u->err);
+		return api_fail_err(c, e);
+	}
+	lcd_log("sandbox %s: %llu bytes written to %s", u->id, u->bytes, u->path);
+	return api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:s, s:I}", "id", u->id, "path", u->path, "bytes",
+						   (json_int_t)u->bytes));
+}
+
+void lcd_upload_free(lcd_upload_t *u)
+{
+	if (!u)
+		return;
+	if (u->fd >= 0)
+		close(u->fd);
+	lc_sandbox_tar_finish(u->job, true, NULL);
+	lc_error_free(u->err);
+	free(u->path);
+	free(u);
+}
+
+/* ---- routing ---- */
+
+static bool is_post(call_t *call)
+{
+	return !strcmp(call->method, "POST");
+}
+
+enum MHD_Result lcd_api_sandboxes(call_t *call)
+{
+	char **s = call->seg;
+	const char *m = call->method;
+	if (call->n == 1) {
+		if (!strcmp(m, "GET"))
+			return h_list(call);
+		if (is_post(call))
+			return h_create(call);
+		return FAIL(call, LC_EXIT_USAGE, "%s not allowed on /v1/sandboxes", m);
+	}
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *row = lcd_sandbox_find(call->lcd, call->who, s[1], &err);
+	if (!row)
+		return api_fail_err(call->c, err);
+	const char *id = json_string_value(json_object_get(row, "id"));
+	if (call->n == 2) {
+		if (!strcmp(m, "GET"))
+			return view_reply(call, MHD_HTTP_OK, row);
+		if (!strcmp(m, "DELETE")) {
+			if (lcd_sandbox_delete(call->lcd, id, &err) < 0)
+				return sb_fail(call->c, err);
+			lcd_log("sandbox %s deleted", id);
+			return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "id", id, "deleted", 1));
+		}
+		return FAIL(call, LC_EXIT_USAGE, "%s not allowed on a sandbox", m);
+	}
+	const char *what = s[2];
+	if (!strcmp(what, "sessions"))
+		return lcd_api_sessions(call, row);
+	if (call->n == 3 && !strcmp(what, "files") && !strcmp(m, "GET"))
+		return h_download(call, row);
+	if (call->n == 3 && is_post(call)) {
+		if (!strcmp(what, "exec")) {
+			const char *st = api_query(call, "stream");
+			return lcd_api_exec(call, row, flag(st));
+		}
+		if (!strcmp(what, "snapshot"))
+			return h_snapshot(call, row);
+		if (!strcmp(what, "fork"))
+			return h_fork(call, row);
+		if (!strcmp(what, "pause") || !strcmp(what, "resume") || !strcmp(what, "stop") || !strcmp(what, "start"))
+			return h_verb(call, row, what);
+	}
+	return api_fail_status(call->c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s /v1/sandboxes/ID/%s", m,
+			       what);
+}

@@ -1,0 +1,778 @@
+/* sandboxes.c — the sandbox API's records and lifecycle: the create
+ * request (validated whole before anything is made), ownership and the
+ * per-app quota, finding a sandbox as a caller may see it, its view,
+ * delete, snapshot, fork, and recovery after a restart.
+ *
+ * A sandbox's row (table sandboxes) is written in state 'creating' before
+ * lc_sandbox_create() runs and turns 'live' after; a task's sandboxes are
+ * marked 'deleting' when the task ends.  So after a crash at any moment
+ * the rows say what to remove.  The row holds the request as it was given
+ * (for fork), the labels and the names of the secrets, never their values. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+#include "layer.h"
+#include "lcd.h"
+#include "net.h"
+#include "util.h"
+
+#define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at"
+#define FORK_MAX 64
+#define TTL_MAX (30 * 86400)
+#define LABELS_MAX 64
+
+static int bad(lc_error_t **err, int code, const char *path, const char *what)
+{
+	return lc_error_set(err, code, 0, "%s: %s", path, what);
+}
+
+/* ---- the create request ---- */
+
+typedef struct sbreq {
+	lc_spec_t *spec;
+	char *image;    /* as asked: "host" or a stored image's name */
+	json_t *labels; /* {K: V} */
+	json_t *secrets;/* [NAME] */
+	char *name;
+} sbreq_t;
+
+static void sbreq_clear(sbreq_t *r)
+{
+	lc_spec_free(r->spec);
+	free(r->image);
+	json_decref(r->labels);
+	json_decref(r->secrets);
+	free(r->name);
+	memset(r, 0, sizeof(*r));
+}
+
+static bool env_name_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > 255 || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* env: {"K": "V"} or ["K=V", ...] appended to *out. */
+int lcd_env_parse(json_t *v, const char *path, char ***out, lc_error_t **err)
+{
+	if (!v)
+		return 0;
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *val;
+		json_object_foreach(v, k, val) {
+			_cleanup_free_ char *p = lc_strdup_printf("%s.%s", path, k);
+			if (!env_name_ok(k, strlen(k)))
+				return bad(err, LC_EXIT_INVALID, p, "not a valid environment variable name");
+			if (!json_is_string(val) || strlen(json_string_value(val)) != json_string_length(val))
+				return bad(err, LC_EXIT_INVALID, p, "expected a string without NUL bytes");
+			_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", k, json_string_value(val));
+			lc_strv_push(out, kv);
+		}
+		return 0;
+	}
+	if (!json_is_array(v))
+		return bad(err, LC_EXIT_INVALID, path, "expected an object {\"NAME\": \"value\"} or an array of \"NAME=value\"");
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s[%zu]", path, i);
+		const char *s = json_string_value(e);
+		const char *eq = s ? strchr(s, '=') : NULL;
+		if (!eq || !env_name_ok(s, (size_t)(eq - s)) || strlen(s) != json_string_length(e))
+			return bad(err, LC_EXIT_INVALID, p, "expected \"NAME=value\"");
+		lc_strv_push(out, s);
+	}
+	return 0;
+}
+
+/* user: "UID[:GID]" or a number. */
+int lcd_user_parse(json_t *v, const char *path, uid_t *uid, gid_t *gid, lc_error_t **err)
+{
+	unsigned long u, g;
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		u = g = (unsigned long)json_integer_value(v);
+	} else if (json_is_string(v)) {
+		const char *s = json_string_value(v);
+		char *end = NULL;
+		errno = 0;
+		u = strtoul(s, &end, 10);
+		g = u;
+		if (!errno && end != s && *end == ':') {
+			const char *gs = end + 1;
+			g = strtoul(gs, &end, 10);
+			if (end == gs)
+				end = (char *)"x";
+		}
+		if (errno || end == s || *end || !isdigit((unsigned char)s[0]))
+			return bad(err, LC_EXIT_INVALID, path, "expected \"UID[:GID]\" (numbers)");
+	} else {
+		return bad(err, LC_EXIT_INVALID, path, "expected \"UID[:GID]\" (numbers)");
+	}
+	if (u >= lc_uid_count() || g >= lc_uid_count()) {
+		_cleanup_free_ char *m = lc_strdup_printf("ids must be below %u (the sandbox's id range)", lc_uid_count());
+		return bad(err, LC_EXIT_INVALID, path, m);
+	}
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return 0;
+}
+
+/* An absolute path without "..": what the API takes for paths in a sandbox. */
+bool lcd_sandbox_path_ok(const char *p)
+{
+	if (!p || p[0] != '/' || strlen(p) > 4096)
+		return false;
+	for (const char *s = p; (s = strstr(s, "..")); s += 2)
+		if (s[-1] == '/' && (s[2] == '/' || s[2] == '\0'))
+			return false;
+	return true;
+}
+
+static int parse_net(json_t *v, lc_net_spec_t *net, lc_error_t **err)
+{
+	if (!v)
+		return 0;
+	if (json_is_string(v)) {
+		const char *name = json_string_value(v);
+		if (!strcmp(name, "none"))
+			return 0;
+		/* A name only: never a path on lcd's host. */
+		if (!lcd_name_valid(name))
+			return bad(err, LC_EXIT_INVALID, "net", "expected \"none\", a network policy name, or a policy object");
+		if (lc_net_policy_load(name, net, err) < 0)
+			return lc_error_wrap(err, "net");
+	} else if (json_is_object(v)) {
+		if (lc_net_policy_from_json(v, "(request)", net, err) < 0)
+			return lc_error_wrap(err, "net");
+	} else {
+		return bad(err, LC_EXIT_INVALID, "net", "expected \"none\", a network policy name, or a policy object");
+	}
+	if (lc_net_validate(net, err) < 0)
+		return lc_error_wrap(err, "net");
+	return 0;
+}
+
+static int parse_limits(json_t *v, lc_limits_t *lim, lc_error_t **err)
+{
+	if (!v)
+		return 0;
+	long long default_pids = lim->pids;
+	if (json_is_string(v)) {
+		if (lc_limits_load(json_string_value(v), lim, err) < 0)
+			return lc_error_wrap(err, "limits");
+		return 0;
+	}
+	if (lcd_limits_parse(v, "limits", lim, err) < 0)
+		return -1;
+	if (lim->pids < 0)
+		lim->pids = default_pids;
+	return 0;
+}
+
+static int parse_secrets(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t **out, lc_error_t **err)
+{
+	*out = json_array();
+	if (!v)
+		return 0;
+	if (!json_is_array(v))
+		return bad(err, LC_EXIT_INVALID, "secrets", "expected an array of secret names");
+	lcd_app_t *app = who->operator ? NULL : lcd_app_get(lcd, who->app);
+	const lcd_function_t *fn = app ? lcd_app_function(app, who->function) : NULL;
+	size_t i;
+	json_t *e;
+	int r = 0;
+	json_array_foreach(v, i, e) {
+		_cleanup_free_ char *p = lc_strdup_printf("secrets[%zu]", i);
+		const char *name = json_string_value(e);
+		if (!name || !lcd_secret_name_valid(name)) {
+			r = bad(err, LC_EXIT_INVALID, p, "expected a secret name");
+			break;
+		}
+		if (!who->operator) {
+			bool declared = false;
+			for (size_t k = 0; fn && fn->secrets && fn->secrets[k]; k++)
+				declared |= !strcmp(fn->secrets[k], name);
+			if (!declared) {
+				r = lc_error_set(err, LC_EXIT_PERM, 0, "%s: secret %s is not declared by function %s:%s", p, name,
+						 who->app, who->function);
+				break;
+			}
+		}
+		long long n = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM secrets WHERE name = ?", "s", name);
+		if (n < 0) {
+			r = -1;
+			break;
+		}
+		if (n == 0) {
+			r = lc_error_set(err, LC_EXIT_UNKNOWN, 0, "%s: no secret named '%s'", p, name);
+			break;
+		}
+		json_array_append(*out, e);
+	}
+	lcd_app_unref(app);
+	return r;
+}
+
+static int parse_labels(json_t *v, json_t **out, lc_error_t **err)
+{
+	if (!v) {
+		*out = json_object();
+		return 0;
+	}
+	if (!json_is_object(v) || json_object_size(v) > LABELS_MAX)
+		return bad(err, LC_EXIT_INVALID, "labels", "expected an object of at most 64 {\"key\": \"value\"} strings");
+	const char *k;
+	json_t *val;
+	json_object_foreach(v, k, val) {
+		_cleanup_free_ char *p = lc_strdup_printf("labels.%s", k);
+		bool ok = *k && strlen(k) <= 63;
+		for (const char *c = k; ok && *c; c++)
+			ok = isalnum((unsigned char)*c) || strchr("._/-", *c);
+		if (!ok)
+			return bad(err, LC_EXIT_INVALID, p, "a label key is 1-63 letters, digits, '.', '_', '/', '-'");
+		if (!json_is_string(val) || json_string_length(val) > 256 || strchr(json_string_value(val), '\n'))
+			return bad(err, LC_EXIT_INVALID, p, "expected a string of at most 256 bytes");
+	}
+	*out = json_incref(v);
+	return 0;
+}
+
+/* mounts: [{"source", "target", "readonly", "idmap"}], the operator's
+ * only; idmap as in a manifest: true, false or "auto" (the default). */
+static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_error_t **err)
+{
+	static const char *const keys[] = { "source", "target", "readonly", "idmap", NULL };
+	if (!v)
+		return 0;
+	if (!who->operator)
+		return lc_error_set(err, LC_EXIT_PERM, 0, "mounts: a task cannot bind host paths into a sandbox");
+	if (!json_is_array(v))
+		return bad(err, LC_EXIT_INVALID, "mounts", "expected an array of {\"source\", \"target\", \"readonly\"}");
+	size_t i;
+	json_t *m;
+	json_array_foreach(v, i, m) {
+		_cleanup_free_ char *p = lc_strdup_printf("mounts[%zu]", i);
+		if (!json_is_object(m))
+			return bad(err, LC_EXIT_INVALID, p, "expected an object");
+		if (lcd_check_keys(m, p, keys, err) < 0)
+			return -1;
+		const char *src = json_string_value(json_object_get(m, "source"));
+		const char *dst = json_string_value(json_object_get(m, "target"));
+		json_t *ro = json_object_get(m, "readonly");
+		if (!src || src[0] != '/')
+			return bad(err, LC_EXIT_INVALID, p, "source: expected an absolute host path");
+		if (access(src, F_OK) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "%s.source: %s", p, src);
+		if (!lcd_sandbox_path_ok(dst) || !strcmp(dst, "/"))
+			return bad(err, LC_EXIT_INVALID, p, "target: expected an absolute path without '..' (not /)");
+		if (ro && !json_is_boolean(ro))
+			return bad(err, LC_EXIT_INVALID, p, "readonly: expected true or false");
+		json_t *im = json_object_get(m, "idmap");
+		if (im && !json_is_boolean(im) && !(json_is_string(im) && !strcmp(json_string_value(im), "auto")))
+			return bad(err, LC_EXIT_INVALID, p, "idmap: expected true, false or \"auto\"");
+		spec->mounts = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof(*spec->mounts));
+		lc_mount_t *mt = &spec->mounts[spec->n_mounts++];
+		memset(mt, 0, sizeof(*mt));
+		mt->src = strdup(src);
+		mt->dst = strdup(dst);
+		mt->ro = json_is_true(ro);
+		mt->idmap = json_is_boolean(im) ? (json_is_true(im) ? LC_IDMAP_ON : LC_IDMAP_OFF) : LC_IDMAP_AUTO;
+	}
+	return 0;
+}
+
+static int positive(json_t *v, const char *path, long long max, int *out, lc_error_t **err)
+{
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > max) {
+		_cleanup_free_ char *m = lc_strdup_printf("expected seconds, 1 to %lld", max);
+		return bad(err, LC_EXIT_INVALID, path, m);
+	}
+	*out = (int)json_integer_value(v);
+	return 0;
+}
+
+static bool looks_like_id(const char *s)
+{
+	if (strlen(s) != LC_ID_LEN)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isxdigit((unsigned char)*p))
+			return false;
+	return true;
+}
+
+/* Validate a create request completely (nothing is made yet). */
+static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const char *image_override, sbreq_t *r,
+			lc_error_t **err)
+{
+	static const char *const keys[] = { "image", "limits", "net", "env", "secrets", "user", "workdir", "ttl",
+		"idle_timeout", "labels", "mounts", "name", NULL };
+	memset(r, 0, sizeof(*r));
+	if (!req)
+		req = json_object();
+	else
+		json_incref(req);
+	_cleanup_json_ json_t *hold = req;
+	if (!json_is_object(req))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "request body: expected a JSON object");
+	if (lcd_check_keys(req, "", keys, err) < 0)
+		return -1;
+	json_t *v;
+	lc_spec_t *s = r->spec = lc_spec_new();
+	if (!s)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot make a sandbox spec");
+
+	json_t *img = json_object_get(req, "image");
+	if (img && (!json_is_string(img) || !*json_string_value(img)))
+		return bad(err, LC_EXIT_INVALID, "image", "expected an image name or \"host\"");
+	const char *image = image_override ? image_override : img ? json_string_value(img) : LC_IMAGE_HOST;
+	r->image = strdup(image);
+	if (strcmp(image, LC_IMAGE_HOST) != 0) {
+		if (strncmp(image, "sha256:", 7) && !lc_image_name_valid(image))
+			return bad(err, LC_EXIT_INVALID, "image", "not a valid image name");
+		/* Resolving unpacks its layers now, once, for every later create. */
+		lc_image_resolved_t *ir = NULL;
+		int rc = lc_image_resolve(image, &ir, err);
+		if (rc == 0)
+			rc = lc_image_apply_config(s, ir, err);
+		lc_image_resolved_free(ir);
+		if (rc < 0)
+			return lc_error_wrap(err, "image");
+		s->image = strdup(image);
+		lc_strv_free(s->argv); /* the image's entrypoint/cmd: not for a sandbox with no command */
+		s->argv = NULL;
+	}
+	if (parse_limits(json_object_get(req, "limits"), &s->limits, err) < 0 ||
+	    parse_net(json_object_get(req, "net"), &s->net, err) < 0 ||
+	    lcd_env_parse(json_object_get(req, "env"), "env", &s->env, err) < 0 ||
+	    parse_secrets(lcd, who, json_object_get(req, "secrets"), &r->secrets, err) < 0 ||
+	    parse_labels(json_object_get(req, "labels"), &r->labels, err) < 0 ||
+	    parse_mounts(who, json_object_get(req, "mounts"), s, err) < 0 ||
+	    positive(json_object_get(req, "ttl"), "ttl", TTL_MAX, &s->ttl, err) < 0 ||
+	    positive(json_object_get(req, "idle_timeout"), "idle_timeout", TTL_MAX, &s->idle_timeout, err) < 0)
+		return -1;
+	if ((v = json_object_get(req, "user"))) {
+		if (lcd_user_parse(v, "user", &s->uid, &s->gid, err) < 0)
+			return -1;
+		s->user_set = true;
+	}
+	if ((v = json_object_get(req, "workdir"))) {
+		if (!lcd_sandbox_path_ok(json_string_value(v)))
+			return bad(err, LC_EXIT_INVALID, "workdir", "expected an absolute path without '..'");
+		free(s->workdir);
+		s->workdir = strdup(json_string_value(v));
+	}
+	if ((v = json_object_get(req, "name"))) {
+		const char *n = json_string_value(v);
+		if (!n || !lcd_name_valid(n) || looks_like_id(n))
+			return bad(err, LC_EXIT_INVALID, "name",
+				   "expected a name (lowercase letters, digits, '-', '_'; at most 63; not an id)");
+		r->name = strdup(n);
+	}
+	return 0;
+}
+
+/* ---- records ---- */
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static int quota_error(lc_error_t **err, const char *app, long long have, int n, int max)
+{
+	lc_error_set(err, LC_EXIT_BUSY, 0, "app %s holds %lld sandbox(es); %d more would exceed sandboxes.max %d", app,
+		     have, n, max);
+	if (err && *err)
+		(*err)->errnum = EDQUOT; /* the API answers 429 for this one */
+	return -1;
+}
+
+/* Forget records of the app's sandboxes that vanished (a ttl expired). */
+static void prune_vanished(lcd_t *lcd, const char *app)
+{
+	_cleanup_json_ json_t *rows =
+		lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE app = ? AND state = 'live'", "s", app);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		lc_error_t *e = NULL;
+		_cleanup_json_ json_t *st = lc_sandbox_inspect(jstr(row, "id"), &e);
+		if (!st && e && e->exit_code == LC_EXIT_UNKNOWN)
+			lcd_db_exec(lcd->db, NULL, "DELETE FROM sandboxes WHERE id = ? AND state = 'live'", "s", jstr(row, "id"));
+		lc_error_free(e);
+	}
+}
+
+/* Write n 'creating' rows, inside the app's quota, all or none. */
+static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t *req, char (*ids)[LC_ID_LEN + 1],
+		   int n, lc_error_t **err)
+{
+	int max = -1;
+	if (!who->operator) {
+		lcd_app_t *app = lcd_app_get(lcd, who->app);
+		if (!app)
+			return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "app %s is no longer deployed", who->app);
+		max = app->sandboxes_max;
+		lcd_app_unref(app);
+		long long have = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE app = ?", "s", who->app);
+		if (have >= 0 && have + n > max)
+			prune_vanished(lcd, who->app);
+	}
+	_cleanup_free_ char *reqtext = json_dumps(req, JSON_COMPACT | JSON_SORT_KEYS);
+	_cleanup_free_ char *labels = json_dumps(r->labels, JSON_COMPACT | JSON_SORT_KEYS);
+	_cleanup_free_ char *secrets = json_dumps(r->secrets, JSON_COMPACT);
+	if (lcd_db_begin(lcd->db, err) < 0)
+		return -1;
+	if (!who->operator) {
+		/* The task may have ended since its request came in: its token is
+		 * dropped before its sandboxes are collected, so a task without a
+		 * token gets none (and one with a token has these rows collected). */
+		long long live = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM tokens WHERE task_id = ?", "s",
+						  who->task);
+		if (live <= 0) {
+			if (live == 0)
+				lc_error_set(err, LC_EXIT_PERM, 0, "task %s has ended", who->task);
+			goto fail;
+		}
+	}
+	if (max >= 0) {
+		long long have = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE app = ?", "s", who->app);
+		if (have < 0)
+			goto fail;
+		if (have + n > max) {
+			quota_error(err, who->app, have, n, max);
+			goto fail;
+		}
+	}
+	if (r->name && lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE name = ?", "s", r->name) != 0) {
+		lc_error_set(err, LC_EXIT_BUSY, 0, "name: a sandbox named '%s' exists already", r->name);
+		goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		lc_random_hex(ids[i], LC_ID_LEN);
+		if (lcd_db_exec(lcd->db, err,
+				"INSERT INTO sandboxes (id, name, app, task_id, function, state, image, request, labels, secrets, "
+				"created_at) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
+				"sssssssssi", ids[i], r->name, who->operator ? NULL : who->app,
+				who->operator ? NULL : who->task, who->operator ? NULL : who->function, r->image, reqtext, labels,
+				secrets, lc_wall_ms()) < 0)
+			goto fail;
+	}
+	return lcd_db_commit(lcd->db, err);
+fail:
+	lcd_db_rollback(lcd->db);
+	return -1;
+}
+
+static void undo(lcd_t *lcd, char (*ids)[LC_ID_LEN + 1], int n)
+{
+	for (int i = 0; i < n; i++) {
+		lc_error_t *e = NULL;
+		if (lcd_sandbox_delete(lcd, ids[i], &e) < 0) {
+			lcd_log("sandbox %s: cannot remove it again: %s", ids[i], e->msg);
+			lc_error_free(e);
+		}
+	}
+}
+
+static const char *owner_text(const lcd_caller_t *who, char *buf, size_t len)
+{
+	if (who->operator)
+		snprintf(buf, len, "the operator");
+	else
+		snprintf(buf, len, "task %s (%s:%s)", who->task, who->app, who->function);
+	return buf;
+}
+
+int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+		     lc_error_t **err)
+{
+	sbreq_t r;
+	if (parse_create(lcd, who, req, image, &r, err) < 0) {
+		sbreq_clear(&r);
+		return -1;
+	}
+	if (r.name && n > 1) {
+		sbreq_clear(&r);
+		return bad(err, LC_EXIT_INVALID, "name", "only one sandbox can have a name");
+	}
+	_cleanup_free_ char(*made)[LC_ID_LEN + 1] = lc_xmalloc0((size_t)n * sizeof(*made));
+	_cleanup_json_ json_t *empty = json_object();
+	if (reserve(lcd, who, &r, req ? req : empty, made, n, err) < 0) {
+		sbreq_clear(&r);
+		return -1;
+	}
+	char owner[256];
+	owner_text(who, owner, sizeof(owner));
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0; i++) {
+		free(r.spec->id);
+		r.spec->id = strdup(made[i]);
+		free(r.spec->name);
+		r.spec->name = r.name ? strdup(r.name) : NULL;
+		char got[LC_ID_LEN + 1];
+		rc = lc_sandbox_create(r.spec, got, err);
+		if (rc < 0)
+			break; /* its row goes, and the rows of those not made yet */
+		/* Live only if the owner did not end meanwhile (then its row is
+		 * 'deleting' or gone, and this sandbox is removed here). */
+		int live = lcd_db_exec(lcd->db, err, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'creating'",
+				       "s", made[i]);
+		if (live <= 0) {
+			if (live == 0)
+				lc_error_set(err, LC_EXIT_STATE, 0, "task %s ended while its sandbox was being made", who->task);
+			rc = -1;
+			break;
+		}
+		lcd_log("sandbox %s created for %s (image %s)", made[i], owner, r.image);
+	}
+	if (rc < 0) {
+		undo(lcd, made, n);
+		sbreq_clear(&r);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		json_array_append_new(ids, json_string(made[i]));
+	sbreq_clear(&r);
+	return 0;
+}
+
+json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = NULL;
+	if (who->operator)
+		rows = lcd_db_query(lcd->db, err,
+				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE (id = ? OR name = ?) AND state != 'deleting'",
+				    "ss", ref, ref);
+	else
+		rows = lcd_db_query(lcd->db, err,
+				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE (id = ? OR name = ?) AND task_id = ? "
+				    "AND state != 'deleting'",
+				    "sss", ref, ref, who->task);
+	if (!rows)
+		return NULL;
+	json_t *row = json_array_get(rows, 0);
+	if (!row) {
+		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no sandbox '%s'", ref);
+		return NULL;
+	}
+	return json_incref(row);
+}
+
+json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
+{
+	const char *id = jstr(row, "id");
+	lc_error_t *e = NULL;
+	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
+	bool creating = !strcmp(jstr(row, "state"), "creating");
+	if (!st && !creating) {
+		if (e && e->exit_code == LC_EXIT_UNKNOWN) {
+			/* its ttl expired (or someone ran lcrun rm): forget it */
+			lcd_db_exec(lcd->db, NULL, "DELETE FROM sandboxes WHERE id = ? AND state = 'live'", "s", id);
+			lcd_log("sandbox %s is gone (ttl, or removed outside lcd): record dropped", id);
+		}
+		lc_error_free(e);
+		return NULL;
+	}
+	lc_error_free(e);
+	json_t *v = st ? lc_sandbox_info(id, st) : json_pack("{s:s, s:s}", "id", id, "state", "creating");
+	json_object_set_new(v, "name", json_is_string(json_object_get(row, "name")) ? json_string(jstr(row, "name")) : json_null());
+	json_object_set_new(v, "image", json_string(jstr(row, "image")));
+	json_object_set_new(v, "created", json_integer(json_integer_value(json_object_get(row, "created_at"))));
+	if (jstr(row, "task_id"))
+		json_object_set_new(v, "owner", json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", jstr(row, "app"), "task",
+							  jstr(row, "task_id"), "function", jstr(row, "function")));
+	else
+		json_object_set_new(v, "owner", json_pack("{s:s}", "kind", "operator"));
+	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
+	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
+	if (st) {
+		json_t *spec = json_object_get(st, "spec");
+		json_object_set_new(v, "user", json_sprintf("%lld:%lld", (long long)json_integer_value(json_object_get(spec, "uid")),
+							    (long long)json_integer_value(json_object_get(spec, "gid"))));
+		json_object_set(v, "workdir", json_object_get(spec, "workdir") ? json_object_get(spec, "workdir") : json_null());
+		json_object_set(v, "limits", json_object_get(spec, "limits"));
+		static const char *const copy[] = { "ttl", "idle_timeout", "expires", "stop_reason" };
+		for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
+			json_t *x = json_object_get(st, copy[i]);
+			json_object_set(v, copy[i], x ? x : json_null());
+		}
+	}
+	return v;
+}
+
+static bool labels_match(json_t *row, char **labels)
+{
+	if (!labels)
+		return true;
+	_cleanup_json_ json_t *have = json_loads(jstr(row, "labels"), 0, NULL);
+	for (size_t i = 0; labels[i]; i++) {
+		const char *eq = strchr(labels[i], '=');
+		_cleanup_free_ char *k = eq ? strndup(labels[i], (size_t)(eq - labels[i])) : strdup(labels[i]);
+		const char *val = jstr(have, k);
+		if (!val || (eq && strcmp(val, eq + 1)))
+			return false;
+	}
+	return true;
+}
+
+json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, const char *state, char **labels,
+			 lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = NULL;
+	if (who->operator)
+		rows = lcd_db_query(lcd->db, err,
+				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'deleting' AND (? IS NULL OR app = ?) "
+				    "ORDER BY created_at",
+				    "ss", app, app);
+	else
+		rows = lcd_db_query(lcd->db, err,
+				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE state != 'deleting' AND task_id = ? "
+				    "ORDER BY created_at",
+				    "s", who->task);
+	if (!rows)
+		return NULL;
+	json_t *out = json_array();
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		if (!labels_match(row, labels))
+			continue;
+		json_t *v = lcd_sandbox_view(lcd, row);
+		if (!v)
+			continue;
+		if (state && strcmp(state, jstr(v, "state"))) {
+			json_decref(v);
+			continue;
+		}
+		json_array_append_new(out, v);
+	}
+	return out;
+}
+
+int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
+{
+	lcd_sessions_drop(lcd, id);
+	lc_error_t *e = NULL;
+	if (lc_sandbox_remove(id, true, &e) < 0) {
+		if (!e || e->exit_code != LC_EXIT_UNKNOWN) {
+			*err = e;
+			return -1;
+		}
+		lc_error_free(e);
+	}
+	if (lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ?", "s", id) < 0)
+		return -1;
+	return 0;
+}
+
+int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err)
+{
+	_cleanup_json_ json_t *names = json_loads(jstr(row, "secrets"), 0, NULL);
+	size_t i;
+	json_t *n;
+	json_array_foreach(names, i, n) {
+		const char *name = json_string_value(n);
+		_cleanup_free_ char *v = lcd_store_secret_get(lcd->db, name, err);
+		if (!v) {
+			if (*err)
+				return -1;
+			return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "secret %s (given to sandbox %s) is no longer set", name,
+					    jstr(row, "id"));
+		}
+		_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", name, v);
+		lc_strv_push(env, kv);
+		explicit_bzero(kv, strlen(kv));
+		explicit_bzero(v, strlen(v));
+	}
+	return 0;
+}
+
+static int image_digest(const char *name, json_t **out, lc_error_t **err)
+{
+	_cleanup_json_ json_t *info = NULL;
+	if (lc_image_inspect(name, &info, err) < 0)
+		return -1;
+	*out = json_pack("{s:s, s:O}", "image", name, "digest", json_object_get(info, "digest"));
+	return 0;
+}
+
+int lcd_sandbox_snapshot(lcd_t *lcd, json_t *row, const char *name, json_t **out, lc_error_t **err)
+{
+	if (!name || !lc_image_name_valid(name))
+		return bad(err, LC_EXIT_INVALID, "name",
+			   "expected an image name (letters, digits, '._:/-', at most 128, not \"host\")");
+	const char *id = jstr(row, "id");
+	if (lc_sandbox_snapshot(id, name, err) < 0)
+		return -1;
+	lcd_log("sandbox %s: snapshot %s", id, name);
+	return image_digest(name, out, err);
+}
+
+int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, json_t **out, lc_error_t **err)
+{
+	if (n < 1 || n > FORK_MAX)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "n: expected 1 to %d", FORK_MAX);
+	const char *id = jstr(row, "id");
+	_cleanup_free_ char *image = lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms());
+	if (lc_sandbox_snapshot(id, image, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *req = json_loads(jstr(row, "request"), 0, NULL);
+	json_object_del(req, "name");
+	json_t *ids = json_array();
+	if (lcd_sandbox_make(lcd, who, req, n, image, ids, err) < 0) {
+		json_decref(ids);
+		lc_image_remove(image, NULL);
+		return -1;
+	}
+	lcd_log("sandbox %s: forked %d time(s) from image %s", id, n, image);
+	json_t *d = NULL;
+	if (image_digest(image, &d, err) < 0) {
+		json_decref(ids);
+		return -1;
+	}
+	json_object_set_new(d, "ids", ids);
+	*out = d;
+	return 0;
+}
+
+int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
+{
+	if (lcd_db_exec(lcd->db, err, "DELETE FROM tokens", "") < 0)
+		return -1;
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " SB_COLUMNS " FROM sandboxes", "");
+	if (!rows)
+		return -1;
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *id = jstr(row, "id");
+		const char *task = jstr(row, "task_id");
+		lc_error_t *e = NULL;
+		if (task || strcmp(jstr(row, "state"), "live")) {
+			/* No task runs now, and a half-made sandbox was never handed out. */
+			if (lcd_sandbox_delete(lcd, id, &e) < 0) {
+				lcd_log("sandbox %s: cannot remove it: %s", id, e->msg);
+				lc_error_free(e);
+				continue;
+			}
+			lcd_log("sandbox %s removed at start (%s)", id,
+				task ? "its task is not running" : "it was still being made or removed");
+			continue;
+		}
+		_cleanup_json_ json_t *v = lcd_sandbox_view(lcd, row);
+	}
+	return 0;
+}

@@ -1,0 +1,535 @@
+#!/usr/bin/env bats
+# lcd's sandbox API as its users meet it: functions that make sandboxes
+# with their task's token (tests/fixtures/lcd/sbtask.py through the Python
+# client bound into the task), the operator over the unix socket (curl and
+# lcctl sandbox), and the Python client's own tests.  A private lcd per test
+# (temp LCRUN_ROOT, LCRUN_STATE_DIR and socket), as in lcd.bats.  Needs root.
+
+FIXTURES="$BATS_TEST_DIRNAME/../fixtures/lcd"
+SRC="$BATS_TEST_DIRNAME/../.."
+
+load lcd-lib
+
+setup() {
+	lcd_setup
+	command -v /usr/bin/python3 >/dev/null || skip "needs /usr/bin/python3"
+	# The runtime's files on the disk of /var/lib/lcrun: in the VM suite that
+	# is ext4, which its 6.1 kernel can idmap (not the /tmp tmpfs), so that a
+	# snapshot's files are root's again in its forks.
+	mkdir -p /var/lib/lcrun/tests
+	R=$(mktemp -d /var/lib/lcrun/tests/sbapi-bats.XXXXXX)
+	export LCRUN_ROOT="$R/root"
+	LCRUN="${LCRUN:-$BIN/lcrun}"
+	TASK_SOCKET="$T/lcd-task.sock"
+	SECRET="sb-s3cr3t-$RANDOM-$RANDOM-value"
+	start_lcd
+	"$LCCTL" deploy "$FIXTURES/sbapp.json" >/dev/null
+	"$LCCTL" deploy "$FIXTURES/sbapp-other.json" >/dev/null
+	echo "$SECRET" | "$LCCTL" secret set SB_SECRET
+	echo "other-$RANDOM" | "$LCCTL" secret set OTHER_SECRET
+}
+
+teardown() {
+	stop_lcd
+	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
+	# operator sandboxes outlive lcd by design: remove what a test left
+	if [ -n "${T:-}" ] && [ -d "$T/state" ]; then
+		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
+		"$LCRUN" gc >/dev/null 2>&1 || true
+	fi
+	lcd_teardown
+	[ -n "${R:-}" ] && rm -rf "$R"
+	rmdir /var/lib/lcrun/tests 2>/dev/null || true
+}
+
+task_api() { # TOKEN METHOD PATH [BODY]: through the task socket with a task's token
+	curl -s --unix-socket "$TASK_SOCKET" -H "Authorization: Bearer $1" -X "$2" "http://lcd/v1$3" \
+		${4:+-H 'Content-Type: application/json' --data-binary "$4"} -w '\n%{http_code}\n'
+}
+
+task_args() { # MODE [JSON]: the arguments of a sbtask.py run
+	jq -cn --rawfile s "$FIXTURES/sbtask.py" --arg m "$1" --argjson x "${2:-{\}}" '$x + {mode: $m, script: $s}'
+}
+
+sandboxes() { "$LCRUN" ps --json | jq length; } # what the runtime has, whoever made it
+
+map_wait() { # APP KEY: the value, once a task has set it
+	for _ in $(seq 300); do
+		v=$("$LCCTL" map get "$1/state" "$2" 2>/dev/null) && { echo "$v"; return 0; }
+		sleep 0.1
+	done
+	echo "no $1/state $2 after 30 s" >&2
+	return 1
+}
+
+@test "sandbox API: a function makes a sandbox, commits with git, moves 50 MiB both ways, snapshots, forks 4, destroys them" {
+	run "$LCCTL" run --json sba:py "$(task_args workflow '{"image": "repo/base"}')"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; "$LCCTL" task logs "$(echo "$output" | jq -r .id)" >&2; false; }
+	r=$(echo "$output" | jq .result)
+	echo "$r" | jq -e '.whoami.kind == "task" and .whoami.app == "sba" and .whoami.function == "py"'
+	# git in the sandbox
+	commit=$(echo "$r" | jq -r .commit)
+	[[ "$commit" =~ ^[0-9a-f]{40}$ ]]
+	# 50 MiB byte for byte: what was sent, what the sandbox holds, what came back
+	echo "$r" | jq -e '.sha_sent == .sha_in_sandbox and .sha_sent == .sha_back and .size_back == 52428800'
+	# a snapshot any later create can name
+	echo "$r" | jq -e '.snapshot.image == "repo/base" and (.snapshot.digest | startswith("sha256:"))'
+	"$LCRUN" image ls --json | jq -e '.[] | select(.name == "repo/base")'
+	# 4 forks, each its own sandbox with the repository
+	[ "$(echo "$r" | jq '.forks | length')" -eq 4 ]
+	[ "$(echo "$r" | jq '[.forks[].id] | unique | length')" -eq 4 ]
+	for i in 0 1 2 3; do
+		out=$(echo "$r" | jq -r ".forks[$i].stdout")
+		[[ "$out" == "$commit"*"hello from the task"*"fork-$i"* ]]
+	done
+	# the task saw exactly its 5 sandboxes, and none after destroying them
+	[ "$(echo "$r" | jq '.listed | length')" -eq 5 ]
+	echo "$r" | jq -e '.destroyed == true and .after == []'
+	[ "$(sandboxes)" -eq 0 ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" -eq 0 ]
+	# the snapshot serves a new sandbox
+	id=$("$LCCTL" sandbox create --image repo/base)
+	run "$LCCTL" sandbox exec "$id" -- git -C /work/repo log --format=%H -1
+	[ "$status" -eq 0 ]
+	[ "$output" = "$commit" ]
+	"$LCCTL" sandbox rm "$id"
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+@test "sandbox API: a cancelled task and a timed-out task leave no sandbox; their token dies with them" {
+	t=$("$LCCTL" run --detach sba:py "$(task_args hold)")
+	sb=$(map_wait sba sandbox)
+	token=$(map_wait sba token)
+	"$LCCTL" sandbox show "$sb" | jq -e --arg t "$t" '.state == "running" and .owner.kind == "task" and .owner.task == $t'
+	# the token works while the task runs, on the task socket
+	run task_api "$token" GET "/sandboxes/$sb"
+	[ "${lines[1]}" = 200 ]
+	"$LCCTL" task cancel "$t"
+	wait_state "$t" cancelled
+	# gone when the task is over: not in lcd, not in the runtime
+	run "$LCCTL" sandbox show "$sb"
+	[ "$status" -eq 120 ]
+	run "$LCRUN" inspect "$sb"
+	[ "$status" -eq 120 ]
+	[ "$(sandboxes)" -eq 0 ]
+	run task_api "$token" GET /sandboxes
+	[ "${lines[1]}" = 401 ]
+	"$LCCTL" map del sba/state sandbox
+
+	# a task that times out (short: 4 s) while holding a sandbox
+	t=$("$LCCTL" run --detach sba:short "$(task_args hold)")
+	sb=$(map_wait sba sandbox)
+	wait_state "$t" timed-out
+	run "$LCRUN" inspect "$sb"
+	[ "$status" -eq 120 ]
+	[ "$(sandboxes)" -eq 0 ]
+	grep -q "task $t ended: its sandbox $sb removed" "$T/lcd.log"
+}
+
+@test "sandbox API: kill -9 lcd while a task holds a sandbox: gone after the restart" {
+	t=$("$LCCTL" run --detach sba:py "$(task_args hold)")
+	sb=$(map_wait sba sandbox)
+	token=$(map_wait sba token)
+	kill -9 "$LCD_PID"; wait "$LCD_PID" 2>/dev/null || true
+	LCD_PID=
+	# the sandbox outlives lcd (its monitor is its own) ...
+	"$LCRUN" inspect "$sb" | jq -e '.status == "running"'
+	start_lcd
+	# ... and the restart removes it: its task is not running any more
+	run "$LCRUN" inspect "$sb"
+	[ "$status" -eq 120 ]
+	# (the task's own sandbox, killed at the restart, is the runtime gc's to collect)
+	[ "$("$LCRUN" ps --json | jq '[.[] | select(.state == "running")] | length')" -eq 0 ]
+	"$LCCTL" task show "$t" | jq -e '.state == "failed" and (.error | test("lcd restarted"))'
+	grep -q "sandbox $sb removed at start (its task is not running)" "$T/lcd.log"
+	run task_api "$token" GET /sandboxes
+	[ "${lines[1]}" = 401 ]
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'select count(*) from tokens')" -eq 0 ]
+}
+
+@test "sandbox API: app A's token gets 403/404 on app B's sandboxes, maps and the operator's verbs" {
+	ta=$("$LCCTL" run --detach sba:py "$(task_args hold)")
+	sb=$(map_wait sba sandbox)
+	run "$LCCTL" run --json sbb:py "$(task_args probe "$(jq -cn --arg s "$sb" --arg t "$ta" '{other_app: "sba", sandbox: $s, task: $t}')")"
+	[ "$status" -eq 0 ]
+	r=$(echo "$output" | jq .result)
+	echo "$r" | jq -c . >&2
+	# another app's sandbox is unknown to it, whatever it tries
+	echo "$r" | jq -e '.get == 404 and .exec == 404 and .files == 404 and .delete == 404 and .snapshot == 404'
+	echo "$r" | jq -e '.listed == []'
+	# another app's maps, functions and tasks: refused or unknown
+	echo "$r" | jq -e '.map_get == 403 and .map_set == 403 and .spawn_other == 403 and .task_other == 404'
+	echo "$r" | jq -e '.own_map == 200'
+	# never secrets, deploy, delete, schedules; no host binds; no token, no access
+	echo "$r" | jq -e '.secrets == 403 and .apps == 403 and .deploy == 403 and .delete_app == 403 and .schedules == 403'
+	echo "$r" | jq -e '.mounts == 403 and .no_token == 401 and .bad_token == 401'
+	# nothing of A's changed
+	"$LCCTL" sandbox show "$sb" | jq -e '.state == "running"'
+	[ "$("$LCCTL" map get sba/state sandbox)" = "$sb" ]
+	[ "$("$LCCTL" map get sbb/state probe)" = ok ]
+	run "$LCCTL" app list --json
+	[ "$(echo "$output" | jq length)" -eq 2 ]
+	# the operator sees A's sandbox, owned by A's task
+	"$LCCTL" sandbox ls --json | jq -e --arg t "$ta" '.[] | select(.owner.app == "sba" and .owner.task == $t)'
+	"$LCCTL" task cancel "$ta"
+	wait_state "$ta" cancelled
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+@test "sandbox API: the stream carries interleaved stdout and stderr in order, as they happen" {
+	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
+	body='{"cmd": "for i in 1 2 3; do echo out$i; sleep 0.4; echo err$i >&2; sleep 0.4; done; exit 5"}'
+	curl -sN --unix-socket "$LCD_SOCKET" -X POST -H 'Content-Type: application/json' --data-binary "$body" \
+		"http://lcd/v1/sandboxes/$id/exec?stream=1" |
+		while IFS= read -r line; do echo "$(date +%s%N) $line"; done >"$T/stream"
+	cat "$T/stream" >&2
+	[ "$(cut -d' ' -f2- "$T/stream" | jq -sc '[.[] | to_entries[0] | "\(.key)=\(.value | tostring | rtrimstr("\n"))"]')" = \
+		'["stdout=out1","stderr=err1","stdout=out2","stderr=err2","stdout=out3","stderr=err3","exit_code=5"]' ]
+	tail -1 "$T/stream" | cut -d' ' -f2- | jq -e '.exit_code == 5 and .signal == 0 and .timed_out == false'
+	# as they happen: the first line came more than 1.5 s before the last
+	first=$(head -1 "$T/stream" | cut -d' ' -f1)
+	last=$(tail -1 "$T/stream" | cut -d' ' -f1)
+	[ $(( (last - first) / 1000000 )) -gt 1500 ]
+	# lcctl sandbox exec streams the same, to its own stdout/stderr, and exits with the status
+	run "$LCCTL" sandbox exec "$id" -- sh -c 'echo one; echo two >&2; exit 3'
+	[ "$status" -eq 3 ]
+	[ "$output" = "one
+two" ]
+	run "$LCCTL" sandbox exec --timeout 1 "$id" -- sleep 30
+	[ "$status" -eq 124 ]
+	api DELETE "/sandboxes/$id" >/dev/null
+}
+
+@test "sandbox API: a session keeps cd and exported variables; a syntax error does not end it, exit does" {
+	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
+	run api POST "/sandboxes/$id/sessions" '{"env": {"START": "s0"}}'
+	[ "${lines[1]}" = 201 ]
+	s=$(echo "${lines[0]}" | jq -r .id)
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "mkdir -p /tmp/w && cd /tmp/w && export FOO=bar; BAZ=local"}' | head -1)
+	echo "$r" | jq -e '.exit_code == 0 and .stdout == "" and .session_ended == false'
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "pwd; echo $FOO $BAZ $START; echo to-err >&2; false"}' | head -1)
+	echo "$r" | jq -e '.stdout == "/tmp/w\nbar local s0\n" and .stderr == "to-err\n" and .exit_code == 1'
+	# a command that reads stdin gets EOF, not the next command
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "cat; echo after-cat"}' | head -1)
+	echo "$r" | jq -e '.stdout == "after-cat\n"'
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" "{\"cmd\": \"if then fi 'unclosed\"}" | head -1)
+	echo "$r" | jq -e '.exit_code != 0 and .session_ended == false and (.stderr | length > 0)'
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "printf %s \"$PWD\""}' | head -1)
+	echo "$r" | jq -e '.stdout == "/tmp/w" and .exit_code == 0'
+	# two sessions are separate shells
+	s2=$(api POST "/sandboxes/$id/sessions" '{"workdir": "/tmp"}' | head -1 | jq -r .id)
+	r=$(api POST "/sandboxes/$id/sessions/$s2/run" '{"cmd": "pwd; echo ${FOO:-unset}"}' | head -1)
+	echo "$r" | jq -e '.stdout == "/tmp\nunset\n"'
+	[ "$(api GET "/sandboxes/$id/sessions" | head -1 | jq '.sessions | length')" -eq 2 ]
+	# a timeout ends the session (its shell is killed)
+	r=$(api POST "/sandboxes/$id/sessions/$s2/run" '{"cmd": "sleep 30", "timeout": 1}' | head -1)
+	echo "$r" | jq -e '.timed_out == true and .session_ended == true'
+	run api POST "/sandboxes/$id/sessions/$s2/run" '{"cmd": "true"}'
+	[ "${lines[1]}" = 404 ]
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "exit 7"}' | head -1)
+	echo "$r" | jq -e '.exit_code == 7 and .session_ended == true'
+	[ "$(api GET "/sandboxes/$id/sessions" | head -1 | jq '.sessions | length')" -eq 0 ]
+	# delete
+	s3=$(api POST "/sandboxes/$id/sessions" '{}' | head -1 | jq -r .id)
+	run api DELETE "/sandboxes/$id/sessions/$s3"
+	[ "${lines[1]}" = 200 ]
+	run api DELETE "/sandboxes/$id/sessions/$s3"
+	[ "${lines[1]}" = 404 ]
+	# the sessions' shells are gone (the only sh is the one asking), and so is
+	# the sleep of the run that timed out
+	comms=$("$LCRUN" exec "$id" -- sh -c 'cat /proc/[0-9]*/comm')
+	[ "$(echo "$comms" | grep -cx sh)" -eq 1 ]
+	! echo "$comms" | grep -qx sleep
+	api DELETE "/sandboxes/$id" >/dev/null
+}
+
+@test "sandbox API: bad input gets one line and a distinct code, and changes nothing" {
+	id=$("$LCCTL" sandbox create --label keep=1)
+	before=$(sandboxes)
+	# unknown image
+	run "$LCCTL" sandbox create --image no/such-image
+	[ "$status" -eq 120 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "lcctl: image: "*"no/such-image"* ]]
+	run api POST /sandboxes '{"image": "no/such-image"}'
+	[ "${lines[1]}" = 404 ]
+	# bad net: an unknown policy, a bad rule, a path
+	run "$LCCTL" sandbox create --net no-such-policy
+	[ "$status" -eq 120 ]
+	[[ "$output" == "lcctl: net: unknown network policy 'no-such-policy'"* ]]
+	run api POST /sandboxes '{"net": {"mode": "allow", "allow": [{"cidr": "10.0.0.1/8"}]}}'
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *'"error":"net: network policy'*'allow[0]'* ]]
+	run api POST /sandboxes '{"net": "/etc/passwd"}'
+	[ "${lines[1]}" = 400 ]
+	# unknown keys, malformed JSON, wrong types
+	run api POST /sandboxes '{"imaeg": "host"}'
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *'imaeg: unknown key'* ]]
+	run api POST /sandboxes '{"image": '
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *'malformed JSON'* ]]
+	run api POST /sandboxes '{"ttl": -1}'
+	[ "${lines[1]}" = 400 ]
+	run api POST /sandboxes '{"user": "root"}'
+	[ "${lines[1]}" = 400 ]
+	run api POST /sandboxes '{"secrets": ["NO_SUCH_SECRET"]}'
+	[ "${lines[1]}" = 404 ]
+	run api POST "/sandboxes/$id/exec" '{"argv": ["true"], "cmd": "true"}'
+	[ "${lines[1]}" = 400 ]
+	run api POST "/sandboxes/$id/exec" '{"cmd": "true", "stdin": "***"}'
+	[ "${lines[1]}" = 400 ]
+	[ "$(sandboxes)" -eq "$before" ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" -eq 1 ]
+	# path traversal in files: refused before anything is opened
+	for p in /tmp/../etc/evil relative/path /tmp/.. ''; do
+		run curl -s --unix-socket "$LCD_SOCKET" -X PUT --data-binary x -w '\n%{http_code}\n' \
+			"http://lcd/v1/sandboxes/$id/files?path=$p"
+		[ "${lines[1]}" = 400 ]
+		[[ "${lines[0]}" == *"expected an absolute path without '..'"* || "${lines[0]}" == *"?path="* ]]
+		run curl -s --unix-socket "$LCD_SOCKET" -w '\n%{http_code}\n' "http://lcd/v1/sandboxes/$id/files?path=$p"
+		[ "${lines[1]}" = 400 ]
+	done
+	run "$LCCTL" sandbox exec "$id" -- test -e /etc/evil
+	[ "$status" -eq 1 ]
+	# a missing file, a missing parent, a directory without tar=1
+	run api GET "/sandboxes/$id/files?path=/no/such/file"
+	[ "${lines[1]}" = 404 ]
+	run curl -s --unix-socket "$LCD_SOCKET" -X PUT --data-binary x -w '\n%{http_code}\n' \
+		"http://lcd/v1/sandboxes/$id/files?path=/no/such/dir/file"
+	[ "${lines[1]}" = 404 ]
+	run api GET "/sandboxes/$id/files?path=/etc"
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *"is a directory"*"tar=1"* ]]
+	# oversized exec output: capped at max_output, marked truncated, lcd unharmed
+	r=$(api POST "/sandboxes/$id/exec" '{"cmd": "head -c 5000000 /dev/zero | tr \\\\0 x; echo done >&2", "max_output": 1000}' | head -1)
+	echo "$r" | jq -e '.truncated == true and (.stdout | length) == 1000 and .stderr == "done\n" and .exit_code == 0'
+	r=$(api POST "/sandboxes/$id/exec" '{"cmd": "head -c 3000000 /dev/zero"}' | head -1)
+	echo "$r" | jq -e '.truncated == true and (.stdout | length) == 1048576'
+	# unknown sandbox, unknown endpoint, wrong state
+	run "$LCCTL" sandbox exec 000000000000 -- true
+	[ "$status" -eq 120 ]
+	[ "$output" = "lcctl: no sandbox '000000000000'" ]
+	run api POST "/sandboxes/$id/frobnicate" '{}'
+	[ "${lines[1]}" = 404 ]
+	"$LCCTL" sandbox pause "$id"
+	run "$LCCTL" sandbox exec "$id" -- true
+	[ "$status" -eq 117 ]
+	[[ "$output" == *"is paused"* ]]
+	run "$LCCTL" sandbox pause "$id"
+	[ "$status" -eq 117 ]
+	"$LCCTL" sandbox resume "$id"
+	# a name taken; a snapshot name taken
+	"$LCCTL" sandbox create --name twin >/dev/null
+	run "$LCCTL" sandbox create --name twin
+	[ "$status" -eq 119 ]
+	run api POST /sandboxes '{"name": "twin"}'
+	[ "${lines[1]}" = 409 ]
+	"$LCCTL" sandbox snapshot "$id" img/one >/dev/null
+	run "$LCCTL" sandbox snapshot "$id" img/one
+	[ "$status" -eq 119 ]
+	run "$LCCTL" sandbox snapshot "$id" 'bad name'
+	[ "$status" -eq 121 ]
+	run "$LCCTL" sandbox fork "$id" 1000
+	[ "$status" -eq 121 ]
+	# usage
+	run "$LCCTL" sandbox frob
+	[ "$status" -eq 123 ]
+	run "$LCCTL" sandbox create --frob
+	[ "$status" -eq 123 ]
+	[ "${#lines[@]}" -eq 1 ]
+	run "$LCCTL" sandbox cp /etc/hostname /tmp/x
+	[ "$status" -eq 123 ]
+	# nothing was made by any of it
+	[ "$(sandboxes)" -eq $((before + 1)) ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" -eq 2 ]
+	"$LCCTL" sandbox show "$id" | jq -e '.state == "running" and .labels.keep == "1"'
+}
+
+@test "sandbox API: sandboxes.max refuses a task's create beyond it with 429, all or nothing for fork" {
+	run "$LCCTL" run --json sbb:py "$(task_args quota '{"n": 3}')"
+	[ "$status" -eq 0 ]
+	r=$(echo "$output" | jq .result)
+	echo "$r" | jq -e '.codes == [201, 201, 429] and (.made | length) == 2 and .fork == 429 and .listed == 2'
+	echo "$r" | jq -e '.refusal | test("app sbb holds 2 sandbox\\(es\\); 1 more would exceed sandboxes.max 2")'
+	[ "$(sandboxes)" -eq 0 ] # and the task's end took the two it had
+	[ "$("$LCRUN" image ls --json | jq length)" -eq 0 ] # the refused fork's snapshot went too
+	# the manifest is checked
+	jq '.sandboxes.max = -1' "$FIXTURES/sbapp-other.json" >"$T/bad.json"
+	run "$LCCTL" deploy "$T/bad.json"
+	[ "$status" -eq 121 ]
+	[ "$output" = "lcctl: sandboxes.max: expected a non-negative integer" ]
+	jq '.sandboxes.maximum = 1' "$FIXTURES/sbapp-other.json" >"$T/bad.json"
+	run "$LCCTL" deploy "$T/bad.json"
+	[ "$output" = "lcctl: sandboxes.maximum: unknown key" ]
+}
+
+@test "sandbox API: secrets reach exec and sessions only: never state.json, GET answers, logs or snapshots" {
+	t=$("$LCCTL" run --detach sba:py "$(task_args secrets)")
+	sb=$(map_wait sba sandbox)
+	# while it is alive: not in its state, not in lcd's answers or logs, not in lcd.db's sandbox row
+	! grep -rq "$SECRET" "$LCRUN_STATE_DIR"
+	! "$LCCTL" sandbox show "$sb" | grep -q "$SECRET"
+	"$LCCTL" sandbox show "$sb" | jq -e '.secrets == ["SB_SECRET"]'
+	! grep -q "$SECRET" "$T/lcd.log"
+	! sqlite3 "$LCRUN_ROOT/lcd.db" '.dump sandboxes' | grep -q "$SECRET"
+	# a snapshot of it does not carry the environment (only what the sandbox wrote itself)
+	"$LCCTL" sandbox exec "$sb" -- rm /tmp/env-dump
+	"$LCCTL" sandbox snapshot "$sb" sec/snap >/dev/null
+	! grep -rq "$SECRET" "$LCRUN_ROOT/images"
+	"$LCCTL" map set sba/state done 1
+	wait_state "$t" succeeded
+	r=$("$LCCTL" task show "$t" | jq .result)
+	echo "$r" | jq -c . >&2
+	# the command and the session saw it (it is in the task's result only because the test put it there)
+	[ "$(echo "$r" | jq -r .seen)" = "$SECRET" ]
+	[ "$(echo "$r" | jq -r .session_seen)" = "$SECRET" ]
+	echo "$r" | jq -e '.view.secrets == ["SB_SECRET"]'
+	# not declared by the function: refused; not set: unknown
+	# a task may name only what its function declares (whether it exists or not)
+	echo "$r" | jq -e '.undeclared == 403 and .unknown == 403'
+	[ "$(sandboxes)" -eq 0 ]
+	# the operator may give any secret that exists
+	id=$(api POST /sandboxes '{"secrets": ["OTHER_SECRET"]}' | head -1 | jq -r .id)
+	run "$LCCTL" sandbox exec "$id" -- sh -c 'test -n "$OTHER_SECRET"'
+	[ "$status" -eq 0 ]
+	"$LCCTL" sandbox rm "$id"
+}
+
+@test "sandbox API: lcctl sandbox create, ls, show, exec, cp, snapshot, fork, stop, start, rm" {
+	id=$("$LCCTL" sandbox create --label team=a --label kind=dev -e GREETING=hello -w /tmp --name devbox)
+	[[ "$id" =~ ^[0-9a-f]{12}$ ]]
+	id2=$("$LCCTL" sandbox create --label team=b)
+	run "$LCCTL" sandbox ls
+	[[ "${lines[0]}" == ID*NAME*IMAGE*STATE*OWNER* ]]
+	[[ "$output" == *"$id devbox"*"host"*"running"*"operator"* ]]
+	[ "$("$LCCTL" sandbox ls --label team=a --json | jq -r '.[].id')" = "$id" ]
+	[ "$("$LCCTL" sandbox ls --label kind --json | jq -r '.[].id')" = "$id" ]
+	[ "$("$LCCTL" sandbox ls --state running --json | jq length)" -eq 2 ]
+	"$LCCTL" sandbox show devbox | jq -e --arg id "$id" '.id == $id and .labels.team == "a" and .workdir == "/tmp"'
+	run "$LCCTL" sandbox exec devbox -- sh -c 'echo "$GREETING from $(pwd)"'
+	[ "$output" = "hello from /tmp" ]
+	echo piped | "$LCCTL" sandbox exec -i "$id" -- tr a-z A-Z >"$T/piped"
+	[ "$(cat "$T/piped")" = PIPED ]
+	# cp: a file in and out (mode kept), a directory in and out, tar streams
+	printf 'line\n' >"$T/f.txt"; chmod 0750 "$T/f.txt"
+	"$LCCTL" sandbox cp "$T/f.txt" "$id:/tmp/f.txt"
+	[ "$("$LCCTL" sandbox exec "$id" -- stat -c '%a %u' /tmp/f.txt)" = "750 0" ]
+	"$LCCTL" sandbox cp "$T/f.txt" "$id:/tmp/"
+	mkdir -p "$T/tree/sub" && echo deep >"$T/tree/sub/x"
+	"$LCCTL" sandbox exec "$id" -- mkdir /work # /tmp is a tmpfs: snapshots do not hold it
+	"$LCCTL" sandbox cp "$T/tree" "$id:/work"
+	[ "$("$LCCTL" sandbox exec "$id" -- cat /work/tree/sub/x)" = deep ]
+	mkdir "$T/out"
+	"$LCCTL" sandbox cp "$id:/work/tree" "$T/out"
+	[ "$(cat "$T/out/tree/sub/x")" = deep ]
+	"$LCCTL" sandbox cp "$id:/tmp/f.txt" "$T/out/g.txt"
+	cmp "$T/f.txt" "$T/out/g.txt"
+	"$LCCTL" sandbox cp "$id:/work/tree" - | tar -t | grep -qx 'tree/sub/x'
+	tar -C "$T" -c tree | "$LCCTL" sandbox cp - "$id2:/tmp"
+	[ "$("$LCCTL" sandbox exec "$id2" -- cat /tmp/tree/sub/x)" = deep ]
+	# snapshot and fork
+	run "$LCCTL" sandbox snapshot "$id" dev/snap
+	[[ "$output" == "dev/snap sha256:"* ]]
+	run "$LCCTL" sandbox fork "$id" 2
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 2 ]
+	for f in "${lines[@]}"; do
+		[ "$("$LCCTL" sandbox exec "$f" -- cat /work/tree/sub/x)" = deep ]
+		"$LCCTL" sandbox show "$f" | jq -e '.labels.team == "a" and .workdir == "/tmp"' # the same settings
+		"$LCCTL" sandbox rm "$f"
+	done
+	# stop keeps the files, start brings it back
+	"$LCCTL" sandbox stop "$id"
+	"$LCCTL" sandbox show "$id" | jq -e '.state == "stopped"'
+	run "$LCCTL" sandbox exec "$id" -- true
+	[ "$status" -eq 117 ]
+	"$LCCTL" sandbox start "$id"
+	[ "$("$LCCTL" sandbox exec "$id" -- cat /work/tree/sub/x)" = deep ]
+	"$LCCTL" sandbox rm "$id" "$id2"
+	run "$LCCTL" sandbox rm "$id"
+	[ "$status" -eq 120 ]
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+@test "sandbox API: operator sandboxes: ttl removes, idle_timeout stops, mounts bind host paths, files belong to the user" {
+	a=$(api POST /sandboxes '{"ttl": 2}' | head -1 | jq -r .id)
+	b=$(api POST /sandboxes '{"idle_timeout": 2}' | head -1 | jq -r .id)
+	mkdir -p "$T/share" && echo from-host >"$T/share/h.txt"
+	m=$(api POST /sandboxes "$(jq -cn --arg s "$T/share" '{mounts: [{source: $s, target: "/mnt/share", readonly: true}], user: "1000:1000"}')" | head -1 | jq -r .id)
+	[ "$("$LCCTL" sandbox exec "$m" -- cat /mnt/share/h.txt)" = from-host ]
+	run "$LCCTL" sandbox exec "$m" -- sh -c 'echo x > /mnt/share/h.txt'
+	[ "$status" -ne 0 ]
+	[ "$(cat "$T/share/h.txt")" = from-host ]
+	# uploads belong to the sandbox's user (1000), with the mode asked for
+	curl -sf --unix-socket "$LCD_SOCKET" -X PUT --data-binary 'echo run' "http://lcd/v1/sandboxes/$m/files?path=/tmp/s.sh&mode=0755" >/dev/null
+	[ "$("$LCCTL" sandbox exec "$m" -- stat -c '%a %u:%g' /tmp/s.sh)" = "755 1000:1000" ]
+	[ "$("$LCCTL" sandbox exec "$m" -- id -u)" = 1000 ]
+	sleep 4
+	run "$LCCTL" sandbox show "$a"
+	[ "$status" -eq 120 ]
+	"$LCCTL" sandbox show "$b" | jq -e '.state == "stopped" and .stop_reason == "idle timeout"'
+	"$LCCTL" sandbox rm "$b" "$m"
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+@test "sandbox API: a read-write mount is idmapped as --bind is: the tree's owner is the sandbox's user, its files stay the owner's" {
+	mkdir -p "$T/co"
+	chown 1000:1000 "$T/co"
+	for im in '"auto"' true; do
+		id=$(api POST /sandboxes "$(jq -cn --arg s "$T/co" --argjson im "$im" '{mounts: [{source: $s, target: "/src", idmap: $im}]}')" | head -1 | jq -r .id)
+		[ "$("$LCCTL" sandbox exec "$id" -- sh -c 'touch /src/f; stat -c %u:%g /src /src/f' | sort -u)" = 0:0 ]
+		[ "$(stat -c %u:%g "$T/co/f")" = 1000:1000 ]
+		"$LCCTL" sandbox rm "$id"
+		rm -f "$T/co/f"
+	done
+	# idmap false: the old way, the tree is nobody's inside and root may not write
+	id=$(api POST /sandboxes "$(jq -cn --arg s "$T/co" '{mounts: [{source: $s, target: "/src", idmap: false}]}')" | head -1 | jq -r .id)
+	run "$LCCTL" sandbox exec "$id" -- sh -c 'stat -c %u /src; touch /src/f'
+	[ "${lines[0]}" = 65534 ]
+	[ "$status" -ne 0 ]
+	"$LCCTL" sandbox rm "$id"
+	run api POST /sandboxes "$(jq -cn --arg s "$T/co" '{mounts: [{source: $s, target: "/src", idmap: "yes"}]}')"
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *'mounts[0]: idmap: expected true, false or \"auto\"'* ]]
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+in_vm_skip() { # the client and its packaging do not depend on the kernel: the host run covers them
+	[ "${LCRUN_IN_VM:-0}" != 1 ] || skip "client-side only: run on the host, not again in the VM suite"
+}
+
+@test "sandbox API: the Python client's own tests, over the unix socket and over TCP with the bearer token" {
+	in_vm_skip
+	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$SRC/contrib/python" run /usr/bin/python3 -m unittest discover -s "$SRC/contrib/python/tests" -v
+	echo "$output" >&2
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"OK"* ]]
+	# TCP: in a network namespace of this test's own, nothing leaves it
+	stop_lcd
+	start_lcd_tcp "sbapi$$" 7071
+	LCD_URL=http://127.0.0.1:7071 LCD_TOKEN="$(cat "$T/token")" PYTHONPATH="$SRC/contrib/python" PYTHONDONTWRITEBYTECODE=1 \
+		run ip netns exec "$NS" /usr/bin/python3 -m unittest discover -s "$SRC/contrib/python/tests" -k tcp -k basic -v
+	echo "$output" >&2
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"OK"* ]]
+	[[ "$output" != *"skipped"* ]]
+	[ "$(sandboxes)" -eq 0 ]
+}
+
+@test "sandbox API: pip installs the Python client from the checkout; tasks import it from PYTHONPATH" {
+	in_vm_skip
+	/usr/bin/python3 -m venv "$T/venv" || skip "python3 -m venv is not available"
+	cp -r "$SRC/contrib/python" "$T/pysrc" # setup.py builds in its own tree: not the checkout's
+	run "$T/venv/bin/pip" install --no-index "$T/pysrc"
+	echo "$output" >&2
+	[ "$status" -eq 0 ]
+	cd "$T"
+	rm -rf "$T/pysrc"
+	VENV="$T/venv" run "$T/venv/bin/python" -c 'import lcrun_client, os; print(lcrun_client.__file__.startswith(os.environ["VENV"]), lcrun_client.Client().whoami()["kind"])'
+	[ "$output" = "True operator" ]
+	# in a task: PYTHONPATH names the client bound read-only at /run/lcd/python
+	run "$LCCTL" run --json sbb:py "$(task_args noop)"
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.result.whoami == {kind: "task", task: .id, app: "sbb", function: "py"}'
+}
