@@ -209,6 +209,15 @@ static bool abs_path_ok(const char *p)
 	return true;
 }
 
+int lcd_idmap_value(json_t *v)
+{
+	if (!v || (json_is_string(v) && !strcmp(json_string_value(v), "auto")))
+		return LC_IDMAP_AUTO;
+	if (json_is_boolean(v))
+		return json_is_true(v) ? LC_IDMAP_ON : LC_IDMAP_OFF;
+	return -1;
+}
+
 /* functions.F.mounts: [{"source", "target", "readonly", "idmap"}], as
  * --bind SRC:DST[:ro][:idmap|noidmap]; idmap is true, false or "auto". */
 static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error_t **err)
@@ -239,17 +248,14 @@ static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error
 			_cleanup_free_ char *kp = lc_strdup_printf("%s.target", p);
 			return bad(err, kp, "/ and /run/task are the sandbox's own");
 		}
-		lc_mount_t m = { .idmap = LC_IDMAP_AUTO };
+		lc_mount_t m = { .idmap = lcd_idmap_value(json_object_get(e, "idmap")) };
 		json_t *ro = json_object_get(e, "readonly");
 		if (ro && !json_is_boolean(ro)) {
 			_cleanup_free_ char *kp = lc_strdup_printf("%s.readonly", p);
 			return bad(err, kp, "expected true or false");
 		}
 		m.ro = json_is_true(ro);
-		json_t *im = json_object_get(e, "idmap");
-		if (json_is_boolean(im)) {
-			m.idmap = json_is_true(im) ? LC_IDMAP_ON : LC_IDMAP_OFF;
-		} else if (im && !(json_is_string(im) && !strcmp(json_string_value(im), "auto"))) {
+		if (m.idmap < 0) {
 			_cleanup_free_ char *kp = lc_strdup_printf("%s.idmap", p);
 			return bad(err, kp, "expected true, false or \"auto\"");
 		}

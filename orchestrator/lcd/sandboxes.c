@@ -275,8 +275,8 @@ static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_
 			return bad(err, LC_EXIT_INVALID, p, "target: expected an absolute path without '..' (not /)");
 		if (ro && !json_is_boolean(ro))
 			return bad(err, LC_EXIT_INVALID, p, "readonly: expected true or false");
-		json_t *im = json_object_get(m, "idmap");
-		if (im && !json_is_boolean(im) && !(json_is_string(im) && !strcmp(json_string_value(im), "auto")))
+		int idmap = lcd_idmap_value(json_object_get(m, "idmap"));
+		if (idmap < 0)
 			return bad(err, LC_EXIT_INVALID, p, "idmap: expected true, false or \"auto\"");
 		spec->mounts = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof(*spec->mounts));
 		lc_mount_t *mt = &spec->mounts[spec->n_mounts++];
@@ -284,7 +284,7 @@ static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_
 		mt->src = strdup(src);
 		mt->dst = strdup(dst);
 		mt->ro = json_is_true(ro);
-		mt->idmap = json_is_boolean(im) ? (json_is_true(im) ? LC_IDMAP_ON : LC_IDMAP_OFF) : LC_IDMAP_AUTO;
+		mt->idmap = idmap;
 	}
 	return 0;
 }
