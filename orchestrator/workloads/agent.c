@@ -209,9 +209,12 @@ static void parse_claude(const char *out, size_t len, agent_result_t *r)
 			r->status = AGENT_OVER_BUDGET;
 		else
 			r->status = AGENT_ERROR;
+		/* its message, else why it stopped ("api_error"; not "completed") */
 		const char *why = json_string_value(json_object_get(res, "terminal_reason"));
-		r->error = lc_strdup_printf("the agent reported an error: %s%s%s", sub ? sub : "error",
-					    txt && *txt ? ": " : (why ? " " : ""), txt && *txt ? txt : (why ? why : ""));
+		if (!(txt && *txt))
+			txt = why && strcmp(why, "completed") != 0 ? why : NULL;
+		r->error = lc_strdup_printf("the agent reported an error: %s%s%s", sub ? sub : "error", txt ? ": " : "",
+					    txt ? txt : "");
 	} else {
 		r->status = AGENT_OK;
 	}

@@ -310,7 +310,9 @@ static int fn_snapshot(void)
 		return fail(json_incref(result), err);
 	}
 	json_object_set_new(result, "sandbox_id", json_string(id));
-	_cleanup_json_ json_t *env = json_pack("{s:s, s:s, s:s?}", "REPOSITORY", url, "REPO_DIR", dir, "BASE_BRANCH", base);
+	_cleanup_json_ json_t *env = json_pack("{s:s, s:s}", "REPOSITORY", url, "REPO_DIR", dir);
+	if (base)
+		json_object_set_new(env, "BASE_BRANCH", json_string(base));
 	lcc_exec_result_t r;
 	int rc = 0;
 	_cleanup_free_ char *commit = NULL, *branch = NULL, *image = NULL, *created = NULL, *rs = NULL;

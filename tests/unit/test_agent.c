@@ -57,7 +57,7 @@ START_TEST(test_claude_errors)
 	agent_result_t r;
 	parse(AGENT_FORMAT_CLAUDE,
 	      "{\"type\":\"result\",\"subtype\":\"error_max_budget_usd\",\"is_error\":true,\"num_turns\":7,"
-	      "\"total_cost_usd\":5.02,\"result\":\"\"}",
+	      "\"total_cost_usd\":5.02,\"result\":\"\",\"terminal_reason\":\"completed\"}",
 	      1, false, 5, &r);
 	ck_assert_int_eq(r.status, AGENT_OVER_BUDGET);
 	ck_assert_str_eq(agent_status_name(r.status), "over-budget");
@@ -70,6 +70,10 @@ START_TEST(test_claude_errors)
 	      1, false, 5, &r);
 	ck_assert_int_eq(r.status, AGENT_ERROR);
 	ck_assert_str_eq(r.error, "the agent reported an error: success: API Error: 529");
+	agent_result_clear(&r);
+	parse(AGENT_FORMAT_CLAUDE, "{\"type\":\"result\",\"is_error\":true,\"terminal_reason\":\"api_error\",\"result\":\"\"}",
+	      1, false, 5, &r);
+	ck_assert_str_eq(r.error, "the agent reported an error: error: api_error");
 	agent_result_clear(&r);
 
 	/* a spend above the budget is over budget whatever the agent says */
