@@ -124,11 +124,12 @@ free_port() {
 
 # lcd with the webhook listener and the build tree's workloads; the
 # doubles; the app deployed with CONFIG (KEY=VALUE…) on top of the file's.
-start_world() { # [--no-anthropic] [--script TURNS] [KEY=VALUE…]
+start_world() { # [--no-anthropic | --openai] [--script TURNS] [KEY=VALUE…]
 	local anth=1 script=$W/turns.json
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--no-anthropic) anth=0; shift ;;
+		--openai) anth=openai; shift ;;
 		--script) script=$2; shift 2 ;;
 		*) break ;;
 		esac
@@ -143,6 +144,11 @@ start_world() { # [--no-anthropic] [--script TURNS] [KEY=VALUE…]
 		dbl_start anthropic-double.py anth --listen "$DBL4" --script "$script" --log "$W/anth.jsonl" \
 			--api-key sk-ant-test-key
 		APORT=$DBL_PORT
+	elif [ "$anth" = openai ]; then
+		[ -f "$script" ] || echo '[]' >"$script"
+		dbl_start openai-double.py openai --listen "$DBL4" --script "$script" --log "$W/openai.jsonl" \
+			--api-key sk-openai-test-key
+		APORT=$DBL_PORT
 	fi
 	write_policies "$GHPORT" "$APORT"
 	HOOKPORT=$(free_port)
@@ -150,13 +156,14 @@ start_world() { # [--no-anthropic] [--script TURNS] [KEY=VALUE…]
 	start_lcd
 	printf '%s' "$GH_TOKEN_VALUE" | "$LCCTL" secret set GITHUB_TOKEN
 	printf '%s' sk-ant-test-key | "$LCCTL" secret set ANTHROPIC_API_KEY
+	printf '%s' sk-openai-test-key | "$LCCTL" secret set OPENAI_API_KEY
 	printf '%s' "$HOOK_SECRET" | "$LCCTL" secret set GITHUB_WEBHOOK_SECRET
 	local cfg=(--config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT"
 		--config "ANTHROPIC_BASE_URL=http://$DBL4:$APORT" --config "TEST_COMMAND=python3 -m unittest -q"
 		--config "AGENT_MODEL=claude-sonnet-4-5" --config "AGENT_TIMEOUT_SECONDS=120")
 	local kv
 	for kv in "$@"; do cfg+=(--config "$kv"); done
-	"$LCCTL" deploy "$APP" "${cfg[@]}" >/dev/null
+	"$LCCTL" deploy "${APP_FILE:-$APP}" "${cfg[@]}" >/dev/null
 	HOOK_URL=http://127.0.0.1:$HOOKPORT/hooks/coding-agents/github
 }
 
@@ -352,6 +359,34 @@ EOF
 	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
 	# lcctl task list shows the run
 	"$LCCTL" task list --app coding-agents | grep -q solve-issue
+}
+
+@test "AGENT=codex: the real codex CLI through its provider block at OPENAI_BASE_URL, usage priced, pull request" {
+	need_agent_image
+	cat >"$W/turns.json" <<'EOF'
+{"turns": [
+ {"tool_call": {"name": "exec_command", "arguments": {"cmd": "sed -i 's/a - b/a + b/' calc.py"}},
+  "usage": {"input_tokens": 1000, "output_tokens": 100, "cached_tokens": 200}},
+ {"text": "Fixed add() with codex.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500}}
+]}
+EOF
+	# what the README says to do for codex: its key declared instead of claude's
+	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY", "GITHUB_TOKEN"]' "$APP" >"$W/app-codex.json"
+	APP_FILE=$W/app-codex.json
+	start_world --openai AGENT=codex AGENT_MODEL=gpt-5 "OPENAI_BASE_URL=http://$DBL4:PORT/v1"
+	"$LCCTL" deploy "$APP_FILE" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config "OPENAI_BASE_URL=http://$DBL4:$APORT/v1" --config AGENT=codex --config AGENT_MODEL=gpt-5 \
+		--config "TEST_COMMAND=python3 -m unittest -q" >/dev/null
+	use_snapshot
+	solve '{"issue": 7}'
+	[ "$RC" -eq 0 ]
+	r=$W/res.json
+	[ "$(jq -r '"\(.outcome) \(.tests_passed) \(.turns) \(.agent.summary)"' "$r")" = "pull-request true 2 Fixed add() with codex." ]
+	[ "$(jq -r '"\(.agent.input_tokens) \(.agent.cached_tokens) \(.agent.output_tokens)"' "$r")" = "3000 1700 110" ]
+	# 1300 uncached at $1.25, 1700 cached at $0.125, 110 out at $10 per million
+	jq -e '(.spend_usd - 0.0029375 | fabs) < 1e-9' "$r"
+	[ "$(branch_file agent/issue-7 calc.py | head -2 | tail -1)" = "    return a + b" ]
+	[ "$(jq -r '"\(.path) \(.headers.authorization) \(.body.model)"' "$W/openai.jsonl" | sort -u)" = "/v1/responses Bearer sk-openai-test-key gpt-5" ]
 }
 
 @test "a second run for an issue with an open pull request updates it" {
