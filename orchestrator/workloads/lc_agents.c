@@ -29,6 +29,10 @@
 #define SNAPSHOT_KEY "snapshot"
 #define PATCH_FILE "/tmp/agent-change.patch"
 #define PATCH_MAX (16 << 20)
+#define BASE_INDEX "/tmp/agent-base.index"
+#define AFTER_INDEX "/tmp/agent-after.index"
+/* git in the agent's tree, with its hooks, fsmonitor and diff drivers off */
+#define GIT_SAFE "g() { git -c core.fsmonitor= -c core.hooksPath=/dev/null -c diff.external= \"$@\"; }; "
 
 static const char *fn_name = "lc-agents";
 
@@ -508,7 +512,7 @@ static int fn_solve(void)
 	const char *url = cfg("REPOSITORY", NULL);
 	_cleanup_free_ char *branch = lc_strdup_printf("agent/issue-%lld", (long long)n);
 	_cleanup_free_ char *title = NULL, *body = NULL, *prompt = NULL, *patch = NULL, *tests_tail = NULL;
-	_cleanup_free_ char *snapv = NULL, *sha = NULL, *report = NULL, *pr_url = NULL;
+	_cleanup_free_ char *snapv = NULL, *sha = NULL, *report = NULL, *pr_url = NULL, *base_tree = NULL;
 	_cleanup_json_ json_t *snap = NULL, *limits = NULL, *pr = NULL, *labels = NULL;
 	_cleanup_free_ char *msg = NULL, *prtitle = NULL, *prbody = NULL, *lab = NULL;
 	size_t patch_len = 0;
@@ -577,6 +581,22 @@ static int fn_solve(void)
 	json_object_set_new(s.result, "sandbox_id", json_string(s.sandbox));
 	fprintf(stderr, "lc-agents solve-issue: %s#%lld in sandbox %s (image %s, commit %.12s)\n", repo, (long long)n,
 		s.sandbox, image, commit);
+	/* the tree as the snapshot left it (SETUP_COMMAND's files included),
+	 * in an index of its own: the change is what the agent adds to it */
+	{
+		lcc_exec_result_t r;
+		if (sb_sh(s.c, s.sandbox, s.ac.user, dir, GIT_SAFE "GIT_INDEX_FILE=" BASE_INDEX " g add -A . && GIT_INDEX_FILE=" BASE_INDEX " g write-tree",
+			  NULL, 600, &r, &err) < 0)
+			goto failed;
+		if (r.exit_code != 0 || !r.out || strlen(r.out) < 40) {
+			_cleanup_free_ char *l = last_line(&r);
+			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "cannot read the snapshot's tree in %s: %s", dir, l);
+			lcc_exec_result_clear(&r);
+			goto failed;
+		}
+		base_tree = strndup(r.out, strcspn(r.out, "\n"));
+		lcc_exec_result_clear(&r);
+	}
 	/* 3. the agent */
 	prompt = build_prompt(repo, (long)n, title, body, test_cmd);
 	if (agent_run(s.c, s.sandbox, &s.ac, dir, prompt, &ar, &err) < 0)
@@ -593,10 +613,10 @@ static int fn_solve(void)
 		/* 4. the change, as a patch against the snapshot's commit (taken
 		 * before the tests run, so nothing they build is in it) */
 		lcc_exec_result_t r;
-		_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_COMMIT", commit, "PATCH_FILE", PATCH_FILE);
+		_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_TREE", base_tree, "PATCH_FILE", PATCH_FILE);
 		if (sb_sh(s.c, s.sandbox, s.ac.user, dir,
-			  "g() { git -c core.fsmonitor= -c core.hooksPath=/dev/null -c diff.external= \"$@\"; }; "
-			  "g add -A . && g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_COMMIT\" -- > \"$PATCH_FILE\"",
+			  GIT_SAFE "export GIT_INDEX_FILE=" AFTER_INDEX "; cp " BASE_INDEX " \"$GIT_INDEX_FILE\" && g add -A . && "
+			  "g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_TREE\" -- > \"$PATCH_FILE\"",
 			  penv, 600, &r, &err) < 0)
 			goto failed;
 		if (r.exit_code != 0) {

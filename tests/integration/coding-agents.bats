@@ -253,7 +253,10 @@ setup_file() {
 	mkdir -p "$BATS_TEST_TMPDIR"
 	W=$BATS_TEST_TMPDIR
 	file_world_setup
-	if start_world --no-anthropic && out=$("$LCCTL" run coding-agents:snapshot 2>&1); then
+	# SETUP_COMMAND leaves untracked files (__pycache__): they must not
+	# show up in any agent's change
+	if start_world --no-anthropic "SETUP_COMMAND=python3 -m compileall -q ." &&
+		out=$("$LCCTL" run coding-agents:snapshot 2>&1); then
 		echo "$out" | jq -c '{image, commit, branch, created, repository, repo_dir}' >"$F/snapshot.json"
 	else
 		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
