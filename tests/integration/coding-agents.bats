@@ -335,7 +335,8 @@ EOF
 	[ "$(jq -r '"\(.issue) \(.branch) \(.tests_passed) \(.turns) \(.outcome)"' <<<"$r")" = "7 agent/issue-7 true 2 pull-request" ]
 	# claude priced the double's usage at claude-sonnet-4-5's rates
 	jq -e '(.spend_usd - 0.0108 | fabs) < 1e-9' <<<"$r"
-	[ "$(jq -r .pr_url <<<"$r")" = "http://$DBL4:$GHPORT/octo/demo/pull/1" ]
+	[ "$(jq -r .pr_url <<<"$r")" = "$(pulls | jq -r '.[0].html_url')" ]
+	[[ "$(jq -r .pr_url <<<"$r")" =~ ^http://$DBL4:$GHPORT/octo/demo/pull/[0-9]+$ ]]
 	[[ "$(jq -r .sandbox_id <<<"$r")" =~ ^[0-9a-f]{12,}$ ]]
 	# the branch as pushed: the fix, on the snapshot's commit
 	[ "$(branch_file agent/issue-7 calc.py | head -2 | tail -1)" = "    return a + b" ]
