@@ -12,6 +12,7 @@
  * to $LC_TASK_RESULT, the app's config and the function's secrets in the
  * environment, lcd reached with $LCD_SOCKET and $LCD_TOKEN.  Errors are one
  * line on stderr, "lc-agents FUNCTION: …", also in the result's "error". */
+#define _GNU_SOURCE 1
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,6 +463,17 @@ static char *report_body(const agent_config_t *ac, const agent_result_t *ar, con
 				task ? "lcd task " : "", task ? task : "");
 }
 
+/* Overwrite every copy of secret in text (what the agent and the tests
+ * printed goes to GitHub). */
+static void redact(char *text, const char *secret)
+{
+	size_t n = secret ? strlen(secret) : 0;
+	if (!text || n < 8)
+		return;
+	for (char *p = text; (p = strstr(p, secret)); p += n)
+		memset(p, '*', n);
+}
+
 typedef struct solve {
 	lcc_t *c;
 	gh_t *gh;
@@ -628,6 +640,14 @@ static int fn_solve(void)
 		lcc_exec_result_clear(&r);
 		if (lcc_sandbox_download(s.c, s.sandbox, PATCH_FILE, &patch, &patch_len, &err) < 0)
 			goto failed;
+		/* the model key is in the agent's sandbox (MODEL_ACCESS=direct):
+		 * a change that carries it is never pushed */
+		const char *key = getenv(s.ac.key_secret);
+		if (key && strlen(key) >= 8 && memmem(patch, patch_len, key, strlen(key))) {
+			lc_error_set(&err, LC_EXIT_PERM, 0, "the agent's change contains the value of %s: not pushed",
+				     s.ac.key_secret);
+			goto failed;
+		}
 		if (patch_len > PATCH_MAX) {
 			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the agent's change is %zu bytes, over %d", patch_len, PATCH_MAX);
 			goto failed;
@@ -659,6 +679,7 @@ static int fn_solve(void)
 	/* 6. outside the agent's sandbox: push and the pull request, or a comment */
 	const char *task = getenv("LC_TASK_ID");
 	report = report_body(&s.ac, &ar, test_cmd, tests_rc, tests_tail, task);
+	redact(report, getenv(s.ac.key_secret));
 	if (ar.status != AGENT_OK || patch_len == 0) {
 		bool failed_agent = ar.status != AGENT_OK;
 		_cleanup_free_ char *text = lc_strdup_printf("%s\n\n%s", failed_agent
