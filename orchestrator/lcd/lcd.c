@@ -86,6 +86,7 @@ struct config {
 	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
+	char *workloads_dir;
 };
 
 /* "bind_roots": absolute directories, resolved where they exist. */
@@ -145,6 +146,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->webhook_tls_key;
 		else if (!strcmp(key, "webhook_max_body"))
 			n = &c->webhook_max_body;
+		else if (!strcmp(key, "workloads_dir"))
+			s = &c->workloads_dir;
 		else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
 				return -1;
@@ -181,6 +184,26 @@ static char *python_dir(void)
 		return strdup(LC_PKGDATADIR "/python");
 	if (access(LC_SRCDIR "/contrib/python/lcrun_client/__init__.py", R_OK) == 0)
 		return strdup(LC_SRCDIR "/contrib/python");
+	return NULL;
+}
+
+/* The workload programs bound into tasks at /run/lcd/bin: the configured
+ * directory, else the installed $(pkglibexecdir), else the build tree's. */
+static char *workloads_dir(const char *configured, lc_error_t **err)
+{
+	struct stat st;
+	if (configured) {
+		if (configured[0] != '/' || stat(configured, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			lc_error_set(err, LC_EXIT_NOENT, 0, "config: workloads_dir %s: not an existing directory (an absolute path)",
+				     configured);
+			return NULL;
+		}
+		return strdup(configured);
+	}
+	if (access(LC_PKGLIBEXECDIR "/lc-agents", X_OK) == 0)
+		return strdup(LC_PKGLIBEXECDIR);
+	if (access(LC_BUILDDIR "/orchestrator/workloads/lc-agents", X_OK) == 0)
+		return strdup(LC_BUILDDIR "/orchestrator/workloads");
 	return NULL;
 }
 
@@ -377,6 +400,12 @@ int main(int argc, char **argv)
 		return fail(err);
 	}
 	lcd.python_dir = python_dir();
+	lcd.workloads_dir = workloads_dir(cfg.workloads_dir, &err);
+	if (cfg.workloads_dir && !lcd.workloads_dir) {
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
 	    lcd_sandboxes_recover(&lcd, &err) < 0) {
@@ -468,6 +497,7 @@ int main(int argc, char **argv)
 	free(lcd.clock_file);
 	free(lcd.task_socket);
 	free(lcd.python_dir);
+	free(lcd.workloads_dir);
 	lcd_log("stopped");
 	return 0;
 }

@@ -28,6 +28,7 @@ typedef struct lcd {
 	lcd_db_t *db;
 	char *task_socket; /* the API socket bound into every task's sandbox */
 	char *python_dir;  /* the Python client's directory bound there, or NULL */
+	char *workloads_dir; /* the workload programs, bound at /run/lcd/bin, or NULL */
 	char *state_dir;  /* lc_lib_dir()/lcd */
 	char *tasks_dir;  /* per-task directories, bound at /run/task */
 	char *logs_dir;   /* ID.log: the task's stdout and stderr */
@@ -126,7 +127,8 @@ typedef struct lcd_caller {
 bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
- * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, LC_TASK_APP
+ * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, the
+ * workload programs read-only at /run/lcd/bin, LC_TASK_APP
  * and LC_TASK_FUNCTION. */
 int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lcd_function_t *fn, lc_spec_t *spec,
 		    lc_error_t **err);
