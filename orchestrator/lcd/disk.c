@@ -165,8 +165,10 @@ static int create(const char *name, const char *img, long long size, lc_error_t 
 }
 
 /* Attach img to a free loop device (detached again by the kernel once
- * nothing holds it). */
-static char *attach(const char *img, lc_error_t **err)
+ * nothing holds it).  *hold is an open fd of the device: with autoclear,
+ * closing the last one before the mount holds the device detaches it, so
+ * the caller closes it only once mounted. */
+static char *attach(const char *img, int *hold, lc_error_t **err)
 {
 	_cleanup_close_ int ifd = open(img, O_RDWR | O_CLOEXEC);
 	if (ifd < 0) {
@@ -191,8 +193,10 @@ static char *attach(const char *img, lc_error_t **err)
 		cfg.fd = (unsigned)ifd;
 		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
 		snprintf((char *)cfg.info.lo_file_name, LO_NAME_SIZE, "%s", img);
-		if (lfd >= 0 && ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
+		if (lfd >= 0 && ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0) {
+			*hold = lc_steal_fd(lfd);
 			return dev;
+		}
 		int e = errno;
 		free(dev);
 		if (lfd >= 0 && e == EBUSY && tries < 20) /* another process took it first */
@@ -210,16 +214,15 @@ static int attach_mount(const char *img, const char *mnt, lc_error_t **err)
 {
 	for (int tries = 0; tries < 3; tries++) {
 		_cleanup_free_ char *dev = loop_of(img);
+		_cleanup_close_ int hold = -1;
 		bool fresh = !dev;
-		if (fresh && !(dev = attach(img, err)))
+		if (fresh && !(dev = attach(img, &hold, err)))
 			return -1;
 		if (mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME, "errors=remount-ro") < 0) {
 			int e = errno;
 			if (!fresh)
 				continue; /* it let go meanwhile: attach anew */
-			_cleanup_close_ int lfd = open(dev, O_RDONLY | O_CLOEXEC);
-			if (lfd >= 0)
-				ioctl(lfd, LOOP_CLR_FD, 0);
+			ioctl(hold, LOOP_CLR_FD, 0);
 			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot mount %s (%s) at %s", img, dev, mnt);
 		}
 		/* Mounted, the device is held: is it still img's? */

@@ -87,7 +87,10 @@ teardown() {
 	grep -q '^Host other$' "$HOME/.ssh/config"
 	"$LCCTL" devbox stop b1
 	"$LCCTL" disk delete b1
-	"$LCCTL" disk delete b2
+	# b2 never started: its disk was never made
+	run "$LCCTL" disk delete b2
+	[ "$status" -eq 120 ]
+	[ "$output" = "lcctl: no disk named 'b2'" ]
 }
 
 @test "agent-box: sudo; /home/agent and a package in /usr/local survive stop, start and kill -9 of lcd; same host key; tmux dies with the stop" {
