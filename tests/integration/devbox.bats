@@ -115,7 +115,7 @@ teardown() {
 	[[ "$output" == *"work: 1 windows"* ]]
 	key=$(cat "$HOME/.ssh/lcrun_known_hosts")
 	check() {
-		run dbx_ssh ab 'cat ~/notes.txt; dbx-hello; dpkg -s dbx-hello | grep ^Status; tmux ls 2>&1 || true'
+		run dbx_ssh ab 'cat ~/notes.txt; dbx-hello; dpkg -s dbx-hello | grep ^Status; tmux ls 2>&1; echo "tmux=$?"'
 		echo "$output"
 		[ "$status" -eq 0 ]
 		[[ "$output" == *notes-1* ]]
@@ -126,7 +126,9 @@ teardown() {
 	"$LCCTL" devbox stop ab
 	[ "$(dbx_state ab)" = stopped ]
 	check
-	[[ "$output" == *"no server running"* ]] # tmux ended with the stop
+	# tmux ended with the stop: no server, no session
+	[[ "$output" == *"tmux=1"* ]]
+	[[ "$output" != *"work:"* ]]
 	# lcd dies; the box does not, and the next lcd serves it
 	sid=$("$LCCTL" devbox show ab | jq -r .sandbox)
 	kill -9 "$LCD_PID"
