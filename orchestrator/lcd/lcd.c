@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -85,6 +86,7 @@ struct config {
 	long long catchup_max;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
+	lcd_gateway_cfg_t gateway;
 };
 
 static int config_load(const char *path, bool must_exist, struct config *c, lc_error_t **err)
@@ -123,7 +125,11 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->webhook_tls_key;
 		else if (!strcmp(key, "webhook_max_body"))
 			n = &c->webhook_max_body;
-		else
+		else if (!strcmp(key, "gateway")) {
+			if (lcd_gateway_config(v, path, &c->gateway, err) < 0)
+				return -1;
+			continue;
+		} else
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: unknown key", path, key);
 		if (s) {
 			if (!json_is_string(v) || !*json_string_value(v))
@@ -379,6 +385,15 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The model gateway before any task runs: a sandbox of a task may use it. */
+	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0) {
+		lcd_webhook_stop(hooks);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
+	lcd_gateway_cfg_clear(&cfg.gateway);
+
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -433,6 +448,8 @@ int main(int argc, char **argv)
 		lcd_log("%d task(s) did not end within %d s; the next start recovers them", left, STOP_WAIT_S);
 		return 0;
 	}
+	/* Last: the tasks' sandboxes (the gateway's clients) are gone now. */
+	lcd_gateway_stop(&lcd);
 	lcd_apps_free(&lcd);
 	lcd_db_close(lcd.db);
 	free(lcd.state_dir);
