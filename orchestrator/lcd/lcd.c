@@ -84,10 +84,33 @@ struct config {
 	char *token_file;
 	long long max_body;
 	long long catchup_max;
+	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
+	char *workloads_dir;
 	lcd_gateway_cfg_t gateway;
 };
+
+/* "bind_roots": absolute directories, resolved where they exist. */
+static int config_roots(const char *path, json_t *v, char ***out, lc_error_t **err)
+{
+	if (!json_is_array(v))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: bind_roots: expected an array of absolute paths", path);
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		const char *p = json_string_value(e);
+		if (!p || p[0] != '/')
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: bind_roots[%zu]: expected an absolute path",
+					    path, i);
+		_cleanup_free_ char *real = realpath(p, NULL);
+		_cleanup_free_ char *copy = strdup(real ? real : p);
+		for (size_t n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+			copy[n - 1] = '\0';
+		lc_strv_push(out, copy);
+	}
+	return 0;
+}
 
 static int config_load(const char *path, bool must_exist, struct config *c, lc_error_t **err)
 {
@@ -125,7 +148,13 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->webhook_tls_key;
 		else if (!strcmp(key, "webhook_max_body"))
 			n = &c->webhook_max_body;
-		else if (!strcmp(key, "gateway")) {
+		else if (!strcmp(key, "workloads_dir"))
+			s = &c->workloads_dir;
+		else if (!strcmp(key, "bind_roots")) {
+			if (config_roots(path, v, &c->bind_roots, err) < 0)
+				return -1;
+			continue;
+		} else if (!strcmp(key, "gateway")) {
 			if (lcd_gateway_config(v, path, &c->gateway, err) < 0)
 				return -1;
 			continue;
@@ -161,6 +190,26 @@ static char *python_dir(void)
 		return strdup(LC_PKGDATADIR "/python");
 	if (access(LC_SRCDIR "/contrib/python/lcrun_client/__init__.py", R_OK) == 0)
 		return strdup(LC_SRCDIR "/contrib/python");
+	return NULL;
+}
+
+/* The workload programs bound into tasks at /run/lcd/bin: the configured
+ * directory, else the installed $(pkglibexecdir), else the build tree's. */
+static char *workloads_dir(const char *configured, lc_error_t **err)
+{
+	struct stat st;
+	if (configured) {
+		if (configured[0] != '/' || stat(configured, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			lc_error_set(err, LC_EXIT_NOENT, 0, "config: workloads_dir %s: not an existing directory (an absolute path)",
+				     configured);
+			return NULL;
+		}
+		return strdup(configured);
+	}
+	if (access(LC_PKGLIBEXECDIR "/lc-agents", X_OK) == 0)
+		return strdup(LC_PKGLIBEXECDIR);
+	if (access(LC_BUILDDIR "/orchestrator/workloads/lc-agents", X_OK) == 0)
+		return strdup(LC_BUILDDIR "/orchestrator/workloads");
 	return NULL;
 }
 
@@ -288,6 +337,7 @@ int main(int argc, char **argv)
 	pthread_cond_init(&lcd.tick, NULL);
 	lcd.max_body = (size_t)cfg.max_body;
 	lcd.catchup_max = (int)cfg.catchup_max;
+	lcd.bind_roots = cfg.bind_roots;
 	const char *clock = clock_opt ? clock_opt : getenv("LCD_TEST_CLOCK");
 	if (clock && *clock) {
 		lcd.clock_file = strdup(clock);
@@ -356,6 +406,12 @@ int main(int argc, char **argv)
 		return fail(err);
 	}
 	lcd.python_dir = python_dir();
+	lcd.workloads_dir = workloads_dir(cfg.workloads_dir, &err);
+	if (cfg.workloads_dir && !lcd.workloads_dir) {
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
 	    lcd_sandboxes_recover(&lcd, &err) < 0) {
@@ -458,6 +514,7 @@ int main(int argc, char **argv)
 	free(lcd.clock_file);
 	free(lcd.task_socket);
 	free(lcd.python_dir);
+	free(lcd.workloads_dir);
 	lcd_log("stopped");
 	return 0;
 }

@@ -28,12 +28,14 @@ typedef struct lcd {
 	lcd_db_t *db;
 	char *task_socket; /* the API socket bound into every task's sandbox */
 	char *python_dir;  /* the Python client's directory bound there, or NULL */
+	char *workloads_dir; /* the workload programs, bound at /run/lcd/bin, or NULL */
 	char *state_dir;  /* lc_lib_dir()/lcd */
 	char *tasks_dir;  /* per-task directories, bound at /run/task */
 	char *logs_dir;   /* ID.log: the task's stdout and stderr */
 	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
 	size_t max_body;
 	int catchup_max;
+	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
 
 	pthread_mutex_t lock;    /* guards everything below */
 	pthread_cond_t wake;     /* dispatcher: something to start */
@@ -68,6 +70,11 @@ lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name);
 lcd_app_t **lcd_apps_snapshot(lcd_t *lcd, size_t *n);
 void lcd_apps_release(lcd_app_t **apps, size_t n);
 int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err);
+/* A function's mount source, checked against lcd->bind_roots (LC_EXIT_PERM
+ * outside them).  resolve: follow symlinks (the source must exist; *out
+ * gets the resolved path) -- when a task starts; at deploy the path as
+ * written must lie under a root. */
+int lcd_bind_source(const lcd_t *lcd, const char *source, bool resolve, char **out, lc_error_t **err);
 int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err);
 
 /* ---- queue.c ---- */
@@ -121,7 +128,8 @@ typedef struct lcd_caller {
 bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
- * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, LC_TASK_APP
+ * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, the
+ * workload programs read-only at /run/lcd/bin, LC_TASK_APP
  * and LC_TASK_FUNCTION. */
 int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lcd_function_t *fn, lc_spec_t *spec,
 		    lc_error_t **err);
