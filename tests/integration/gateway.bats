@@ -176,3 +176,184 @@ EOF
 	run call "$B" "x-api-key: $tokB" "$urlB/v1/messages" -d '{"model": "claude-sonnet-4-5-20250929", "messages": []}'
 	[ "${lines[-1]}" = 200 ]
 }
+
+@test "gateway: OpenAI chat and responses, whole and streamed: usage metered exactly, the usage chunk asked for" {
+	turns <<'EOF2'
+{"turns": [{"text": "whole", "usage": {"input_tokens": 1000, "output_tokens": 200}},
+           {"text": "streamed", "usage": {"input_tokens": 2000, "output_tokens": 100, "cached_tokens": 500}},
+           {"text": "responses", "usage": {"input_tokens": 300, "output_tokens": 30}}]}
+EOF2
+	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM-never-in-a-sandbox"
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 1
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'echo "$OPENAI_BASE_URL $OPENAI_API_KEY"'
+	[[ "$output" =~ ^http://10\.[0-9.]+:7071/v1\ lcgw-[0-9a-f]{64}$ ]]
+	m=gpt-4o-mini
+	run ask "$SB" "{\"model\": \"$m\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(echo "${lines[0]}" | jq -r '.choices[0].message.content')" = whole ]
+	# the client does not ask for the usage chunk: the gateway does
+	run ask "$SB" "{\"model\": \"$m\", \"stream\": true, \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	printf '%s\n' "${lines[@]}" | grep -q '^data: \[DONE\]$'
+	[ "$(jq -r 'select(.turn == 1) | .body.stream_options.include_usage' "$W/req.jsonl")" = true ]
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'curl -sS -N -H "Authorization: Bearer $OPENAI_API_KEY" -H "content-type: application/json" -d "{\"model\": \"gpt-4o-mini\", \"stream\": true, \"input\": \"hi\"}" "$OPENAI_BASE_URL/responses" -w "\n%{http_code}\n"'
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	printf '%s\n' "${lines[@]}" | grep -q 'response.completed'
+	[ "$(jq -r '.headers.authorization' "$W/req.jsonl" | sort -u)" = "Bearer $REAL_KEY" ]
+	! grep -q lcgw- "$W/req.jsonl"
+	# gpt-4o-mini: $0.15 in, $0.60 out, $0.075 cached (OpenAI counts cached inside its input)
+	# 1000 in 200 out: 270000000; 1500 in 500 cached 100 out: 322500000; 300 in 30 out: 63000000
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.path) \(.input_tokens) \(.output_tokens) \(.cache_read_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "/v1/chat/completions 1000 200 0 270000000,/v1/chat/completions 1500 100 500 322500000,/v1/responses 300 30 0 63000000," ]
+	v=$("$LCCTL" sandbox show "$SB")
+	[ "$(echo "$v" | jq -c .tokens)" = '{"input":2800,"output":330,"cache_read":500,"cache_write":0}' ]
+	[ "$(echo "$v" | jq -r .spend_usd)" = 0.0006555 ]
+}
+
+@test "gateway: a budget of \$0.01 ends a stream in flight and refuses the next request, in the provider's shape" {
+	# the stream's message_start costs little; it stalls after it, while a
+	# whole answer of $0.0105 (3000 in, 100 out) spends the budget
+	turns <<'EOF2'
+{"turns": [{"text": "long", "usage": {"input_tokens": 10, "output_tokens": 5}, "stall_at_event": 2, "stall": 20},
+           {"text": "dear", "usage": {"input_tokens": 3000, "output_tokens": 100}},
+           {"text": "never"}]}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 0.01
+	ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}" >"$W/stream.out" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do grep -q '^event: content_block_start' "$W/stream.out" && break; sleep 0.1; done
+	grep -q '^event: message_start' "$W/stream.out"
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = dear ]
+	# the stream in flight ends at once, with an error event of Anthropic's shape
+	wait "$spid"
+	cat "$W/stream.out"
+	grep -q '^event: error$' "$W/stream.out"
+	grep '^data: {"type":"error"' "$W/stream.out" | sed 's/^data: //' | jq -e '.error.type == "billing_error" and (.error.message | test("budget of \\$0.01 is spent"))'
+	! grep -q 'message_stop' "$W/stream.out"
+	# the next request is refused before it reaches the provider
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 402 ]
+	echo "${lines[0]}" | jq -e '.type == "error" and .error.type == "billing_error"'
+	[ "$(jq -s length "$W/req.jsonl")" -eq 2 ]
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.status) \(.budget_exceeded)"' | sort | tr '\n' ,)" = "cut 200 1,ok 200 1,refused 402 1," ]
+	v=$("$LCCTL" sandbox show "$SB")
+	echo "$v" | jq -e '.model_gateway.budget_exceeded == true and .spend_usd >= 0.01'
+	# OpenAI's shape for the same refusal
+	stop_lcd
+	dbl_stop model
+	REAL_KEY="sk-proj-REAL-$RANDOM"
+	turns <<'EOF2'
+{"turns": [{"text": "dear", "usage": {"input_tokens": 100000, "output_tokens": 100}}, {"text": "never"}]}
+EOF2
+	rm -f "$LCRUN_ROOT/lcd.db"* "$W/req.jsonl"
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 0.01
+	run ask "$SB" '{"model": "gpt-4o-mini", "messages": []}'
+	[ "${lines[-1]}" = 200 ]
+	run ask "$SB" '{"model": "gpt-4o-mini", "messages": []}'
+	echo "$output"
+	[ "${lines[-1]}" = 402 ]
+	echo "${lines[0]}" | jq -e '.error.type == "insufficient_quota" and .error.code == "budget_exceeded"'
+}
+
+@test "gateway: the key is nowhere in the sandbox, and the sandbox cannot reach the provider itself" {
+	turns <<'EOF2'
+{"turns": [{"text": "a"}], "loop": true}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox -e FOO=bar
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	[ "${lines[-1]}" = 200 ]
+	# every process's environment and command line, and the places a sandbox
+	# writes: the key goes in on stdin only, as grep's pattern
+	run sh -c "printf '%s\n' '$REAL_KEY' | '$LCCTL' sandbox exec -i '$SB' -- sh -c 'sleep 30 & grep -rlsF -f /dev/stdin /proc/[0-9]*/environ /proc/[0-9]*/cmdline /tmp /root /home /run /etc /var/tmp; echo rc=\$?'"
+	echo "$output"
+	[ "${lines[-1]}" = rc=1 ]
+	# nor in lcd's log and state, nor in the sandbox's
+	! grep -rqF "$REAL_KEY" "$T/lcd.log" "$LCRUN_STATE_DIR"
+	# the double is routed from the host, but the sandbox's chain lets
+	# only the gateway's port on the host through
+	run "$LCCTL" sandbox exec "$SB" -- curl -sS -k --max-time 3 "https://$DBL4:$DBL_PORT/v1/models"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'curl -sS --max-time 3 "http://${ANTHROPIC_BASE_URL#http://}" -o /dev/null -w "%{http_code}"; h=${ANTHROPIC_BASE_URL#http://}; curl -sS --max-time 3 "http://${h%:*}:22/" -o /dev/null'
+	echo "$output"
+	[ "$status" -ne 0 ]
+	# the provider saw requests only through the gateway, with the real key
+	[ "$(jq -r '.headers["x-api-key"]' "$W/req.jsonl" | sort -u)" = "$REAL_KEY" ]
+}
+
+@test "gateway: a client gone mid-stream, a provider that stalls, breaks off or answers garbage; the gateway serves on" {
+	turns <<'EOF2'
+{"turns": [{"text": "slow", "stall_at_event": 2, "stall": 8, "usage": {"input_tokens": 7, "output_tokens": 1}},
+           {"text": "stall", "stall": 20},
+           {"text": "stall mid-stream", "stall_at_event": 3, "stall": 20},
+           {"text": "cut", "cut_after_events": 3},
+           {"text": "garbage", "malformed": true},
+           {"text": "fine", "usage": {"input_tokens": 11, "output_tokens": 2}}]}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox
+	# the client hangs up while the provider is silent
+	run ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}" --max-time 2
+	for _ in $(seq 100); do [ "$(ledger "sandbox_id = '$SB'" | wc -l)" -ge 1 ] && break; sleep 0.1; done
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.input_tokens)"')" = "client_gone 7" ]
+	# the provider sends nothing for idle_timeout (3 s): 504 in the provider's shape
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 504 ]
+	echo "${lines[0]}" | jq -e '.type == "error" and .error.type == "api_error"'
+	# ... or stops sending mid-stream: the stream ends with an error event
+	run ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	printf '%s\n' "${lines[@]}" | grep -q '^event: error$'
+	printf '%s\n' "${lines[@]}" | grep -q 'sent nothing for 3 s'
+	# ... or drops the connection mid-stream
+	run ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}"
+	echo "$output"
+	printf '%s\n' "${lines[@]}" | grep -q '^event: error$'
+	printf '%s\n' "${lines[@]}" | grep -q 'broke off'
+	# ... or answers with a body that is not JSON: passed on as it is
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	! echo "${lines[0]}" | jq . >/dev/null 2>&1
+	# and the gateway still serves, and counts
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = fine ]
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r .outcome | tr '\n' ,)" = "client_gone,timeout,timeout,upstream_error,ok,ok," ]
+	kill -0 "$LCD_PID"
+}
+
+@test "gateway: Claude Code of the agent-cli image completes a run through the gateway, metered turn by turn" {
+	gw_share_images
+	agent_cli_image
+	turns <<'EOF2'
+{"turns": [{"tool_use": {"name": "Bash", "input": {"command": "echo through-the-gateway > /tmp/out.txt"}},
+            "usage": {"input_tokens": 1200, "output_tokens": 80}},
+           {"text": "Done.", "usage": {"input_tokens": 1500, "output_tokens": 20, "cache_read_input_tokens": 1000}}]}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --image agent-cli -u 1000:1000 -w /home/agent --budget-usd 1
+	run "$LCCTL" sandbox exec -e CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 "$SB" -- \
+		claude -p "write the file" --output-format json --dangerously-skip-permissions --model "$S4"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	echo "$output" | jq -e '.is_error == false and .result == "Done."'
+	[ "$("$LCCTL" sandbox exec "$SB" -- cat /tmp/out.txt)" = through-the-gateway ]
+	[ "$(jq -r '.headers["x-api-key"]' "$W/req.jsonl" | sort -u)" = "$REAL_KEY" ]
+	[ "$(jq -s length "$W/req.jsonl")" -eq 2 ]
+	# streamed turns: 1200*3 + 80*15 = 4800 µ$; 1500*3 + 20*15 + 1000*0.3 = 5100 µ$
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.input_tokens) \(.output_tokens) \(.cache_read_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "ok 1200 80 0 4800000000,ok 1500 20 1000 5100000000," ]
+	[ "$("$LCCTL" sandbox show "$SB" | jq -r .spend_usd)" = 0.0099 ]
+}
