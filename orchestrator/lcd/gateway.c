@@ -232,15 +232,6 @@ int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc
 
 /* ---- tokens ---- */
 
-static void token_hash(const char *token, char hex[65])
-{
-	unsigned char md[32];
-	lc_sha256_t *h = lc_sha256_new();
-	lc_sha256_update(h, token, strlen(token));
-	lc_sha256_final(h, md);
-	lc_sha256_hex(md, hex);
-}
-
 /* A fresh token for id: its hash in lcd.db, the token itself in memory
  * only (it goes into each exec's environment). */
 static int token_issue(gw_t *gw, const char *id, lc_error_t **err)
@@ -249,7 +240,7 @@ static int token_issue(gw_t *gw, const char *id, lc_error_t **err)
 	memcpy(tok, TOKEN_PREFIX, sizeof(TOKEN_PREFIX) - 1);
 	lc_random_hex(tok + sizeof(TOKEN_PREFIX) - 1, TOKEN_HEX);
 	tok[TOKEN_LEN] = '\0';
-	token_hash(tok, hex);
+	lcd_token_hash(tok, hex);
 	if (lcd_db_exec(gw->lcd->db, err, "UPDATE gateway_sandboxes SET token_hash = ? WHERE sandbox_id = ?", "ss", hex,
 			id) < 0) {
 		explicit_bzero(tok, sizeof(tok));
@@ -999,7 +990,7 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	if (strlen(tok) != TOKEN_LEN || strncmp(tok, TOKEN_PREFIX, sizeof(TOKEN_PREFIX) - 1))
 		return false;
 	char hex[65];
-	token_hash(tok, hex);
+	lcd_token_hash(tok, hex);
 	_cleanup_json_ json_t *rows = lcd_db_query(
 		gw->lcd->db, NULL,
 		"SELECT sandbox_id, provider, secret, budget_pusd, task_id, app, function FROM gateway_sandboxes WHERE token_hash = ?",

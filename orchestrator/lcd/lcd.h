@@ -125,6 +125,8 @@ typedef struct lcd_caller {
 } lcd_caller_t;
 #define LCD_TOKEN_LEN 64
 /* Find a live task token (stored as its SHA-256 only). */
+/* The SHA-256 of a token, in hex: what lcd.db keeps of it. */
+void lcd_token_hash(const char *token, char hex[65]);
 bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
