@@ -221,11 +221,12 @@ EOF2
            {"text": "dear", "usage": {"input_tokens": 3000, "output_tokens": 100}},
            {"text": "never"}]}
 EOF2
-	gw_up anthropic-double.py "$W/turns.json"
+	gw_up anthropic-double.py "$W/turns.json" '{"idle_timeout": 60}'
 	gw_sandbox --budget-usd 0.01
 	ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}" >"$W/stream.out" 2>&1 &
 	spid=$!
-	for _ in $(seq 100); do grep -q '^event: content_block_start' "$W/stream.out" && break; sleep 0.1; done
+	# the double stalls after message_start and ping
+	for _ in $(seq 100); do grep -q '^event: ping' "$W/stream.out" && break; sleep 0.1; done
 	grep -q '^event: message_start' "$W/stream.out"
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	echo "$output"
@@ -274,7 +275,7 @@ EOF2
 	[ "${lines[-1]}" = 200 ]
 	# every process's environment and command line, and the places a sandbox
 	# writes: the key goes in on stdin only, as grep's pattern
-	run sh -c "printf '%s\n' '$REAL_KEY' | '$LCCTL' sandbox exec -i '$SB' -- sh -c 'sleep 30 & grep -rlsF -f /dev/stdin /proc/[0-9]*/environ /proc/[0-9]*/cmdline /tmp /root /home /run /etc /var/tmp; echo rc=\$?'"
+	run sh -c "printf '%s\n' '$REAL_KEY' | '$LCCTL' sandbox exec -i '$SB' -- sh -c 'cat >/dev/shm/.k; sleep 5 & grep -rlsF -f /dev/shm/.k /proc/[0-9]*/environ /proc/[0-9]*/cmdline /tmp /root /home /run /etc /var/tmp; echo rc=\$?; rm /dev/shm/.k'"
 	echo "$output"
 	[ "${lines[-1]}" = rc=1 ]
 	# nor in lcd's log and state, nor in the sandbox's
