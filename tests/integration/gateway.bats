@@ -303,8 +303,10 @@ EOF2
 EOF2
 	gw_up anthropic-double.py "$W/turns.json"
 	gw_sandbox
-	# the client hangs up while the provider is silent
-	run ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}" --max-time 2
+	# the client hangs up while the provider is silent (after message_start and ping)
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'curl -sS -N -H "x-api-key: $ANTHROPIC_API_KEY" -d "{\"model\": \"claude-sonnet-4-5\", \"stream\": true, \"messages\": []}" "$ANTHROPIC_BASE_URL/v1/messages" >/tmp/o & for i in $(seq 200); do grep -q "^event: ping" /tmp/o && break; sleep 0.05; done; kill $!; cat /tmp/o'
+	echo "$output"
+	[[ "$output" == *"event: message_start"* ]]
 	for _ in $(seq 100); do [ "$(ledger "sandbox_id = '$SB'" | wc -l)" -ge 1 ] && break; sleep 0.1; done
 	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.input_tokens)"')" = "client_gone 7" ]
 	# the provider sends nothing for idle_timeout (3 s): 504 in the provider's shape
