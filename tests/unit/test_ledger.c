@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ledger.h"
+#include "manifest.h"
 #include "util.h"
 
 static lcd_prices_t *prices_of(const char *text, lc_error_t **err)
@@ -331,6 +332,48 @@ START_TEST(test_ledger_sums)
 }
 END_TEST
 
+/* A manifest's budgets: a function's budget_usd, the app's budget.daily_usd. */
+static int app_of(const char *text, lcd_app_t **app, char **msg)
+{
+	json_t *m = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(m);
+	lc_error_t *err = NULL;
+	*app = NULL;
+	int r = lcd_app_parse(m, app, &err);
+	json_decref(m);
+	*msg = err ? strdup(err->msg) : NULL;
+	lc_error_free(err);
+	return r;
+}
+
+START_TEST(test_manifest_budgets)
+{
+	lcd_app_t *app;
+	char *msg;
+	ck_assert_int_eq(app_of("{\"name\": \"a\", \"functions\": {\"f\": {\"command\": \"true\", \"budget_usd\": 0.25}}, "
+				"\"budget\": {\"daily_usd\": 20}}", &app, &msg), 0);
+	ck_assert_int_eq(lcd_app_function(app, "f")->budget_pusd, 250000000000LL);
+	ck_assert_int_eq(app->daily_budget_pusd, 20 * LCD_PUSD_PER_USD);
+	lcd_app_unref(app);
+	ck_assert_int_eq(app_of("{\"name\": \"a\", \"functions\": {\"f\": {\"command\": \"true\"}}}", &app, &msg), 0);
+	ck_assert_int_eq(lcd_app_function(app, "f")->budget_pusd, 0); /* no cap */
+	ck_assert_int_eq(app->daily_budget_pusd, 0);
+	lcd_app_unref(app);
+	ck_assert_int_eq(app_of("{\"name\": \"a\", \"functions\": {\"f\": {\"command\": \"true\", \"budget_usd\": 0}}}", &app,
+				&msg), -1);
+	ck_assert_str_eq(msg, "functions.f.budget_usd: expected an amount of dollars above 0 and at most 1e+06");
+	free(msg);
+	ck_assert_int_eq(app_of("{\"name\": \"a\", \"functions\": {\"f\": {\"command\": \"true\"}}, \"budget\": {\"daily\": 1}}",
+				&app, &msg), -1);
+	ck_assert_str_eq(msg, "budget.daily: unknown key");
+	free(msg);
+	ck_assert_int_eq(app_of("{\"name\": \"a\", \"functions\": {\"f\": {\"command\": \"true\"}}, \"budget\": 5}", &app, &msg),
+			 -1);
+	ck_assert_str_eq(msg, "budget: expected an object {\"daily_usd\": N}");
+	free(msg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ledger");
@@ -344,6 +387,7 @@ int main(void)
 	tcase_add_test(tc, test_meter_malformed);
 	tcase_add_test(tc, test_meter_openai);
 	tcase_add_test(tc, test_ledger_sums);
+	tcase_add_test(tc, test_manifest_budgets);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
