@@ -361,3 +361,36 @@ EOF2
 	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.input_tokens) \(.output_tokens) \(.cache_read_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "ok 1200 80 0 4800000000,ok 1500 20 1000 5100000000," ]
 	[ "$("$LCCTL" sandbox show "$SB" | jq -r .spend_usd)" = 0.0099 ]
 }
+
+@test "gateway: a task's sandbox is held to its function's budget_usd; lcctl task show has the task's spend" {
+	turns <<'EOF2'
+{"turns": [{"text": "dear", "usage": {"input_tokens": 3000, "output_tokens": 100}}, {"text": "never"}]}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	# the function makes a sandbox with the gateway (no budget of its own)
+	# and asks twice; the function's budget is $0.01
+	cat >"$W/agent.py" <<'EOF2'
+import json
+from lcrun_client import Client
+sb = Client().create_sandbox(model_gateway={"provider": "anthropic", "secret": "ANTHROPIC_API_KEY"})
+cmd = ('curl -sS -o /dev/null -w "%{http_code}" -H "x-api-key: $ANTHROPIC_API_KEY" -H "content-type: application/json" '
+       '-d "{\"model\": \"claude-sonnet-4-5\", \"messages\": []}" "$ANTHROPIC_BASE_URL/v1/messages"')
+codes = [sb.run(cmd).stdout for _ in range(2)]
+json.dump({"sandbox": sb.id, "codes": codes}, open("/run/task/result.json", "w"))
+sb.destroy()
+EOF2
+	jq -n --rawfile s "$W/agent.py" '{name: "gwa", functions: {agent: {command: ["/usr/bin/python3", "-c", $s],
+		timeout: 120, secrets: ["ANTHROPIC_API_KEY"], budget_usd: 0.01}}, sandboxes: {max: 2}}' >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json"
+	t=$("$LCCTL" run --detach gwa:agent)
+	wait_state "$t" succeeded 120
+	v=$("$LCCTL" task show "$t")
+	echo "$v" | jq .
+	echo "$v" | jq -e '.result.codes == ["200", "402"]'
+	[ "$(echo "$v" | jq -r .spend_usd)" = 0.0105 ]
+	echo "$v" | jq -e '.tokens.input == 3000 and .tokens.output == 100 and .model_requests == 1 and .budget_exceeded == true'
+	sb=$(echo "$v" | jq -r .result.sandbox)
+	[ "$(ledger "task_id = '$t'" | jq -r '"\(.sandbox_id) \(.app) \(.outcome) \(.budget_exceeded)"' | tr '\n' ,)" = "$sb gwa ok 1,$sb gwa refused 1," ]
+	grep -q "the task's model budget of \$0.01 is spent" "$T/lcd.log" || "$LCCTL" task logs "$t"
+	[ "$(jq -s length "$W/req.jsonl")" -eq 1 ]
+}
