@@ -374,7 +374,7 @@ import json
 from lcrun_client import Client
 sb = Client().create_sandbox(model_gateway={"provider": "anthropic", "secret": "ANTHROPIC_API_KEY"})
 cmd = ('curl -sS -o /dev/null -w "%{http_code}" -H "x-api-key: $ANTHROPIC_API_KEY" -H "content-type: application/json" '
-       '-d "{\"model\": \"claude-sonnet-4-5\", \"messages\": []}" "$ANTHROPIC_BASE_URL/v1/messages"')
+       '-d \'{"model": "claude-sonnet-4-5", "messages": []}\' "$ANTHROPIC_BASE_URL/v1/messages"')
 codes = [sb.run(cmd).stdout for _ in range(2)]
 json.dump({"sandbox": sb.id, "codes": codes}, open("/run/task/result.json", "w"))
 sb.destroy()
@@ -391,6 +391,6 @@ EOF2
 	echo "$v" | jq -e '.tokens.input == 3000 and .tokens.output == 100 and .model_requests == 1 and .budget_exceeded == true'
 	sb=$(echo "$v" | jq -r .result.sandbox)
 	[ "$(ledger "task_id = '$t'" | jq -r '"\(.sandbox_id) \(.app) \(.outcome) \(.budget_exceeded)"' | tr '\n' ,)" = "$sb gwa ok 1,$sb gwa refused 1," ]
-	grep -q "the task's model budget of \$0.01 is spent" "$T/lcd.log" || "$LCCTL" task logs "$t"
+	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused," "$T/lcd.log"
 	[ "$(jq -s length "$W/req.jsonl")" -eq 1 ]
 }
