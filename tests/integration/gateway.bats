@@ -394,3 +394,27 @@ EOF2
 	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused," "$T/lcd.log"
 	[ "$(jq -s length "$W/req.jsonl")" -eq 1 ]
 }
+
+@test "gateway: Codex CLI of the agent-cli image completes a run through the gateway (a provider block at OPENAI_BASE_URL)" {
+	gw_share_images
+	agent_cli_image
+	turns <<'EOF2'
+{"turns": [
+ {"tool_call": {"name": "exec_command", "arguments": {"cmd": "echo codex-through-the-gateway > /tmp/out.txt"}},
+  "usage": {"input_tokens": 1000, "output_tokens": 100, "cached_tokens": 200}},
+ {"text": "Done with codex.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500}}]}
+EOF2
+	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM"
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox --image agent-cli -u 1000:1000 -w /home/agent
+	# codex reads its base URL from a provider block, not from OPENAI_BASE_URL
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'mkdir -p "$HOME/.codex" && printf "model_provider = \"lcrun\"\nmodel = \"gpt-5\"\n[model_providers.lcrun]\nname = \"lcrun\"\nbase_url = \"%s\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n[analytics]\nenabled = false\n" "$OPENAI_BASE_URL" >"$HOME/.codex/config.toml" && codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "write the file" </dev/null'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Done with codex."* ]]
+	[ "$("$LCCTL" sandbox exec "$SB" -- cat /tmp/out.txt)" = codex-through-the-gateway ]
+	[ "$(jq -r '"\(.path) \(.headers.authorization) \(.body.model)"' "$W/req.jsonl" | sort -u)" = "/v1/responses Bearer $REAL_KEY gpt-5" ]
+	# gpt-5: 800 in, 200 cached, 100 out; 500 in, 1500 cached, 10 out
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.path) \(.input_tokens) \(.cache_read_tokens) \(.output_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "/v1/responses 800 200 100 2025000000,/v1/responses 500 1500 10 912500000," ]
+	[ "$("$LCCTL" sandbox show "$SB" | jq -r .spend_usd)" = 0.0029375 ]
+}
