@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -394,6 +395,11 @@ static void *acceptor(void *arg)
 				int c = accept4(pfd[i].fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
 				if (c < 0)
 					break;
+				/* an SSE event, and a stream's last chunk, go out at
+				 * once: without this, Nagle holds a small write until
+				 * the sandbox's delayed ACK (40 ms) */
+				int one = 1;
+				setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 				/* libmicrohttpd owns (and closes) it from here */
 				if (MHD_add_connection(gw->d, c, (struct sockaddr *)&ss, sl) != MHD_YES)
 					lcd_log("model gateway: a connection was refused (%d connections at most)", CONN_LIMIT);
