@@ -168,6 +168,7 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	environ = full;
 	if (prog && lc_seccomp_install(prog, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
+	lc_trace("command: exec");
 	execvp(argv[0], argv);
 	int e = errno;
 	if (e == ENOENT || e == ENOTDIR)
@@ -247,6 +248,7 @@ void lc_init_main(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **e
 				sig = WTERMSIG(status);
 				code = 128 + sig;
 			}
+			lc_trace("pid 1: command exited");
 			lc_msg_send(sync_fd, LC_MSG_EXIT, code, sig, NULL);
 			_exit(code);
 		}

@@ -702,8 +702,10 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 		.id = id, .veth = l.veth, .addr4 = l.addr4, .addr6 = l.addr6,
 		.pool4 = l.pool.pool4, .pool6 = l.pool.pool6,
 	};
+	lc_trace("net: address leased");
 	if (setup_links(&l, netns_fd, &veth, err) < 0)
 		goto fail;
+	lc_trace("net: veth, addresses, routes");
 	if (set_sysctl_on("/proc/sys/net/ipv4/ip_forward", err) < 0)
 		goto fail;
 	if (l.addr6[0] && set_sysctl_on("/proc/sys/net/ipv6/conf/all/forwarding", err) < 0)
@@ -727,10 +729,12 @@ int lc_net_teardown(const char *id, lc_error_t **err)
 	lc_fw_target_t t = {.id = id};
 	if (fw_locked(fw_remove_cb, &t, NULL, err) < 0)
 		ret = -1;
+	lc_trace("net: chains removed");
 	char veth[IF_NAMESIZE];
 	snprintf(veth, sizeof(veth), "lc%s", id);
 	if (delete_link(veth, ret < 0 ? NULL : err) < 0)
 		ret = -1;
+	lc_trace("net: veth deleted");
 	/* The lease goes last: while anything else might remain, gc can
 	 * still find the sandbox by it. */
 	if (ret == 0 && lc_netpool_release(id, err) < 0)

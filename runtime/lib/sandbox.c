@@ -43,23 +43,7 @@
 
 
 
-/* LCRUN_TRACE=1: phase timings on stderr, for finding where start-up goes. */
-static void trace(const char *what)
-{
-	static int on = -1;
-	static struct timespec t0;
-	if (on < 0) {
-		const char *v = getenv("LCRUN_TRACE");
-		on = v && *v == '1';
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-	}
-	if (!on)
-		return;
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	fprintf(stderr, "lcrun: trace %8.3f ms %s\n",
-		(double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, what);
-}
+#define trace lc_trace
 
 /* ---- the user namespace used to idmap lower layers ---------------------- */
 
@@ -158,6 +142,7 @@ static void pid1_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
+	trace("pid 1: root finished");
 	const char *wd = c->spec->workdir ? c->spec->workdir : "/";
 	struct stat st;
 	if (stat(wd, &st) < 0) {
@@ -204,9 +189,11 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
 	}
+	trace("staging: mount and network namespaces");
 	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
 	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
+	trace("staging: overlays mounted");
 	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
 		staging_fail(c, e);
@@ -228,6 +215,7 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (lc_mounts_open_staged(&c->plan, &e) < 0)
 		staging_fail(c, e);
+	trace("staging: sandbox namespaces");
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid < 0) {
@@ -542,6 +530,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			lc_error_free(e);
 		}
 		c->net_up = false;
+		trace("network removed");
 	}
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
@@ -549,6 +538,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			lc_error_print(e, "lcrun: warning");
 			lc_error_free(e);
 		}
+		trace("cgroup removed");
 	}
 	if (!keep && c->sbdir) {
 		/* The overlay may still be mounted for a moment in the dying
@@ -564,7 +554,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			usleep(i < 20 ? 500 : 5000);
 		}
 	}
-	trace("cgroup removed, dirs removed");
+	trace("dirs removed");
 	if (!keep && c->state_written)
 		lc_state_remove(c->id);
 	else if (!keep && c->name_linked) {
@@ -740,6 +730,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 				if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0)
 					return -1;
 				c->net_up = true;
+				trace("network set up");
 			}
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
