@@ -525,7 +525,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	trace("teardown");
 	if (c->net_up) {
 		lc_error_t *e = NULL;
-		if (lc_net_teardown(c->id, &e) < 0) {
+		if (lc_net_teardown_exited(c->id, &e) < 0) {
 			lc_error_print(e, "lcrun: warning");
 			lc_error_free(e);
 		}
