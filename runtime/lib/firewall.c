@@ -15,6 +15,7 @@
 #include <nftables/libnftables.h>
 
 #include "firewall.h"
+#include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
 #include "util.h"
@@ -293,6 +294,8 @@ static void nft_freep(struct nft_ctx **c)
 
 static struct nft_ctx *nft_open(lc_error_t **err)
 {
+	if (lc_netlibs_load(err) < 0)
+		return NULL;
 	/* libnftables ends the whole process when it cannot open its netlink
 	 * socket; find out first, and fail like a library should. */
 	int probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);

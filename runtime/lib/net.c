@@ -20,6 +20,7 @@
 #include <netlink/route/route.h>
 
 #include "firewall.h"
+#include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
 #include "util.h"
@@ -480,6 +481,8 @@ static void nl_sock_freep(struct nl_sock **s)
 
 static struct nl_sock *nl_open(lc_error_t **err)
 {
+	if (lc_netlibs_load(err) < 0)
+		return NULL;
 	struct nl_sock *sk = nl_socket_alloc();
 	if (!sk) {
 		lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot allocate a netlink socket");
