@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lifecycle.h"
 #include "net.h"
+#include "sandbox_priv.h"
 #include "util.h"
 
 static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)
@@ -108,6 +110,25 @@ static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
 	}
 }
 
+/* Sandbox directories a background removal left (its process was killed):
+ * a live one holds a flock on its entry. */
+static void gc_trash(json_t *removed)
+{
+	_cleanup_free_ char *parent = lc_trash_dir();
+	_cleanup_dir_ DIR *d = opendir(parent);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
+		_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+			continue;
+		if (lc_rm_rf(path, NULL) == 0)
+			note(removed, "removed directory %s", path);
+	}
+}
+
 static void gc_names(json_t *removed)
 {
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/names", lc_run_dir());
@@ -157,6 +178,7 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 		gc_orphans(cgparent, true, removed);
 	gc_orphans(sbparent, false, removed);
 	gc_names(removed);
+	gc_trash(removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)
