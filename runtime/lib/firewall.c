@@ -468,16 +468,6 @@ static void collect_removal(const char *kind, const char *container, const char 
 	json_array_append_new(r->cmds, cmd("delete", element(container, key)));
 }
 
-/* Closing the last reference to a netfilter netlink socket makes the
- * kernel finish freeing what earlier transactions deleted (nf_tables'
- * destroy work, which waits for an RCU grace period: 10-15 ms here) before
- * close(2) returns.  The chains are gone once the commit is acknowledged;
- * only the freeing is left.  So after a deleting commit a grandchild takes
- * a reference to the socket and drops it when the caller has closed its
- * own: the wait happens there, off the caller's path.  It keeps no other
- * descriptor (not even stdio), lives one grace period, and is reaped by
- * init (the middle process exits at once).  Returns the fd whose close releases it, or -1
- * (then the caller simply waits as before). */
 static bool is_nfnetlink(int fd)
 {
 	int dom = 0, proto = 0;
@@ -493,6 +483,16 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* Closing the last reference to a netfilter netlink socket makes the
+ * kernel finish freeing what earlier transactions deleted (nf_tables'
+ * destroy work, which waits for an RCU grace period: 10-15 ms here) before
+ * close(2) returns.  The chains are gone once the commit is acknowledged;
+ * only the freeing is left.  So after a deleting commit a grandchild takes
+ * a reference to the socket and drops it when the caller has closed its
+ * own: the wait happens there, off the caller's path.  It keeps no other
+ * descriptor (not even stdio), lives one grace period, and is reaped by
+ * init (the middle process exits at once).  Returns the fd whose close
+ * releases it, or -1 (then the caller waits as before). */
 static int release_elsewhere(void)
 {
 	/* The descriptors the grandchild keeps: the netfilter sockets (found

@@ -675,7 +675,7 @@ static int delete_link(const char *name, lc_error_t **err)
  * sandbox's veth pair goes with its network namespace, which the kernel
  * frees in the background once pid 1 is gone.  Deleting the pair
  * ourselves costs about 35 ms in the kernel (unregistering waits on RCU),
- * racing that clean-up 10-40 ms more; it usually finishes within 10 ms.
+ * racing that clean-up 10-40 ms more; it usually finishes within 1-15 ms.
  * Past 100 ms (something still holds the namespace: a socket passed out
  * of the sandbox) the caller deletes it, as before. */
 static bool outlives_namespace(const char *name)
@@ -754,7 +754,7 @@ static int teardown(const char *id, bool exited, lc_error_t **err)
 	snprintf(veth, sizeof(veth), "lc%s", id);
 	if ((!exited || outlives_namespace(veth)) && delete_link(veth, ret < 0 ? NULL : err) < 0)
 		ret = -1;
-	lc_trace("net: veth deleted");
+	lc_trace("net: veth gone");
 	/* The lease goes last: while anything else might remain, gc can
 	 * still find the sandbox by it. */
 	if (ret == 0 && lc_netpool_release(id, err) < 0)
