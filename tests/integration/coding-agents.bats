@@ -587,7 +587,10 @@ EOF
 		[[ "$(jq -r .result.error <<<"$w")" == "solve-issue for issue:octo/demo#7 was not started (the claim is released): "*"is full"* ]]
 	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
 	[ "$status" -ne 0 ]
-	# three agent sandboxes, one per running task
+	# three agent sandboxes, one per running task (a task is running
+	# before its sandbox is made: wait for them, never more than 3)
+	for _ in $(seq 300); do [ "$("$LCCTL" sandbox ls --json | jq length)" -ge 3 ] && break; sleep 0.1; done
+	"$LCCTL" sandbox ls
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 3 ]
 	"$LCCTL" app delete coding-agents >/dev/null
 }
