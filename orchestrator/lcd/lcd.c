@@ -85,6 +85,7 @@ struct config {
 	long long catchup_max;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
+	char *workloads_dir, *apps_dir;
 };
 
 static int config_load(const char *path, bool must_exist, struct config *c, lc_error_t **err)
@@ -123,6 +124,10 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->webhook_tls_key;
 		else if (!strcmp(key, "webhook_max_body"))
 			n = &c->webhook_max_body;
+		else if (!strcmp(key, "workloads_dir"))
+			s = &c->workloads_dir;
+		else if (!strcmp(key, "apps_dir"))
+			s = &c->apps_dir;
 		else
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: unknown key", path, key);
 		if (s) {
@@ -156,6 +161,51 @@ static char *python_dir(void)
 	if (access(LC_SRCDIR "/contrib/python/lcrun_client/__init__.py", R_OK) == 0)
 		return strdup(LC_SRCDIR "/contrib/python");
 	return NULL;
+}
+
+/* Is this lcd the one in the build tree (run from a checkout, as the
+ * tests do)?  Then the build tree's workloads and apps go into tasks, not
+ * whatever an earlier `make install` left. */
+static bool from_build_tree(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	size_t b = strlen(LC_BUILDDIR);
+	return !strncmp(exe, LC_BUILDDIR, b) && exe[b] == '/';
+}
+
+/* A directory bound read-only into every task: the configured one (which
+ * must exist), else the build tree's when lcd runs from it, else the
+ * installed one, else none (NULL). */
+static int task_dir(const char *key, const char *configured, const char *installed, const char *built, char **out,
+		    lc_error_t **err)
+{
+	struct stat st;
+	*out = NULL;
+	if (configured) {
+		if (configured[0] != '/')
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "config: %s: expected an absolute path", key);
+		if (stat(configured, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "config: %s: %s", key, configured);
+		if (!S_ISDIR(st.st_mode))
+			return lc_error_set(err, LC_EXIT_NOENT, ENOTDIR, "config: %s: %s", key, configured);
+		*out = strdup(configured);
+		return 0;
+	}
+	const char *order[2] = { installed, built };
+	if (from_build_tree()) {
+		order[0] = built;
+		order[1] = installed;
+	}
+	for (size_t i = 0; i < 2; i++)
+		if (stat(order[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			*out = strdup(order[i]);
+			return 0;
+		}
+	return 0;
 }
 
 static int open_socket(const char *path, const char *group, lc_error_t **err)
@@ -350,6 +400,13 @@ int main(int argc, char **argv)
 		return fail(err);
 	}
 	lcd.python_dir = python_dir();
+	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
+		     &lcd.workloads_dir, &err) < 0 ||
+	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0) {
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
 	    lcd_sandboxes_recover(&lcd, &err) < 0) {
@@ -441,6 +498,8 @@ int main(int argc, char **argv)
 	free(lcd.clock_file);
 	free(lcd.task_socket);
 	free(lcd.python_dir);
+	free(lcd.workloads_dir);
+	free(lcd.apps_dir);
 	lcd_log("stopped");
 	return 0;
 }
