@@ -96,6 +96,21 @@ static const char *const migrations[] = {
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
 	"CREATE INDEX sandboxes_app ON sandboxes(app);",
+	/* 3 -> 4: sandboxes that ended, kept 30 days for GET
+	 * /v1/sandboxes?history=1 (sandboxes.c) */
+	"CREATE TABLE sandbox_history ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  image TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  ended_at INTEGER NOT NULL,"
+	"  end_reason TEXT NOT NULL);"
+	"CREATE INDEX sandbox_history_app ON sandbox_history(app, created_at);"
+	"CREATE INDEX sandbox_history_age ON sandbox_history(ended_at);",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)
