@@ -122,8 +122,9 @@ typedef struct lcd_caller {
 bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
- * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, LC_TASK_APP
- * and LC_TASK_FUNCTION. */
+ * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, the
+ * workload programs read-only at /run/lcd/bin, the apps' files read-only
+ * at /run/lcd/apps, LC_TASK_APP and LC_TASK_FUNCTION. */
 int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lcd_function_t *fn, lc_spec_t *spec,
 		    lc_error_t **err);
 /* An attempt of the task ended (however): its token dies and the sandboxes

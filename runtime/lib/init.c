@@ -5,7 +5,9 @@
  * WINCH to the command, and exits with the command's status (128+N for a
  * signal).  It is non-dumpable, so the command cannot ptrace it or read its
  * memory even as root in the sandbox. */
+#include <alloca.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
@@ -43,6 +45,60 @@ static void __attribute__((noreturn, format(printf, 2, 0))) die_child(int code, 
 		/* nothing more to do */
 	}
 	_exit(code);
+}
+
+static bool env_has(char **envp, const char *key)
+{
+	size_t k = strlen(key);
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], key, k) && envp[i][k] == '=')
+			return true;
+	return false;
+}
+
+/* The entry of uid in the sandbox's own /etc/passwd: its name and home, in
+ * static buffers (this runs in a child forked from a possibly threaded
+ * process: no malloc, no NSS).  False when there is none. */
+static bool passwd_lookup(uid_t uid, const char **name, const char **home)
+{
+	static char buf[1 << 18];
+	int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = lc_read_all(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (char *line = buf; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		/* name:password:uid:gid:gecos:home:shell */
+		char *f[7];
+		int nf = 0;
+		for (char *p = line; nf < 7; nf++) {
+			f[nf] = p;
+			char *colon = strchr(p, ':');
+			if (!colon) {
+				nf++;
+				break;
+			}
+			*colon = '\0';
+			p = colon + 1;
+		}
+		char *end;
+		if (nf >= 6 && *f[0] && *f[2]) {
+			unsigned long u = strtoul(f[2], &end, 10);
+			if (!*end && u == uid && f[5][0] == '/') {
+				*name = f[0];
+				*home = f[5];
+				return true;
+			}
+		}
+		line = next;
+	}
+	return false;
 }
 
 void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_prog_t *prog, char **envp,
@@ -85,7 +141,31 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 		die_child(LC_EXIT_NOENT, "workdir %s in the sandbox", workdir, errno);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die_child(LC_EXIT_RUNTIME, "cannot set no_new_privs%s", "", errno);
-	environ = envp;
+	/* HOME, USER and LOGNAME the caller did not set come from the
+	 * sandbox's own /etc/passwd for the uid (else HOME is /root for root
+	 * and /home/user for anyone else, as before). */
+	size_t nenv = 0;
+	while (envp && envp[nenv])
+		nenv++;
+	char **full = alloca((nenv + 4) * sizeof(*full));
+	memcpy(full, envp, nenv * sizeof(*full));
+	static char home_kv[4096 + 8], user_kv[512], logname_kv[512];
+	const char *pw_name = NULL, *pw_home = NULL;
+	bool found = passwd_lookup(spec->uid, &pw_name, &pw_home);
+	if (!env_has(envp, "HOME")) {
+		snprintf(home_kv, sizeof(home_kv), "HOME=%s", found ? pw_home : spec->uid == 0 ? "/root" : "/home/user");
+		full[nenv++] = home_kv;
+	}
+	if (found && !env_has(envp, "USER")) {
+		snprintf(user_kv, sizeof(user_kv), "USER=%s", pw_name);
+		full[nenv++] = user_kv;
+	}
+	if (found && !env_has(envp, "LOGNAME")) {
+		snprintf(logname_kv, sizeof(logname_kv), "LOGNAME=%s", pw_name);
+		full[nenv++] = logname_kv;
+	}
+	full[nenv] = NULL;
+	environ = full;
 	if (prog && lc_seccomp_install(prog, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	execvp(argv[0], argv);

@@ -133,8 +133,8 @@ char **lc_build_env(const lc_spec_t *spec)
 	char **env = NULL;
 	const char *term = getenv("TERM"), *lang = getenv("LANG");
 	lc_strv_push(&env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-	_cleanup_free_ char *home = lc_strdup_printf("HOME=%s", spec->uid == 0 ? "/root" : "/home/user");
-	lc_strv_push(&env, home);
+	/* HOME (USER, LOGNAME) unless given: lc_exec_command reads them from
+	 * the sandbox's /etc/passwd. */
 	_cleanup_free_ char *t = lc_strdup_printf("TERM=%s", term && *term ? term : "xterm");
 	lc_strv_push(&env, t);
 	_cleanup_free_ char *l = lc_strdup_printf("LANG=%s", lang && *lang ? lang : "C.UTF-8");

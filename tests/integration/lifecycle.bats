@@ -129,6 +129,27 @@ wait_for() {
 	[[ "$output" == *"Seccomp:	2"* ]]
 }
 
+@test "HOME, USER and LOGNAME come from the sandbox's /etc/passwd unless given (run, create, exec)" {
+	run "$LCRUN" run -- sh -c 'echo "$HOME|$USER|$LOGNAME"'
+	[ "$output" = "/root|root|root" ]
+	# the host image writes a passwd line for a user of its own
+	run "$LCRUN" run --user 1234:1234 -- sh -c 'echo "$HOME|$USER|$LOGNAME"'
+	[ "$output" = "/home/user|user|user" ]
+	run "$LCRUN" run --user 1234 -e HOME=/tmp -e USER=me -- sh -c 'echo "$HOME|$USER|$LOGNAME"'
+	[ "$output" = "/tmp|me|user" ]
+	new_sandbox
+	# a line the sandbox wrote itself counts, in exec
+	"$LCRUN" exec "$SB" -- sh -c 'mkdir -p /home/dev && cp /etc/passwd /tmp/p && { grep -v "^nobody" /tmp/p; echo "dev:x:2000:2000::/home/dev:/bin/sh"; } >/etc/passwd'
+	run "$LCRUN" exec -u 2000:2000 "$SB" -- sh -c 'echo "$HOME|$USER|$LOGNAME"'
+	[ "$output" = "/home/dev|dev|dev" ]
+	run "$LCRUN" exec -u 2000:2000 -e HOME=/x "$SB" -- sh -c 'echo "$HOME|$USER"'
+	[ "$output" = "/x|dev" ]
+	run "$LCRUN" exec -u 3000 "$SB" -- sh -c 'echo "$HOME|${USER-unset}|${LOGNAME-unset}"'
+	[ "$output" = "/home/user|unset|unset" ]
+	run "$LCRUN" exec "$SB" -- sh -c 'echo "$HOME|$USER"'
+	[ "$output" = "/root|root" ]
+}
+
 @test "exec -t: a pts, the window size, Ctrl-C stops the command and not the sandbox" {
 	command -v script >/dev/null || skip "script(1) is not installed"
 	new_sandbox

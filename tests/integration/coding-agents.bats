@@ -1,0 +1,604 @@
+#!/usr/bin/env bats
+# The coding-agents app (contrib/apps/coding-agents, orchestrator/workloads/
+# lc-agents) end to end against the test doubles: a private lcd per test
+# (its own lcd.db) on one image store per file (the agent-cli image, copied
+# in once, and one repo snapshot made by the repo-builder in setup_file),
+# the GitHub double and the Anthropic double in a network namespace of the
+# test's own, site policies (LCRUN_ETC_DIR) pointing `github`, `model-api`
+# and `open` at them.  The main path runs the real claude CLI of the
+# agent-cli image; the failure cases run tests/fixtures/scripted-agent,
+# which the test repository carries in tools/.  Needs root and the
+# agent-cli image (built by doubles.bats; tests that need it skip, saying
+# why, where it cannot be built).
+
+load helpers
+load doubles-lib
+load lcd-lib
+
+APP=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/app.json
+GH_TOKEN_VALUE=ghs_lcsecret_$$_agentstest
+HOOK_SECRET=hook-secret-$$
+
+# The test repository: a calculator with a bug, its tests, and the
+# scripted agent with one case per issue number.  Fixed dates: the same
+# commits every time, so each test's GitHub double has the snapshot's commit.
+make_source_repo() {
+	local d=$1
+	mkdir -p "$d/tools"
+	cat >"$d/calc.py" <<'EOF'
+def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+EOF
+	cat >"$d/test_calc.py" <<'EOF'
+import unittest
+
+from calc import add, mul
+
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+
+    def test_mul(self):
+        self.assertEqual(mul(2, 3), 6)
+
+
+if __name__ == "__main__":
+    unittest.main()
+EOF
+	cp "$DBL_FIXTURES/scripted-agent" "$d/tools/scripted-agent"
+	cat >"$d/tools/agent.json" <<'EOF'
+{"format": "claude",
+ "cases": [
+  {"match": "issue #7\\b", "steps": [{"replace": "calc.py", "old": "a - b", "new": "a + b"}],
+   "result": {"result": "Fixed add(): it subtracted.", "num_turns": 3, "total_cost_usd": 0.42}},
+  {"match": "issue #8\\b", "steps": [{"replace": "calc.py", "old": "a * b", "new": "a * b + 1"}],
+   "result": {"result": "Changed mul().", "num_turns": 2, "total_cost_usd": 0.1}},
+  {"match": "issue #9\\b", "result": {"result": "Nothing to change: add() is right.", "num_turns": 1, "total_cost_usd": 0.05}},
+  {"match": "issue #10\\b", "steps": [{"replace": "calc.py", "old": "a - b", "new": "a + b"}, {"sleep": 3600}]},
+  {"match": "issue #11\\b", "steps": [{"replace": "calc.py", "old": "a - b", "new": "a + b"}],
+   "result": {"is_error": true, "subtype": "error_max_budget_usd", "result": "", "num_turns": 9, "total_cost_usd": 0.31}},
+  {"match": "issue #12\\b", "steps": [{"run": "sh tools/probe.sh > probe.txt 2>&1"}],
+   "result": {"result": "Probed.", "num_turns": 1, "total_cost_usd": 0.01}},
+  {"match": "issue #13\\b", "steps": [{"sleep": 6}, {"replace": "calc.py", "old": "a - b", "new": "a + b"}],
+   "result": {"result": "Fixed add() slowly.", "num_turns": 2, "total_cost_usd": 0.2}}
+ ],
+ "result": {"result": "Nothing to do."}}
+EOF
+	# What the agent's sandbox can see: the token's name or value
+	# anywhere, and whether the GitHub double answers.  The value's
+	# prefix is split so that this file does not hold it.
+	cat >"$d/tools/probe.sh" <<'EOF'
+pat="ghs_""lcsecret"
+echo "env-name: $(env | grep -c '^GITHUB_TOKEN=')"
+echo "env-value: $(env | grep -c "$pat")"
+echo "proc: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c "$pat")"
+echo "files: $(grep -rls "$pat" /workspace /home /tmp /etc /run /root 2>/dev/null | grep -v '/tools/probe.sh$' | wc -l)"
+if curl -s -m 3 -o /dev/null "$GH_PROBE_URL/repos/octo/demo"; then echo "github: reachable"; else echo "github: unreachable"; fi
+echo "user: $(id -un)"
+EOF
+	git -C "$d" init -q -b main
+	git -C "$d" add -A
+	GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+		git -C "$d" -c user.name=octocat -c user.email=octocat@example.com commit -q -m "A calculator"
+}
+
+# The GitHub double's seed: the repository from the source repo, issues 7-13.
+write_seed() {
+	cat >"$1" <<EOF
+{"tokens": {"$GH_TOKEN_VALUE": "coding-agent[bot]"},
+ "repos": {"octo/demo": {"private": false, "default_branch": "main", "source": "$SRC",
+   "issues": [
+     {"number": 7, "title": "add() subtracts", "body": "add(2, 3) gives -1.", "labels": [], "user": "alice"},
+     {"number": 8, "title": "mul() is off", "body": "Make mul() better.", "labels": [], "user": "alice"},
+     {"number": 9, "title": "add() question", "body": "Is add() right?", "labels": [], "user": "bob"},
+     {"number": 10, "title": "slow", "body": "Takes long.", "labels": [], "user": "bob"},
+     {"number": 11, "title": "expensive", "body": "Costs a lot.", "labels": [], "user": "bob"},
+     {"number": 12, "title": "probe", "body": "What can you see?", "labels": [], "user": "eve"},
+     {"number": 13, "title": "add() subtracts, again", "body": "add(2, 3) gives -1.", "labels": [], "user": "alice"}
+   ]}}}
+EOF
+}
+
+# Site policies (LCRUN_ETC_DIR) pointing the app's policies at the doubles.
+write_policies() { # GHPORT ANTHPORT
+	local p=$LCRUN_ETC_DIR/policies/net
+	mkdir -p "$p"
+	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s]}], "hosts": {"github.com": "%s", "api.github.com": "%s"}}\n' \
+		"$DBL4" "$1" "$DBL4" "$DBL4" >"$p/github.json"
+	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s]}], "hosts": {"api.anthropic.com": "%s"}}\n' \
+		"$DBL4" "$2" "$DBL4" >"$p/model-api.json"
+	# the repo-builder's `open`, narrowed to the GitHub double: nothing
+	# of a test may leave the machine
+	# (and port 1, where nothing listens: the unreachable remote's)
+	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s, 1]}]}\n' "$DBL4" "$1" >"$p/open.json"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# lcd with the webhook listener and the build tree's workloads; the
+# doubles; the app deployed with CONFIG (KEY=VALUE…) on top of the file's.
+start_world() { # [--no-anthropic | --openai] [--script TURNS] [KEY=VALUE…]
+	local anth=1 script=$W/turns.json
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--no-anthropic) anth=0; shift ;;
+		--openai) anth=openai; shift ;;
+		--script) script=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	dbl_netns_up
+	write_seed "$W/seed.json"
+	dbl_start github-double.py gh --listen "$DBL4" --state "$W/gh" --seed "$W/seed.json"
+	GHPORT=$DBL_PORT
+	APORT=9
+	if [ "$anth" = 1 ]; then
+		[ -f "$script" ] || echo '[]' >"$script"
+		dbl_start anthropic-double.py anth --listen "$DBL4" --script "$script" --log "$W/anth.jsonl" \
+			--api-key sk-ant-test-key
+		APORT=$DBL_PORT
+	elif [ "$anth" = openai ]; then
+		[ -f "$script" ] || echo '[]' >"$script"
+		dbl_start openai-double.py openai --listen "$DBL4" --script "$script" --log "$W/openai.jsonl" \
+			--api-key sk-openai-test-key
+		APORT=$DBL_PORT
+	fi
+	write_policies "$GHPORT" "$APORT"
+	HOOKPORT=$(free_port)
+	printf '{"webhook_listen": "127.0.0.1:%s", "workloads_dir": "%s"}\n' "$HOOKPORT" "$WORKLOADS" >"$T/lcd.json"
+	start_lcd
+	printf '%s' "$GH_TOKEN_VALUE" | "$LCCTL" secret set GITHUB_TOKEN
+	printf '%s' sk-ant-test-key | "$LCCTL" secret set ANTHROPIC_API_KEY
+	printf '%s' sk-openai-test-key | "$LCCTL" secret set OPENAI_API_KEY
+	printf '%s' "$HOOK_SECRET" | "$LCCTL" secret set GITHUB_WEBHOOK_SECRET
+	local cfg=(--config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT"
+		--config "ANTHROPIC_BASE_URL=http://$DBL4:$APORT" --config "TEST_COMMAND=python3 -m unittest -q"
+		--config "AGENT_MODEL=claude-sonnet-4-5" --config "AGENT_TIMEOUT_SECONDS=120")
+	local kv
+	for kv in "$@"; do cfg+=(--config "$kv"); done
+	"$LCCTL" deploy "${APP_FILE:-$APP}" "${cfg[@]}" >/dev/null
+	HOOK_URL=http://127.0.0.1:$HOOKPORT/hooks/coding-agents/github
+}
+
+# The shared repo snapshot's record, as the repo-builder wrote it.
+use_snapshot() {
+	[ -s "$BATS_FILE_TMPDIR/snapshot.json" ] || skip "$(cat "$BATS_FILE_TMPDIR/snapshot.skip" 2>/dev/null || echo 'no repo snapshot')"
+	"$LCCTL" map set coding-agents/coding-agents snapshot "$(cat "$BATS_FILE_TMPDIR/snapshot.json")" >/dev/null
+}
+
+need_agent_image() {
+	[ -f "$BATS_FILE_TMPDIR/agent-cli.ok" ] || skip "$(cat "$BATS_FILE_TMPDIR/agent-cli.skip" 2>/dev/null || echo 'no agent-cli image')"
+}
+
+solve() { # JSON-ARGS: lcctl run coding-agents:solve-issue; the result in $W/res.json, lcctl's stderr in $W/res.err, the exit status in $RC
+	RC=0
+	"$LCCTL" run coding-agents:solve-issue "$1" >"$W/res.json" 2>"$W/res.err" || RC=$?
+	echo "exit $RC: $(cat "$W/res.err") $(cat "$W/res.json")"
+}
+
+hook() { # ARGS for github-webhook.py
+	"$DBL_PY" "$DBL_FIXTURES/github-webhook.py" --url "$HOOK_URL" --secret "$HOOK_SECRET" --repo octo/demo "$@"
+}
+
+label() { # N [ARGS]: issues/labeled with the label agent
+	local n=$1
+	shift
+	hook --event issues --action labeled --label agent --issue "$n" --title "$(issue_title "$n")" --body "body of $n" "$@"
+}
+
+issue_title() {
+	jq -r --argjson n "$1" '.repos["octo/demo"].issues[] | select(.number == $n) | .title' "$W/seed.json"
+}
+
+tasks() { # [FUNCTION]: the app's tasks as JSON (all, or one function's)
+	"$LCCTL" task list --app coding-agents --json | jq -c --arg f "${1:-}" '[.[] | select($f == "" or .function == $f)]'
+}
+
+wait_tasks_done() { # FUNCTION COUNT [SECONDS]
+	local i
+	for i in $(seq $(( ${3:-60} * 10 ))); do
+		[ "$(tasks "$1" | jq --argjson n "$2" '[.[] | select(.state != "queued" and .state != "running")] | length >= $n')" = true ] && return 0
+		sleep 0.1
+	done
+	echo "tasks of $1 did not end: $(tasks "$1")" >&2
+	return 1
+}
+
+result_of() { "$LCCTL" task show "$1" | jq -c .result; }
+
+gh_state() { jq -c "$1" "$W/gh/state.json"; }
+
+pulls() { curl -s "http://$DBL4:$GHPORT/repos/octo/demo/pulls?state=all" -H "Authorization: Bearer $GH_TOKEN_VALUE"; }
+
+comments() { curl -s "http://$DBL4:$GHPORT/repos/octo/demo/issues/$1/comments" -H "Authorization: Bearer $GH_TOKEN_VALUE"; }
+
+branch_file() { # BRANCH PATH: the file as pushed
+	git --git-dir "$W/gh/git/octo/demo.git" show "$1:$2"
+}
+
+setup_file() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	[ -z "${LCRUN_IN_VM:-}" ] || skip "nothing here needs a cgroup v2 controller; the host suite runs it"
+	: "${LCRUN:=$BATS_TEST_DIRNAME/../../build/lcrun}"
+	export LCRUN
+	export DBL_NS=lcca-$$
+	local F=$BATS_FILE_TMPDIR
+	export SRC=$F/src
+	make_source_repo "$SRC"
+	# The agent-cli image, built in the shared store (cached), copied into
+	# this file's private store once.
+	local out
+	if ! out=$(env -u LCRUN_ROOT timeout -k 2 1800 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/agent-cli.json" 2>&1); then
+		echo "the agent-cli image cannot be built here: $(echo "$out" | tail -1)" >"$F/agent-cli.skip"
+	fi
+	export LCRUN_ROOT=$F/root
+	mkdir -p "$LCRUN_ROOT"
+	if [ ! -f "$F/agent-cli.skip" ]; then
+		if env -u LCRUN_ROOT "$LCRUN" image export agent-cli | "$LCRUN" image import --trusted - >/dev/null 2>"$F/import.err"; then
+			touch "$F/agent-cli.ok"
+		else
+			echo "cannot copy agent-cli into the test's store: $(tail -1 "$F/import.err")" >"$F/agent-cli.skip"
+		fi
+	fi
+	[ -f "$F/agent-cli.ok" ] || return 0
+	# One repo snapshot for the file, made by the repo-builder itself.
+	BATS_TEST_TMPDIR=$F/snap
+	mkdir -p "$BATS_TEST_TMPDIR"
+	W=$BATS_TEST_TMPDIR
+	file_world_setup
+	if start_world --no-anthropic && out=$("$LCCTL" run coding-agents:snapshot 2>&1); then
+		echo "$out" | jq -c '{image, commit, branch, created, repository, repo_dir}' >"$F/snapshot.json"
+	else
+		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
+	fi
+	world_teardown
+}
+
+teardown_file() {
+	[ -n "${BATS_FILE_TMPDIR:-}" ] && rm -rf "$BATS_FILE_TMPDIR/root"
+	true
+}
+
+# Per test: a private lcd (its own lcd.db, the file's image store).
+file_world_setup() {
+	WORKLOADS=$(cd "$(dirname "$LCRUN")/orchestrator/workloads" && pwd)
+	T=$(mktemp -d /tmp/lcd-bats.XXXXXX)
+	export LCRUN_STATE_DIR=$T/state LCD_SOCKET=$T/lcd.sock LCRUN_ETC_DIR=$T/etc
+	BIN=$(dirname "$LCRUN")
+	LCD=$BIN/lcd
+	LCCTL=$BIN/lcctl
+}
+
+world_teardown() {
+	stop_lcd
+	local f
+	for f in "$BATS_TEST_TMPDIR"/*.pid; do
+		[ -e "$f" ] && dbl_stop "$(basename "$f" .pid)"
+	done
+	dbl_netns_down
+	rm -rf "$LCRUN_ROOT/lcd.db" "$LCRUN_ROOT/lcd.db-wal" "$LCRUN_ROOT/lcd.db-shm" "$LCRUN_ROOT/lcd"
+	[ -n "${T:-}" ] && rm -rf "$T"
+	true
+}
+
+setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	[ -z "${LCRUN_IN_VM:-}" ] || skip "nothing here needs a cgroup v2 controller; the host suite runs it"
+	W=$BATS_TEST_TMPDIR
+	file_world_setup
+	LCRUN_LIB=$LCRUN_ROOT LCRUN_RUN=$LCRUN_STATE_DIR
+	host_snapshot
+}
+
+teardown() {
+	world_teardown
+	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+}
+
+@test "labeled → the real claude CLI fixes the issue → branch pushed, pull request with summary, verdict, turns, spend" {
+	need_agent_image
+	cat >"$W/turns.json" <<'EOF'
+{"turns": [
+ {"text": "I will fix add().", "tool_use": {"name": "Bash", "input": {"command": "sed -i 's/a - b/a + b/' calc.py"}},
+  "usage": {"input_tokens": 1000, "output_tokens": 100}},
+ {"text": "Fixed add(): it subtracted instead of adding.", "usage": {"input_tokens": 2000, "output_tokens": 20}}
+]}
+EOF
+	start_world
+	use_snapshot
+	local t0 t1 out
+	t0=$(date +%s%N)
+	out=$(label 7)
+	echo "$out"
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	echo "# webhook answered in $(jq -r .ms <<<"$out") ms" >&3
+	wait_tasks_done solve-issue 1 180
+	for _ in $(seq 300); do [ "$(pulls | jq length)" -ge 1 ] && break; sleep 0.1; done
+	t1=$(date +%s%N)
+	echo "# label to pull request: $(( (t1 - t0) / 1000000 )) ms" >&3
+	local id
+	id=$(tasks solve-issue | jq -r '.[0].id')
+	"$LCCTL" task logs "$id"
+	r=$(result_of "$id")
+	echo "$r"
+	[ "$(tasks solve-issue | jq -r '.[0].state')" = succeeded ]
+	[ "$(jq -r '"\(.issue) \(.branch) \(.tests_passed) \(.turns) \(.outcome)"' <<<"$r")" = "7 agent/issue-7 true 2 pull-request" ]
+	# claude priced the double's usage at claude-sonnet-4-5's rates
+	jq -e '(.spend_usd - 0.0108 | fabs) < 1e-9' <<<"$r"
+	[ "$(jq -r .pr_url <<<"$r")" = "http://$DBL4:$GHPORT/octo/demo/pull/1" ]
+	[[ "$(jq -r .sandbox_id <<<"$r")" =~ ^[0-9a-f]{12,}$ ]]
+	# the branch as pushed: the fix, on the snapshot's commit
+	[ "$(branch_file agent/issue-7 calc.py | head -2 | tail -1)" = "    return a + b" ]
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" rev-parse agent/issue-7~1)" = "$(jq -r .commit "$BATS_FILE_TMPDIR/snapshot.json")" ]
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" diff --name-only agent/issue-7~1 agent/issue-7)" = calc.py ]
+	# the pull request
+	p=$(pulls | jq '.[0]')
+	[ "$(jq -r '"\(.head.ref) \(.base.ref) \(.state) \(.user.login)"' <<<"$p")" = "agent/issue-7 main open coding-agent[bot]" ]
+	[ "$(jq -r .title <<<"$p")" = "Fix #7: add() subtracts" ]
+	b=$(jq -r .body <<<"$p")
+	[[ "$b" == "Fixed add(): it subtracted instead of adding."* ]]
+	[[ "$b" == *"**Tests:** passed — \`python3 -m unittest -q\` exited 0"* ]]
+	[[ "$b" == *"OK"* ]]
+	[[ "$b" == *"· 2 turns · \$0.0108 spent ·"* ]]
+	[[ "$b" == *"Closes #7"* ]]
+	# the claim is released, the agent's sandbox gone
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
+	[ "$status" -ne 0 ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	# the model double saw the key from the secret, and two turns
+	[ "$(jq -r '.headers["x-api-key"]' "$W/anth.jsonl" | sort -u)" = sk-ant-test-key ]
+	[ "$(wc -l <"$W/anth.jsonl")" = 2 ]
+	# the push carried the token (the double checked it), the REST calls too
+	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
+	# lcctl task list shows the run
+	"$LCCTL" task list --app coding-agents | grep -q solve-issue
+}
+
+@test "AGENT=codex: the real codex CLI through its provider block at OPENAI_BASE_URL, usage priced, pull request" {
+	need_agent_image
+	cat >"$W/turns.json" <<'EOF'
+{"turns": [
+ {"tool_call": {"name": "exec_command", "arguments": {"cmd": "sed -i 's/a - b/a + b/' calc.py"}},
+  "usage": {"input_tokens": 1000, "output_tokens": 100, "cached_tokens": 200}},
+ {"text": "Fixed add() with codex.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500}}
+]}
+EOF
+	# what the README says to do for codex: its key declared instead of claude's
+	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY", "GITHUB_TOKEN"]' "$APP" >"$W/app-codex.json"
+	APP_FILE=$W/app-codex.json
+	start_world --openai AGENT=codex AGENT_MODEL=gpt-5 "OPENAI_BASE_URL=http://$DBL4:PORT/v1"
+	"$LCCTL" deploy "$APP_FILE" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config "OPENAI_BASE_URL=http://$DBL4:$APORT/v1" --config AGENT=codex --config AGENT_MODEL=gpt-5 \
+		--config "TEST_COMMAND=python3 -m unittest -q" >/dev/null
+	use_snapshot
+	solve '{"issue": 7}'
+	[ "$RC" -eq 0 ]
+	r=$W/res.json
+	[ "$(jq -r '"\(.outcome) \(.tests_passed) \(.turns) \(.agent.summary)"' "$r")" = "pull-request true 2 Fixed add() with codex." ]
+	[ "$(jq -r '"\(.agent.input_tokens) \(.agent.cached_tokens) \(.agent.output_tokens)"' "$r")" = "3000 1700 110" ]
+	# 1300 uncached at $1.25, 1700 cached at $0.125, 110 out at $10 per million
+	jq -e '(.spend_usd - 0.0029375 | fabs) < 1e-9' "$r"
+	[ "$(branch_file agent/issue-7 calc.py | head -2 | tail -1)" = "    return a + b" ]
+	[ "$(jq -r '"\(.path) \(.headers.authorization) \(.body.model)"' "$W/openai.jsonl" | sort -u)" = "/v1/responses Bearer sk-openai-test-key gpt-5" ]
+}
+
+@test "a second run for an issue with an open pull request updates it" {
+	need_agent_image
+	start_world AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	"$LCCTL" run coding-agents:solve-issue '{"issue": 7}' >"$W/r1.json"
+	echo "first: $(cat "$W/r1.json")"
+	[ "$(jq -r .outcome "$W/r1.json")" = pull-request ]
+	"$LCCTL" run coding-agents:solve-issue '{"issue": 7}' >"$W/r2.json"
+	echo "second: $(cat "$W/r2.json")"
+	[ "$(jq -r .outcome "$W/r2.json")" = pull-request-updated ]
+	[ "$(jq -r .pr_url "$W/r1.json")" = "$(jq -r .pr_url "$W/r2.json")" ]
+	[ "$(pulls | jq length)" = 1 ]
+	# the title came from the API (no title in the arguments)
+	[ "$(pulls | jq -r '.[0].title')" = "Fix #7: add() subtracts" ]
+	[ "$(jq -r '"\(.turns) \(.spend_usd) \(.tests_passed)"' "$W/r2.json")" = "3 0.42 true" ]
+}
+
+@test "20 redeliveries and 5 concurrent relabels start one run" {
+	need_agent_image
+	start_world AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	local out
+	out=$(label 13 --delivery dup-13 --repeat 20)
+	[ "$(jq -r .status <<<"$out" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "1 202 19 200 " ]
+	out=$(label 13 --copies 5 --parallel)
+	[ "$(jq -r .status <<<"$out" | sort -u)" = 202 ]
+	wait_tasks_done webhook 6 60
+	tasks webhook | jq -r '.[] | .result.status' | sort | uniq -c
+	[ "$(tasks webhook | jq -r '[.[] | select(.result.status == "started")] | length')" = 1 ]
+	[ "$(tasks webhook | jq -r '[.[] | select(.result.status == "already-claimed")] | length')" = 5 ]
+	# the claim is held while the run goes on, with its TTL
+	"$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#13" | jq -e .task
+	wait_tasks_done solve-issue 1 120
+	[ "$(tasks solve-issue | jq length)" = 1 ]
+	[ "$(pulls | jq length)" = 1 ]
+	# released at the end: a relabel now starts a run again
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#13"
+	[ "$status" -ne 0 ]
+}
+
+@test "a bad or missing signature is 401 and starts nothing; other events, actions and labels are ignored" {
+	start_world --no-anthropic
+	run label 7 --bad-signature
+	[ "$(jq -r .status <<<"$output")" = 401 ]
+	run label 7 --no-signature
+	[ "$(jq -r .status <<<"$output")" = 401 ]
+	# a signature made with another secret
+	run "$DBL_PY" "$DBL_FIXTURES/github-webhook.py" --url "$HOOK_URL" --secret wrong --repo octo/demo \
+		--event issues --action labeled --label agent --issue 7
+	[ "$(jq -r .status <<<"$output")" = 401 ]
+	[ "$(tasks | jq length)" = 0 ]
+	# ping: 200, nothing
+	run hook --event ping
+	[ "$(jq -r .status <<<"$output")" = 200 ]
+	# issue_comment is not among the hook's events: 200 ignored by lcd
+	run hook --event issue_comment --action created --issue 7 --comment "@agent please"
+	[ "$(jq -r .status <<<"$output")" = 200 ]
+	[ "$(tasks | jq length)" = 0 ]
+	# issues events the function ignores: opened (even with the label), unlabeled, another label, another repository
+	hook --event issues --action opened --issue 7 --labels agent >/dev/null
+	hook --event issues --action unlabeled --label agent --issue 7 >/dev/null
+	hook --event issues --action labeled --label bug --issue 7 >/dev/null
+	"$DBL_PY" "$DBL_FIXTURES/github-webhook.py" --url "$HOOK_URL" --secret "$HOOK_SECRET" --repo other/repo \
+		--event issues --action labeled --label agent --issue 7 >/dev/null
+	wait_tasks_done webhook 4 30
+	tasks webhook | jq -r '.[] | "\(.state) \(.result.status) \(.result.reason)"' | sort >"$W/ignored"
+	cat "$W/ignored"
+	[ "$(cat "$W/ignored")" = "$(printf '%s\n' \
+		"succeeded ignored action opened is not labeled" \
+		"succeeded ignored action unlabeled is not labeled" \
+		"succeeded ignored label bug is not agent" \
+		"succeeded ignored repository other/repo is not REPOSITORY's octo/demo")" ]
+	[ "$(tasks solve-issue | jq length)" = 0 ]
+	[ "$("$LCCTL" map ls coding-agents/coding-agents --json | jq length)" = 0 ]
+}
+
+@test "tests fail: the pull request says so, with the output's tail" {
+	need_agent_image
+	start_world AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	run "$LCCTL" run coding-agents:solve-issue '{"issue": 8}'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '"\(.tests_passed) \(.tests_exit_code) \(.outcome)"' <<<"$output")" = "false 1 pull-request" ]
+	b=$(pulls | jq -r '.[0].body')
+	echo "$b"
+	[[ "$b" == "Changed mul()."* ]]
+	[[ "$b" == *"**Tests:** failed — \`python3 -m unittest -q\` exited 1"* ]]
+	[[ "$b" == *"AssertionError: 7 != 6"* ]]
+	[[ "$b" == *"FAILED (failures=1)"* ]]
+	[[ "$b" == *"· 2 turns · \$0.1000 spent ·"* ]]
+}
+
+@test "no change: a comment on the issue instead of a pull request" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	run "$LCCTL" run coding-agents:solve-issue '{"issue": 9}'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '"\(.outcome) \(.pr_url) \(.tests_passed)"' <<<"$output")" = "no-change null null" ]
+	[ "$(pulls | jq length)" = 0 ]
+	c=$(comments 9 | jq -r '.[0].body')
+	[[ "$c" == "The coding agent made no change for this issue, so there is no pull request."* ]]
+	[[ "$c" == *"Nothing to change: add() is right."* ]]
+	# no branch was pushed
+	run git --git-dir "$W/gh/git/octo/demo.git" rev-parse --verify -q agent/issue-9
+	[ "$status" -ne 0 ]
+}
+
+@test "over time: the agent is killed and it is reported; over budget: reported, no pull request" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=3
+	use_snapshot
+	local t0=$SECONDS
+	solve '{"issue": 10}'
+	[ "$RC" -ne 0 ]
+	[ $(( SECONDS - t0 )) -lt 60 ]
+	[ "$(jq -r '"\(.agent.status) \(.outcome) \(.pr_url)"' "$W/res.json")" = "timed-out agent-failed null" ]
+	[ "$(jq -r .error "$W/res.json")" = "the agent was killed: it ran past AGENT_TIMEOUT_SECONDS" ]
+	[[ "$(comments 10 | jq -r '.[0].body')" == "The coding agent did not finish this issue; no pull request was made."*"status timed-out"* ]]
+	solve '{"issue": 11}'
+	[ "$RC" -ne 0 ]
+	[ "$(jq -r '"\(.agent.status) \(.turns) \(.spend_usd) \(.outcome)"' "$W/res.json")" = "over-budget 9 0.31 agent-failed" ]
+	[ "$(jq -r .error "$W/res.json")" = "the agent reported an error: error_max_budget_usd" ]
+	[[ "$(comments 11 | jq -r '.[0].body')" == *"status over-budget · 9 turns · \$0.3100 spent"* ]]
+	[ "$(pulls | jq length)" = 0 ]
+	# no sandbox is left, whatever the ending
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	[ "$(tasks solve-issue | jq -r '[.[].state] | unique | join(" ")')" = failed ]
+}
+
+@test "the agent's sandbox cannot reach the GitHub double and finds no GITHUB_TOKEN in its env, files or /proc" {
+	need_agent_image
+	start_world --no-anthropic "AGENT_COMMAND=GH_PROBE_URL=http://$DBL4:PLACEHOLDER python3 tools/scripted-agent --script tools/agent.json"
+	# the GitHub double's port is known once it runs: deploy again with it
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config "AGENT_COMMAND=GH_PROBE_URL=http://$DBL4:$GHPORT python3 tools/scripted-agent --script tools/agent.json" >/dev/null
+	use_snapshot
+	run "$LCCTL" run coding-agents:solve-issue '{"issue": 12}'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	branch_file agent/issue-12 probe.txt
+	[ "$(branch_file agent/issue-12 probe.txt)" = "$(printf '%s\n' 'env-name: 0' 'env-value: 0' 'proc: 0' 'files: 0' 'github: unreachable' 'user: agent')" ]
+	# ...while the function next to it pushed with the token: it works, and is not void
+	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
+	# and the GitHub double's log shows no request from the agent's sandbox
+	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET") | .path' "$W/gh/requests.jsonl" | wc -l)" = 0 ]
+}
+
+@test "solve-issue: 3 running, 20 queued, the next refused; the webhook then releases its claim" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=600
+	use_snapshot
+	local i
+	for i in $(seq 23); do
+		"$LCCTL" run coding-agents:solve-issue '{"issue": 10, "title": "slow", "body": ""}' --detach >/dev/null
+	done
+	run "$LCCTL" run coding-agents:solve-issue '{"issue": 10, "title": "slow", "body": ""}' --detach
+	[ "$status" -eq 119 ]
+	[[ "$output" =~ ^"lcctl: coding-agents:solve-issue is full: "[0-9]+" running, "[0-9]+" queued (concurrency 3, queue 20)"$ ]]
+	for _ in $(seq 300); do [ "$(tasks solve-issue | jq '[.[] | select(.state == "running")] | length')" = 3 ] && break; sleep 0.1; done
+	[ "$(tasks solve-issue | jq -r '[.[].state] | group_by(.) | map("\(.[0]) \(length)") | join(", ")')" = "queued 20, running 3" ]
+	# a labeled issue now: the claim is taken, the spawn refused, the claim released
+	out=$(label 7)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 1 30
+	w=$(tasks webhook | jq '.[0]')
+	echo "$w"
+	[ "$(jq -r '"\(.state) \(.result.status) \(.result.claim)"' <<<"$w")" = "failed refused issue:octo/demo#7" ]
+	[[ "$(jq -r .result.error <<<"$w")" == "coding-agents:solve-issue is full: 3 running, 20 queued"*"solve-issue for issue:octo/demo#7 was not started (the claim is released)" ]] ||
+		[[ "$(jq -r .result.error <<<"$w")" == "solve-issue for issue:octo/demo#7 was not started (the claim is released): "*"is full"* ]]
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
+	[ "$status" -ne 0 ]
+	# three agent sandboxes, one per running task
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 3 ]
+	"$LCCTL" app delete coding-agents >/dev/null
+}
+
+@test "repo-builder: clones, runs SETUP_COMMAND as agent, snapshots, records; an unreachable remote fails clearly" {
+	need_agent_image
+	start_world --no-anthropic "SETUP_COMMAND=id -un > .setup-user && touch .setup-done"
+	run "$LCCTL" run coding-agents:snapshot
+	echo "$output"
+	[ "$status" -eq 0 ]
+	rec=$("$LCCTL" map get coding-agents/coding-agents snapshot)
+	echo "$rec"
+	[ "$(jq -r '"\(.commit) \(.branch) \(.repo_dir)"' <<<"$rec")" = "$(git -C "$SRC" rev-parse HEAD) main /workspace/repo" ]
+	[[ "$(jq -r .created <<<"$rec")" =~ ^20[0-9-]+T[0-9:]+Z$ ]]
+	img=$(jq -r .image <<<"$rec")
+	[[ "$img" == coding-agents/repo-* ]]
+	[ "$(jq -r .image <<<"$output")" = "$img" ]
+	# the image has the clone, owned by agent, and what SETUP_COMMAND made as agent
+	run "$LCRUN" run --image "$img" -- sh -c 'cd /workspace/repo && cat .setup-user && stat -c %U calc.py .setup-done && git -c safe.directory='*' log --format=%s -1'
+	echo "$output"
+	[ "$output" = "$(printf '%s\n' agent agent agent 'A calculator')" ]
+	# an unreachable remote: one clear line, no record, no sandbox left
+	"$LCCTL" map del coding-agents/coding-agents snapshot >/dev/null
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:1/octo/demo.git" >/dev/null
+	run "$LCCTL" run coding-agents:snapshot
+	echo "$output"
+	[ "$status" -ne 0 ]
+	id=$(tasks snapshot | jq -r '.[0].id')
+	"$LCCTL" task logs "$id" | grep -q "^lc-agents snapshot: cannot clone http://$DBL4:1/octo/demo.git: fatal: unable to access"
+	[[ "$(result_of "$id" | jq -r .error)" == "cannot clone http://$DBL4:1/octo/demo.git: fatal: unable to access"* ]]
+	run "$LCCTL" map get coding-agents/coding-agents snapshot
+	[ "$status" -ne 0 ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	# solve-issue without a snapshot fails clearly
+	solve '{"issue": 7}'
+	[ "$RC" -eq 120 ]
+	[ "$(jq -r .error "$W/res.json")" = 'no repository snapshot (map coding-agents, key snapshot): run `lcctl run coding-agents:snapshot` first' ]
+}
