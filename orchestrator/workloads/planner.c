@@ -10,14 +10,9 @@
  *   inspect-sandboxes  the app's last N sandboxes, live or ended
  *
  * One program, the function's name as its first argument. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "chat.h"
 #include "lcclient.h"
@@ -38,91 +33,14 @@
 
 /* ---- the seed project ---- */
 
-static int seed_walk(int dfd, const char *prefix, json_t *files, size_t *total, lc_error_t **err)
-{
-	_cleanup_dir_ DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return lc_error_set(err, WL_EXIT_USAGE, errno, "seed directory %s", *prefix ? prefix : ".");
-	}
-	struct dirent *e;
-	_cleanup_strv_ char **names = NULL;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "__pycache__"))
-			lc_strv_push(&names, e->d_name);
-	/* sorted: the model and the tests see the same order every time */
-	size_t n = lc_strv_len(names);
-	if (n)
-		qsort(names, n, sizeof(*names), (int (*)(const void *, const void *))strcmp);
-	for (size_t i = 0; i < n; i++) {
-		_cleanup_free_ char *rel = *prefix ? lc_strdup_printf("%s/%s", prefix, names[i]) : strdup(names[i]);
-		int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0) {
-			if (errno == ELOOP)
-				continue; /* a symbolic link: not part of the project */
-			return lc_error_set(err, WL_EXIT_USAGE, errno, "seed file %s", rel);
-		}
-		struct stat st;
-		if (fstat(fd, &st) < 0) {
-			close(fd);
-			return lc_error_set(err, WL_EXIT_USAGE, errno, "seed file %s", rel);
-		}
-		if (S_ISDIR(st.st_mode)) {
-			if (seed_walk(fd, rel, files, total, err) < 0)
-				return -1;
-			continue;
-		}
-		_cleanup_close_ int ffd = fd;
-		if (!S_ISREG(st.st_mode))
-			continue;
-		if (json_array_size(files) >= SEED_MAX_FILES || *total + (size_t)st.st_size > SEED_MAX_BYTES)
-			return lc_error_set(err, WL_EXIT_USAGE, 0, "the seed project is larger than %d files or %d bytes",
-					    SEED_MAX_FILES, SEED_MAX_BYTES);
-		_cleanup_free_ char *buf = lc_xmalloc0((size_t)st.st_size + 1);
-		ssize_t got = lc_read_all(ffd, buf, (size_t)st.st_size);
-		if (got < 0)
-			return lc_error_set(err, WL_EXIT_USAGE, errno, "seed file %s", rel);
-		json_t *content = json_stringn(buf, (size_t)got);
-		if (!content)
-			return lc_error_set(err, WL_EXIT_USAGE, 0, "seed file %s is not UTF-8 text", rel);
-		*total += (size_t)got;
-		json_array_append_new(files, json_pack("{s:s, s:o}", "path", rel, "content", content));
-	}
-	return 0;
-}
-
-/* [{path, content}] of every regular file below SEED_DIR, sorted. */
+/* [{path, content, mode}] of every regular file below SEED_DIR, sorted. */
 static json_t *seed_read(lc_error_t **err)
 {
 	const char *dir = wl_config("SEED_DIR", DEFAULT_SEED_DIR);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		lc_error_set(err, WL_EXIT_USAGE, errno, "the seed project %s (config SEED_DIR)", dir);
-		return NULL;
-	}
-	json_t *files = json_array();
-	size_t total = 0;
-	if (seed_walk(fd, "", files, &total, err) < 0) {
-		json_decref(files);
-		return NULL;
-	}
-	if (json_array_size(files) == 0) {
-		json_decref(files);
-		lc_error_set(err, WL_EXIT_USAGE, 0, "the seed project %s has no files", dir);
-		return NULL;
-	}
+	json_t *files = wl_tree_read(dir, SEED_MAX_FILES, SEED_MAX_BYTES, err);
+	if (!files)
+		lc_error_wrap(err, "the seed project (config SEED_DIR)");
 	return files;
-}
-
-static json_t *seed_find(json_t *seed, const char *path)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(seed, i, f) {
-		if (!strcmp(json_string_value(json_object_get(f, "path")), path))
-			return json_object_get(f, "content");
-	}
-	return NULL;
 }
 
 static const char *instruction_of(json_t *args, lc_error_t **err)
@@ -312,63 +230,6 @@ static json_t *run_planner(struct run *run, const char *instruction, int *code)
 	return json_incref(result);
 }
 
-static int sb_exec(struct run *run, const char *cmd, const char *user, long timeout, lcc_exec_result_t *res,
-		   lc_error_t **err)
-{
-	_cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:s}", "cmd", cmd, "user", user, "workdir", "/");
-	if (timeout > 0)
-		json_object_set_new(req, "timeout", json_integer(timeout));
-	return lcc_sandbox_exec(run->lcd, run->sandbox, req, res, err);
-}
-
-/* Every directory the files need, made by the test user. */
-static int make_dirs(struct run *run, json_t *seed, json_t *files, lc_error_t **err)
-{
-	_cleanup_free_ char *cmd = strdup("mkdir -p " WORKDIR " && chown " TEST_USER " " WORKDIR);
-	json_t *lists[] = { seed, files };
-	for (size_t l = 0; l < 2; l++) {
-		size_t i;
-		json_t *f;
-		json_array_foreach(lists[l], i, f) {
-			const char *p = json_string_value(json_object_get(f, "path"));
-			const char *slash = strrchr(p, '/');
-			if (!slash)
-				continue;
-			/* paths are normalised and free of quotes' meaning: single-quoted */
-			_cleanup_free_ char *dir = strndup(p, (size_t)(slash - p));
-			if (strchr(dir, '\''))
-				return lc_error_set(err, WL_EXIT_USAGE, 0, "a path with a quote: %s", p);
-			char *n = lc_strdup_printf("%s && mkdir -p '" WORKDIR "/%s' && chown -R " TEST_USER " " WORKDIR, cmd, dir);
-			free(cmd);
-			cmd = n;
-		}
-	}
-	lcc_exec_result_t res;
-	if (sb_exec(run, cmd, "0:0", 60, &res, err) < 0)
-		return -1;
-	int rc = res.exit_code;
-	_cleanup_free_ char *tail = wl_tail(res.err, res.err_len, 400);
-	lcc_exec_result_clear(&res);
-	if (rc != 0)
-		return lc_error_set(err, WL_EXIT_LCD, 0, "cannot make the project's directories in sandbox %s: %s",
-				    run->sandbox, tail);
-	return 0;
-}
-
-static int upload_files(struct run *run, json_t *files, lc_error_t **err)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(files, i, f) {
-		const char *p = json_string_value(json_object_get(f, "path"));
-		json_t *c = json_object_get(f, "content");
-		_cleanup_free_ char *dst = lc_strdup_printf(WORKDIR "/%s", p);
-		if (lcc_sandbox_upload(run->lcd, run->sandbox, dst, json_string_value(c), json_string_length(c), 0644, err) < 0)
-			return lc_error_wrap(err, "uploading %s", dst);
-	}
-	return 0;
-}
-
 /* Make the test sandbox, put the project and the patch in, run the test. */
 static int test_patch(struct run *run, json_t *seed, json_t *files, json_t *out, lc_error_t **err)
 {
@@ -389,12 +250,13 @@ static int test_patch(struct run *run, json_t *seed, json_t *files, json_t *out,
 		return lc_error_wrap(err, "cannot create the test-patch sandbox");
 	json_object_set_new(out, "sandbox_id", json_string(run->sandbox));
 	fprintf(stderr, "run-agent: test-patch sandbox %s\n", run->sandbox);
-	if (make_dirs(run, seed, files, err) < 0 || upload_files(run, seed, err) < 0 || upload_files(run, files, err) < 0)
+	if (wl_tree_upload(run->lcd, run->sandbox, WORKDIR, TEST_USER, seed, err) < 0 ||
+	    wl_tree_upload(run->lcd, run->sandbox, WORKDIR, TEST_USER, files, err) < 0)
 		return -1;
 	const char *test = wl_config("TEST_COMMAND", DEFAULT_TEST_COMMAND);
-	_cleanup_free_ char *cmd = lc_strdup_printf("cd " WORKDIR " && exec 2>&1 && %s", test);
+	_cleanup_json_ json_t *env = json_pack("{s:s}", "TEST_COMMAND", test);
 	lcc_exec_result_t res;
-	if (sb_exec(run, cmd, TEST_USER, timeout, &res, err) < 0)
+	if (wl_sh(run->lcd, run->sandbox, TEST_USER, WORKDIR, "exec 2>&1; eval \"$TEST_COMMAND\"", env, timeout, &res, err) < 0)
 		return lc_error_wrap(err, "running the test in sandbox %s", run->sandbox);
 	_cleanup_free_ char *tail = wl_tail(res.out, res.out_len, TEST_OUTPUT_MAX);
 	json_object_set_new(out, "test_command", json_string(test));
@@ -424,7 +286,7 @@ static int check_and_test(struct run *run, json_t *seed, char **allowed, json_t 
 	_cleanup_json_ json_t *pj = pc_patch_json(patch);
 	json_t *changed = json_array();
 	for (size_t i = 0; i < patch->n; i++) {
-		json_t *old = seed_find(seed, patch->files[i].path);
+		json_t *old = wl_tree_find(seed, patch->files[i].path);
 		if (!old || json_string_length(old) != patch->files[i].len ||
 		    memcmp(json_string_value(old), patch->files[i].content, patch->files[i].len))
 			json_array_append_new(changed, json_string(patch->files[i].path));

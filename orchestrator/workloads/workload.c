@@ -1,10 +1,14 @@
 /* workload.c — arguments, config, result and failure of a workload
  * program (see workload.h). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "patch_contract.h"
 #include "util.h"
@@ -177,4 +181,166 @@ char *wl_tail(const char *s, size_t len, size_t max)
 	while (start < n && ((unsigned char)c[start] & 0xc0) == 0x80)
 		start++;
 	return lc_strdup_printf("[… %zu bytes before]\n%s", start, c + start);
+}
+
+/* ---- trees of files, into sandboxes ---- */
+
+static int tree_walk(int dfd, const char *prefix, json_t *files, size_t *total, size_t max_files, size_t max_bytes,
+		     lc_error_t **err)
+{
+	_cleanup_dir_ DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return lc_error_set(err, WL_EXIT_USAGE, errno, "%s", *prefix ? prefix : ".");
+	}
+	struct dirent *e;
+	_cleanup_strv_ char **names = NULL;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "__pycache__"))
+			lc_strv_push(&names, e->d_name);
+	/* sorted: a model and a test see the same order every time */
+	size_t n = lc_strv_len(names);
+	if (n)
+		qsort(names, n, sizeof(*names), (int (*)(const void *, const void *))strcmp);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *rel = *prefix ? lc_strdup_printf("%s/%s", prefix, names[i]) : strdup(names[i]);
+		int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0) {
+			if (errno == ELOOP)
+				continue; /* a symbolic link: not part of the tree */
+			return lc_error_set(err, WL_EXIT_USAGE, errno, "%s", rel);
+		}
+		struct stat st;
+		if (fstat(fd, &st) < 0) {
+			close(fd);
+			return lc_error_set(err, WL_EXIT_USAGE, errno, "%s", rel);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (tree_walk(fd, rel, files, total, max_files, max_bytes, err) < 0)
+				return -1;
+			continue;
+		}
+		_cleanup_close_ int ffd = fd;
+		if (!S_ISREG(st.st_mode))
+			continue;
+		if (json_array_size(files) >= max_files || *total + (size_t)st.st_size > max_bytes)
+			return lc_error_set(err, WL_EXIT_USAGE, 0, "more than %zu files or %zu bytes", max_files, max_bytes);
+		_cleanup_free_ char *buf = lc_xmalloc0((size_t)st.st_size + 1);
+		ssize_t got = lc_read_all(ffd, buf, (size_t)st.st_size);
+		if (got < 0)
+			return lc_error_set(err, WL_EXIT_USAGE, errno, "%s", rel);
+		json_t *content = json_stringn(buf, (size_t)got);
+		if (!content)
+			return lc_error_set(err, WL_EXIT_USAGE, 0, "%s is not UTF-8 text", rel);
+		*total += (size_t)got;
+		json_array_append_new(files, json_pack("{s:s, s:o, s:i}", "path", rel, "content", content, "mode",
+						       (int)(st.st_mode & 0755)));
+	}
+	return 0;
+}
+
+json_t *wl_tree_read(const char *dir, size_t max_files, size_t max_bytes, lc_error_t **err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		lc_error_set(err, WL_EXIT_USAGE, errno, "%s", dir);
+		return NULL;
+	}
+	json_t *files = json_array();
+	size_t total = 0;
+	if (tree_walk(fd, "", files, &total, max_files, max_bytes, err) < 0) {
+		json_decref(files);
+		lc_error_wrap(err, "%s", dir);
+		return NULL;
+	}
+	if (json_array_size(files) == 0) {
+		json_decref(files);
+		lc_error_set(err, WL_EXIT_USAGE, 0, "%s has no files", dir);
+		return NULL;
+	}
+	return files;
+}
+
+json_t *wl_tree_find(json_t *files, const char *path)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		if (!strcmp(json_string_value(json_object_get(f, "path")), path))
+			return json_object_get(f, "content");
+	}
+	return NULL;
+}
+
+int wl_sh(lcc_t *c, const char *id, const char *user, const char *workdir, const char *cmd, json_t *env,
+	  long timeout_s, lcc_exec_result_t *res, lc_error_t **err)
+{
+	_cleanup_json_ json_t *req = json_pack("{s:s, s:s}", "cmd", cmd, "workdir", workdir ? workdir : "/");
+	if (user)
+		json_object_set_new(req, "user", json_string(user));
+	if (env)
+		json_object_set(req, "env", env);
+	if (timeout_s > 0)
+		json_object_set_new(req, "timeout", json_integer(timeout_s));
+	return lcc_sandbox_exec(c, id, req, res, err);
+}
+
+char *wl_shell_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *q = lc_xmalloc0(n), *o = q;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	return q;
+}
+
+int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user, json_t *files, lc_error_t **err)
+{
+	/* the directories: root's mkdir, then handed to user */
+	_cleanup_free_ char *qroot = wl_shell_quote(root), *quser = wl_shell_quote(user);
+	_cleanup_free_ char *cmd = lc_strdup_printf("mkdir -p %s", qroot);
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+		const char *slash = strrchr(p, '/');
+		if (!slash)
+			continue;
+		_cleanup_free_ char *dir = lc_strdup_printf("%s/%.*s", root, (int)(slash - p), p);
+		_cleanup_free_ char *q = wl_shell_quote(dir);
+		char *n = lc_strdup_printf("%s %s", cmd, q);
+		free(cmd);
+		cmd = n;
+	}
+	char *n = lc_strdup_printf("%s && chown -R %s %s", cmd, quser, qroot);
+	free(cmd);
+	cmd = n;
+	lcc_exec_result_t res;
+	if (wl_sh(c, id, "0:0", "/", cmd, NULL, 120, &res, err) < 0)
+		return -1;
+	int rc = res.exit_code;
+	_cleanup_free_ char *tail = wl_tail(res.err, res.err_len, 400);
+	lcc_exec_result_clear(&res);
+	if (rc != 0)
+		return lc_error_set(err, WL_EXIT_LCD, 0, "cannot make %s in sandbox %s: %s", root, id, tail);
+	json_array_foreach(files, i, f) {
+		json_t *content = json_object_get(f, "content");
+		json_t *mode = json_object_get(f, "mode");
+		_cleanup_free_ char *dst =
+			lc_strdup_printf("%s/%s", root, json_string_value(json_object_get(f, "path")));
+		if (lcc_sandbox_upload(c, id, dst, json_string_value(content), json_string_length(content),
+				       json_is_integer(mode) ? (unsigned)json_integer_value(mode) : 0644, err) < 0)
+			return lc_error_wrap(err, "uploading %s", dst);
+	}
+	return 0;
 }

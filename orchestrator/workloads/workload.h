@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "lcclient.h"
 
 /* Exit codes of the workload programs (README "The sandboxed-coding-agent
  * app").  0 is success. */
@@ -57,5 +58,25 @@ char *wl_printable(const char *s, size_t len, size_t max);
 /* The last max bytes of s (cut at a UTF-8 boundary, invalid bytes made
  * '?'), with "[… N bytes before]" in front when something was cut. */
 char *wl_tail(const char *s, size_t len, size_t max);
+
+/* Every regular file below dir (symbolic links and __pycache__ passed
+ * over), sorted by path: [{"path", "content", "mode"}], at most max_files
+ * files and max_bytes in all; contents must be UTF-8 text.  NULL and *err
+ * (WL_EXIT_USAGE) otherwise; an empty tree is an error too. */
+json_t *wl_tree_read(const char *dir, size_t max_files, size_t max_bytes, lc_error_t **err);
+/* The content of path in such a list, or NULL. */
+json_t *wl_tree_find(json_t *files, const char *path);
+
+/* Run a shell line in a sandbox: as user ("UID:GID"; NULL the sandbox's
+ * own), in workdir (NULL "/"), with env (borrowed, may be NULL). */
+int wl_sh(lcc_t *c, const char *id, const char *user, const char *workdir, const char *cmd, json_t *env,
+	  long timeout_s, lcc_exec_result_t *res, lc_error_t **err);
+/* Put files ([{path, content, mode}], paths relative and normalised) under
+ * root in a sandbox: the directories made by root and given to user, the
+ * files uploaded (they belong to the sandbox's user) with their modes. */
+int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user, json_t *files, lc_error_t **err);
+
+/* "'s'" for a shell (a new string). */
+char *wl_shell_quote(const char *s);
 
 #endif
