@@ -1,5 +1,7 @@
 /* app.c — the deployed apps: kept in lcd.db, parsed once, shared by
  * reference between API threads and task workers. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lcd.h"
@@ -103,12 +105,44 @@ static int check_policies(const lcd_app_t *app, lc_error_t **err)
 	return 0;
 }
 
+int lcd_bind_source(const lcd_t *lcd, const char *source, bool resolve, char **out, lc_error_t **err)
+{
+	_cleanup_free_ char *path = resolve ? realpath(source, NULL) : strdup(source);
+	if (!path)
+		return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", source);
+	for (size_t i = 0; lcd->bind_roots && lcd->bind_roots[i]; i++) {
+		const char *root = lcd->bind_roots[i];
+		size_t n = strlen(root);
+		if (!strcmp(root, "/") || (!strncmp(path, root, n) && (path[n] == '/' || path[n] == '\0'))) {
+			if (out)
+				*out = lc_steal(path);
+			return 0;
+		}
+	}
+	if (!lcd->bind_roots || !lcd->bind_roots[0])
+		return lc_error_set(err, LC_EXIT_PERM, 0, "%s: lcd binds no host path into tasks unless lcd.json "
+				    "lists it under \"bind_roots\"", source);
+	return lc_error_set(err, LC_EXIT_PERM, 0, "%s%s%s is not under lcd's bind_roots", source,
+			    strcmp(source, path) ? " -> " : "", strcmp(source, path) ? path : "");
+}
+
+/* Mount sources must lie under lcd.json's bind_roots: deploying an app
+ * must not be a way to write to any host path as its owner. */
+static int check_mounts(const lcd_t *lcd, const lcd_app_t *app, lc_error_t **err)
+{
+	for (size_t i = 0; i < app->n_functions; i++)
+		for (size_t k = 0; k < app->functions[i].n_mounts; k++)
+			if (lcd_bind_source(lcd, app->functions[i].mounts[k].src, false, NULL, err) < 0)
+				return lc_error_wrap(err, "functions.%s.mounts[%zu].source", app->functions[i].name, k);
+	return 0;
+}
+
 int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err)
 {
 	lcd_app_t *app = NULL;
 	if (lcd_app_parse(manifest, &app, err) < 0)
 		return -1;
-	if (check_policies(app, err) < 0) {
+	if (check_policies(app, err) < 0 || check_mounts(lcd, app, err) < 0) {
 		lcd_app_unref(app);
 		return -1;
 	}

@@ -83,10 +83,32 @@ struct config {
 	char *token_file;
 	long long max_body;
 	long long catchup_max;
+	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
 	char *workloads_dir, *apps_dir;
 };
+
+/* "bind_roots": absolute directories, resolved where they exist. */
+static int config_roots(const char *path, json_t *v, char ***out, lc_error_t **err)
+{
+	if (!json_is_array(v))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: bind_roots: expected an array of absolute paths", path);
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		const char *p = json_string_value(e);
+		if (!p || p[0] != '/')
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: bind_roots[%zu]: expected an absolute path",
+					    path, i);
+		_cleanup_free_ char *real = realpath(p, NULL);
+		_cleanup_free_ char *copy = strdup(real ? real : p);
+		for (size_t n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+			copy[n - 1] = '\0';
+		lc_strv_push(out, copy);
+	}
+	return 0;
+}
 
 static int config_load(const char *path, bool must_exist, struct config *c, lc_error_t **err)
 {
@@ -128,7 +150,11 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
 			s = &c->apps_dir;
-		else
+		else if (!strcmp(key, "bind_roots")) {
+			if (config_roots(path, v, &c->bind_roots, err) < 0)
+				return -1;
+			continue;
+		} else
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: unknown key", path, key);
 		if (s) {
 			if (!json_is_string(v) || !*json_string_value(v))
@@ -332,6 +358,7 @@ int main(int argc, char **argv)
 	pthread_cond_init(&lcd.tick, NULL);
 	lcd.max_body = (size_t)cfg.max_body;
 	lcd.catchup_max = (int)cfg.catchup_max;
+	lcd.bind_roots = cfg.bind_roots;
 	const char *clock = clock_opt ? clock_opt : getenv("LCD_TEST_CLOCK");
 	if (clock && *clock) {
 		lcd.clock_file = strdup(clock);

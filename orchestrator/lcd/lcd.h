@@ -36,6 +36,7 @@ typedef struct lcd {
 	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
 	size_t max_body;
 	int catchup_max;
+	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
 
 	pthread_mutex_t lock;    /* guards everything below */
 	pthread_cond_t wake;     /* dispatcher: something to start */
@@ -69,6 +70,11 @@ lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name);
 lcd_app_t **lcd_apps_snapshot(lcd_t *lcd, size_t *n);
 void lcd_apps_release(lcd_app_t **apps, size_t n);
 int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc_error_t **err);
+/* A function's mount source, checked against lcd->bind_roots (LC_EXIT_PERM
+ * outside them).  resolve: follow symlinks (the source must exist; *out
+ * gets the resolved path) -- when a task starts; at deploy the path as
+ * written must lie under a root. */
+int lcd_bind_source(const lcd_t *lcd, const char *source, bool resolve, char **out, lc_error_t **err);
 int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err);
 
 /* ---- queue.c ---- */

@@ -195,10 +195,82 @@ static int function_ref(lcd_app_t *app, json_t *v, const char *path, char **out,
 	return 0;
 }
 
+/* A path a manifest may name: absolute, without "." or ".." components. */
+static bool abs_path_ok(const char *p)
+{
+	if (p[0] != '/' || strstr(p, "//"))
+		return false;
+	for (const char *c = p; c; c = strchr(c + 1, '/')) {
+		const char *n = c + 1;
+		size_t len = strcspn(n, "/");
+		if ((len == 1 && n[0] == '.') || (len == 2 && n[0] == '.' && n[1] == '.'))
+			return false;
+	}
+	return true;
+}
+
+int lcd_idmap_value(json_t *v)
+{
+	if (!v || (json_is_string(v) && !strcmp(json_string_value(v), "auto")))
+		return LC_IDMAP_AUTO;
+	if (json_is_boolean(v))
+		return json_is_true(v) ? LC_IDMAP_ON : LC_IDMAP_OFF;
+	return -1;
+}
+
+/* functions.F.mounts: [{"source", "target", "readonly", "idmap"}], as
+ * --bind SRC:DST[:ro][:idmap|noidmap]; idmap is true, false or "auto". */
+static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error_t **err)
+{
+	static const char *const keys[] = { "source", "target", "readonly", "idmap", NULL };
+	if (!json_is_array(v))
+		return bad(err, path, "expected an array of objects");
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s[%zu]", path, i);
+		if (!json_is_object(e))
+			return bad(err, p, "expected an object");
+		if (lcd_check_keys(e, p, keys, err) < 0)
+			return -1;
+		const char *names[2] = { "source", "target" };
+		const char *val[2];
+		for (int k = 0; k < 2; k++) {
+			json_t *x = json_object_get(e, names[k]);
+			_cleanup_free_ char *kp = lc_strdup_printf("%s.%s", p, names[k]);
+			if (!x)
+				return bad(err, kp, "required");
+			if (!json_is_string(x) || !abs_path_ok(json_string_value(x)) || strlen(json_string_value(x)) > 4095)
+				return bad(err, kp, "expected an absolute path (no '.' or '..' parts)");
+			val[k] = json_string_value(x);
+		}
+		if (!strcmp(val[1], "/") || !strcmp(val[1], "/run/task") || !strncmp(val[1], "/run/task/", 10)) {
+			_cleanup_free_ char *kp = lc_strdup_printf("%s.target", p);
+			return bad(err, kp, "/ and /run/task are the sandbox's own");
+		}
+		lc_mount_t m = { .idmap = lcd_idmap_value(json_object_get(e, "idmap")) };
+		json_t *ro = json_object_get(e, "readonly");
+		if (ro && !json_is_boolean(ro)) {
+			_cleanup_free_ char *kp = lc_strdup_printf("%s.readonly", p);
+			return bad(err, kp, "expected true or false");
+		}
+		m.ro = json_is_true(ro);
+		if (m.idmap < 0) {
+			_cleanup_free_ char *kp = lc_strdup_printf("%s.idmap", p);
+			return bad(err, kp, "expected true, false or \"auto\"");
+		}
+		m.src = strdup(val[0]);
+		m.dst = strdup(val[1]);
+		f->mounts = realloc(f->mounts, (f->n_mounts + 1) * sizeof(*f->mounts));
+		f->mounts[f->n_mounts++] = m;
+	}
+	return 0;
+}
+
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
-		"concurrency", "queue", "secrets", "description", NULL };
+		"concurrency", "queue", "secrets", "mounts", "description", NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
 	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
@@ -272,6 +344,13 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 		_cleanup_free_ char *p = lc_strdup_printf("%s.secrets", path);
 		if (get_strv(sec, p, lcd_secret_name_valid,
 			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->secrets, err) < 0)
+			return -1;
+	}
+
+	json_t *mounts = json_object_get(v, "mounts");
+	if (mounts) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.mounts", path);
+		if (parse_mounts(mounts, p, f, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -556,6 +635,11 @@ void lcd_app_unref(lcd_app_t *app)
 		free(f->image);
 		free(f->net);
 		lc_strv_free(f->secrets);
+		for (size_t k = 0; k < f->n_mounts; k++) {
+			free(f->mounts[k].src);
+			free(f->mounts[k].dst);
+		}
+		free(f->mounts);
 	}
 	free(app->functions);
 	for (size_t i = 0; i < app->n_schedules; i++) {

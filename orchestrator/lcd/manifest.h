@@ -21,6 +21,8 @@ typedef struct lcd_function {
 	int concurrency; /* at most this many running */
 	int queue;       /* at most this many waiting */
 	char **secrets;  /* names of the secrets it sees as environment */
+	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
+	size_t n_mounts;
 } lcd_function_t;
 
 typedef struct lcd_schedule {
@@ -72,6 +74,9 @@ size_t lcd_schedule_due(const lcd_schedule_t *s, long long last, long long now, 
 /* Refuse keys of obj outside allowed (NULL-terminated): "PATH.KEY: unknown
  * key" ("KEY: …" when path is ""), so that typos do not pass silently. */
 int lcd_check_keys(json_t *obj, const char *path, const char *const *allowed, lc_error_t **err);
+/* A mount's "idmap": true (LC_IDMAP_ON), false (LC_IDMAP_OFF), "auto" or
+ * absent (LC_IDMAP_AUTO); -1 for anything else. */
+int lcd_idmap_value(json_t *v);
 /* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
  * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);

@@ -244,10 +244,24 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 		explicit_bzero(kv, strlen(kv));
 		explicit_bzero(v, strlen(v));
 	}
-	spec->mounts = lc_xmalloc0(sizeof(*spec->mounts));
+	spec->mounts = lc_xmalloc0((1 + f->n_mounts) * sizeof(*spec->mounts));
 	spec->mounts[0].src = strdup(taskdir);
 	spec->mounts[0].dst = strdup("/run/task");
 	spec->n_mounts = 1;
+	/* The function's mounts: their sources resolved now, and still under
+	 * lcd's bind_roots (the config may have changed since the deploy). */
+	for (size_t i = 0; i < f->n_mounts; i++) {
+		char *src = NULL;
+		if (lcd_bind_source(j->lcd, f->mounts[i].src, true, &src, err) < 0) {
+			lc_error_wrap(err, "mounts[%zu]", i);
+			lc_spec_free(spec);
+			return -1;
+		}
+		lc_mount_t *m = &spec->mounts[spec->n_mounts++];
+		*m = f->mounts[i];
+		m->src = src;
+		m->dst = strdup(f->mounts[i].dst);
+	}
 	if (lcd_task_access(j->lcd, j->id, j->app, f, spec, err) < 0) {
 		lc_spec_free(spec);
 		return -1;

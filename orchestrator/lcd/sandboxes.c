@@ -245,10 +245,11 @@ static int parse_labels(json_t *v, json_t **out, lc_error_t **err)
 	return 0;
 }
 
-/* mounts: [{"source", "target", "readonly"}], the operator's only. */
+/* mounts: [{"source", "target", "readonly", "idmap"}], the operator's
+ * only; idmap as in a manifest: true, false or "auto" (the default). */
 static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_error_t **err)
 {
-	static const char *const keys[] = { "source", "target", "readonly", NULL };
+	static const char *const keys[] = { "source", "target", "readonly", "idmap", NULL };
 	if (!v)
 		return 0;
 	if (!who->operator)
@@ -274,12 +275,16 @@ static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_
 			return bad(err, LC_EXIT_INVALID, p, "target: expected an absolute path without '..' (not /)");
 		if (ro && !json_is_boolean(ro))
 			return bad(err, LC_EXIT_INVALID, p, "readonly: expected true or false");
+		int idmap = lcd_idmap_value(json_object_get(m, "idmap"));
+		if (idmap < 0)
+			return bad(err, LC_EXIT_INVALID, p, "idmap: expected true, false or \"auto\"");
 		spec->mounts = realloc(spec->mounts, (spec->n_mounts + 1) * sizeof(*spec->mounts));
 		lc_mount_t *mt = &spec->mounts[spec->n_mounts++];
 		memset(mt, 0, sizeof(*mt));
 		mt->src = strdup(src);
 		mt->dst = strdup(dst);
 		mt->ro = json_is_true(ro);
+		mt->idmap = idmap;
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
  * to $LC_TASK_RESULT, the app's config and the function's secrets in the
  * environment, lcd reached with $LCD_SOCKET and $LCD_TOKEN.  Errors are one
  * line on stderr, "lc-agents FUNCTION: …", also in the result's "error". */
+#define _GNU_SOURCE 1
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,10 @@
 #define SNAPSHOT_KEY "snapshot"
 #define PATCH_FILE "/tmp/agent-change.patch"
 #define PATCH_MAX (16 << 20)
+#define BASE_INDEX "/tmp/agent-base.index"
+#define AFTER_INDEX "/tmp/agent-after.index"
+/* git in the agent's tree, with its hooks, fsmonitor and diff drivers off */
+#define GIT_SAFE "g() { git -c core.fsmonitor= -c core.hooksPath=/dev/null -c diff.external= \"$@\"; }; "
 
 static const char *fn_name = "lc-agents";
 
@@ -458,6 +463,17 @@ static char *report_body(const agent_config_t *ac, const agent_result_t *ar, con
 				task ? "lcd task " : "", task ? task : "");
 }
 
+/* Overwrite every copy of secret in text (what the agent and the tests
+ * printed goes to GitHub). */
+static void redact(char *text, const char *secret)
+{
+	size_t n = secret ? strlen(secret) : 0;
+	if (!text || n < 8)
+		return;
+	for (char *p = text; (p = strstr(p, secret)); p += n)
+		memset(p, '*', n);
+}
+
 typedef struct solve {
 	lcc_t *c;
 	gh_t *gh;
@@ -508,7 +524,7 @@ static int fn_solve(void)
 	const char *url = cfg("REPOSITORY", NULL);
 	_cleanup_free_ char *branch = lc_strdup_printf("agent/issue-%lld", (long long)n);
 	_cleanup_free_ char *title = NULL, *body = NULL, *prompt = NULL, *patch = NULL, *tests_tail = NULL;
-	_cleanup_free_ char *snapv = NULL, *sha = NULL, *report = NULL, *pr_url = NULL;
+	_cleanup_free_ char *snapv = NULL, *sha = NULL, *report = NULL, *pr_url = NULL, *base_tree = NULL;
 	_cleanup_json_ json_t *snap = NULL, *limits = NULL, *pr = NULL, *labels = NULL;
 	_cleanup_free_ char *msg = NULL, *prtitle = NULL, *prbody = NULL, *lab = NULL;
 	size_t patch_len = 0;
@@ -577,6 +593,22 @@ static int fn_solve(void)
 	json_object_set_new(s.result, "sandbox_id", json_string(s.sandbox));
 	fprintf(stderr, "lc-agents solve-issue: %s#%lld in sandbox %s (image %s, commit %.12s)\n", repo, (long long)n,
 		s.sandbox, image, commit);
+	/* the tree as the snapshot left it (SETUP_COMMAND's files included),
+	 * in an index of its own: the change is what the agent adds to it */
+	{
+		lcc_exec_result_t r;
+		if (sb_sh(s.c, s.sandbox, s.ac.user, dir, GIT_SAFE "GIT_INDEX_FILE=" BASE_INDEX " g add -A . && GIT_INDEX_FILE=" BASE_INDEX " g write-tree",
+			  NULL, 600, &r, &err) < 0)
+			goto failed;
+		if (r.exit_code != 0 || !r.out || strlen(r.out) < 40) {
+			_cleanup_free_ char *l = last_line(&r);
+			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "cannot read the snapshot's tree in %s: %s", dir, l);
+			lcc_exec_result_clear(&r);
+			goto failed;
+		}
+		base_tree = strndup(r.out, strcspn(r.out, "\n"));
+		lcc_exec_result_clear(&r);
+	}
 	/* 3. the agent */
 	prompt = build_prompt(repo, (long)n, title, body, test_cmd);
 	if (agent_run(s.c, s.sandbox, &s.ac, dir, prompt, &ar, &err) < 0)
@@ -593,10 +625,10 @@ static int fn_solve(void)
 		/* 4. the change, as a patch against the snapshot's commit (taken
 		 * before the tests run, so nothing they build is in it) */
 		lcc_exec_result_t r;
-		_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_COMMIT", commit, "PATCH_FILE", PATCH_FILE);
+		_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_TREE", base_tree, "PATCH_FILE", PATCH_FILE);
 		if (sb_sh(s.c, s.sandbox, s.ac.user, dir,
-			  "g() { git -c core.fsmonitor= -c core.hooksPath=/dev/null -c diff.external= \"$@\"; }; "
-			  "g add -A . && g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_COMMIT\" -- > \"$PATCH_FILE\"",
+			  GIT_SAFE "export GIT_INDEX_FILE=" AFTER_INDEX "; cp " BASE_INDEX " \"$GIT_INDEX_FILE\" && g add -A . && "
+			  "g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_TREE\" -- > \"$PATCH_FILE\"",
 			  penv, 600, &r, &err) < 0)
 			goto failed;
 		if (r.exit_code != 0) {
@@ -608,6 +640,14 @@ static int fn_solve(void)
 		lcc_exec_result_clear(&r);
 		if (lcc_sandbox_download(s.c, s.sandbox, PATCH_FILE, &patch, &patch_len, &err) < 0)
 			goto failed;
+		/* the model key is in the agent's sandbox (MODEL_ACCESS=direct):
+		 * a change that carries it is never pushed */
+		const char *key = getenv(s.ac.key_secret);
+		if (key && strlen(key) >= 8 && memmem(patch, patch_len, key, strlen(key))) {
+			lc_error_set(&err, LC_EXIT_PERM, 0, "the agent's change contains the value of %s: not pushed",
+				     s.ac.key_secret);
+			goto failed;
+		}
 		if (patch_len > PATCH_MAX) {
 			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the agent's change is %zu bytes, over %d", patch_len, PATCH_MAX);
 			goto failed;
@@ -639,6 +679,7 @@ static int fn_solve(void)
 	/* 6. outside the agent's sandbox: push and the pull request, or a comment */
 	const char *task = getenv("LC_TASK_ID");
 	report = report_body(&s.ac, &ar, test_cmd, tests_rc, tests_tail, task);
+	redact(report, getenv(s.ac.key_secret));
 	if (ar.status != AGENT_OK || patch_len == 0) {
 		bool failed_agent = ar.status != AGENT_OK;
 		_cleanup_free_ char *text = lc_strdup_printf("%s\n\n%s", failed_agent

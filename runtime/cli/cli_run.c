@@ -78,27 +78,14 @@ static int add_mount(lc_spec_t *s, const char *arg, bool ro_default, bool tmpfs)
 		m.dst = strdup(arg);
 		m.tmpfs = true;
 	} else {
-		_cleanup_free_ char *a = strdup(arg);
-		char *dst = strchr(a, ':');
-		if (!dst || dst == a || !dst[1])
-			return lc_cli_usage_error("--bind '%s': expected SRC:DST[:ro]", arg);
-		*dst++ = '\0';
-		char *mode = strchr(dst, ':');
-		m.ro = ro_default;
-		if (mode) {
-			*mode++ = '\0';
-			if (!strcmp(mode, "ro"))
-				m.ro = true;
-			else if (!strcmp(mode, "rw"))
-				m.ro = false;
-			else
-				return lc_cli_usage_error("--bind '%s': mode must be ro or rw", arg);
+		lc_error_t *err = NULL;
+		if (lc_bind_parse(arg, ro_default, &m, &err) < 0)
+			return lc_cli_fail(err);
+		char *real = realpath(m.src, NULL);
+		if (real) {
+			free(m.src);
+			m.src = real;
 		}
-		if (dst[0] != '/')
-			return lc_cli_usage_error("--bind '%s': destination must be an absolute path", arg);
-		char *real = realpath(a, NULL);
-		m.src = real ? real : strdup(a);
-		m.dst = strdup(dst);
 	}
 	s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
 	s->mounts[s->n_mounts++] = m;
@@ -337,7 +324,9 @@ static const char run_help[] =
 	"\n"
 	"  --rootfs DIR            lower layer of the root (default: the host image)\n"
 	"  --image NAME            run on an image from the store\n"
-	"  --bind SRC:DST[:ro|rw]  bind a host path; --ro-bind SRC:DST; --tmpfs DST\n"
+	"  --bind SRC:DST[:OPTS]   bind a host path; OPTS: ro|rw, idmap|noidmap (as root a\n"
+	"                          rw bind is idmapped where it can be: SRC's owner is the\n"
+	"                          sandbox's user inside); --ro-bind SRC:DST; --tmpfs DST\n"
 	"  --hostname NAME, -w/--workdir DIR, -u/--user UID[:GID]\n"
 	"  -e/--env K=V, --env-file FILE\n"
 	"  --cap-add CAP, --cap-drop CAP, --ulimit NAME=SOFT[:HARD]\n"

@@ -78,6 +78,8 @@ typedef struct exec_ctx {
 	struct winsize ws;
 	bool have_ws;
 	bool in_cgroup; /* the helper was cloned into the sandbox's cgroup */
+	lc_proc_args_t title; /* the caller's command line, hidden from the helper */
+	lc_exec_opts_t own;   /* the options, not pointing into that command line */
 } exec_ctx_t;
 
 static void __attribute__((noreturn)) helper_fail(exec_ctx_t *x, lc_error_t *e)
@@ -91,7 +93,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	const lc_exec_opts_t *o = x->o;
 	lc_error_t *e = NULL;
 	close(x->sp[0]);
-	prctl(PR_SET_NAME, "lcrun-exec", 0, 0, 0);
+	lc_proc_title_child("lcrun-exec", &x->title);
 	{
 		/* Forked from a threaded caller (lcd), the helper would otherwise
 		 * hold the other threads' pipes open for as long as it lives. */
@@ -301,6 +303,18 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 			     "cannot join the pid namespace of sandbox %s", id);
 		goto out;
 	}
+	/* The sandbox sees the helper from its first instant: it must never
+	 * show the caller's command line (-e values, paths).  The caller's
+	 * strings are the title until the clone is done, so the helper uses
+	 * copies of the options (they may point into them). */
+	x.own = *o;
+	x.own.argv = NULL;
+	for (size_t i = 0; o->argv && o->argv[i]; i++)
+		lc_strv_push(&x.own.argv, o->argv[i]);
+	x.own.env = NULL; /* merged into x.spec already */
+	x.own.workdir = o->workdir ? strdup(o->workdir) : NULL;
+	x.o = &x.own;
+	lc_proc_title_begin("lcrun-exec", &x.title);
 	/* Moving a process into a cgroup afterwards waits for an RCU grace
 	 * period (~10 ms); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3 is
 	 * only safe while no other thread may hold libc locks. */
@@ -319,6 +333,8 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	}
 	if (!x.in_cgroup)
 		helper = fork();
+	if (helper != 0)
+		lc_proc_title_end(&x.title);
 	if (helper != 0 && setns(ownpid, CLONE_NEWPID) < 0 && helper > 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot return to lcrun's own pid namespace");
 		goto out;
@@ -479,6 +495,8 @@ out:
 	lc_seccomp_prog_free(&x.prog);
 	lc_strv_free(x.envp);
 	lc_spec_free(x.spec);
+	lc_strv_free(x.own.argv);
+	free((char *)x.own.workdir);
 	res->wall_us = (lc_now_ms() - t0) * 1000;
 	return r;
 }

@@ -24,11 +24,22 @@ const char *lc_policy_dir(void);/* $(datadir)/lcrun/policies, or the source tree
 
 /* ---- sandbox description ------------------------------------------------ */
 
+/* lc_mount_t.idmap: whether a bind is an idmapped mount, so that its
+ * source's host owner is the sandbox's user inside (uid and gid: root, or
+ * spec->uid/gid) and what the sandbox creates there belongs to that owner
+ * on the host.  Other ids in the tree show as the overflow id (nobody). */
+enum {
+	LC_IDMAP_AUTO = 0, /* a root caller's read-write bind, where the filesystem can be idmapped */
+	LC_IDMAP_ON,       /* always; LC_EXIT_RUNTIME where the filesystem cannot (9p, overlay) */
+	LC_IDMAP_OFF,      /* never: host ids outside the sandbox's range show as nobody */
+};
+
 typedef struct lc_mount {
 	char *src; /* host path (NULL for tmpfs) */
 	char *dst; /* path inside the sandbox */
 	bool ro;
 	bool tmpfs;
+	int idmap; /* LC_IDMAP_* (binds only) */
 } lc_mount_t;
 
 typedef struct lc_rlimit {
@@ -112,6 +123,9 @@ lc_spec_t *lc_spec_from_json(json_t *j);
 uint64_t lc_caps_default(void);
 /* Parse a capability name ("CAP_NET_RAW" or "net_raw"); -1 if unknown. */
 int lc_cap_from_name(const char *name);
+/* "SRC:DST[:OPT,...]" as --bind takes it; OPT: ro, rw, idmap, noidmap.
+ * ro_default: --ro-bind.  SRC is taken as given (not resolved). */
+int lc_bind_parse(const char *arg, bool ro_default, lc_mount_t *out, lc_error_t **err);
 /* "RLIMIT=soft[:hard]" as --ulimit takes it (nofile=1024:2048). */
 int lc_rlimit_parse(const char *s, lc_rlimit_t *out, lc_error_t **err);
 

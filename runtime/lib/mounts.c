@@ -2,10 +2,10 @@
  *
  * Two stages.  lc_mounts_stage runs in the staging process, which has a
  * mount namespace of its own and (as root) is still privileged on the host:
- * it makes the idmapped lower layers, the overlay(s) and the sysfs of the
- * sandbox's network namespace.  lc_mounts_finish runs in pid 1, inside the
- * sandbox's user namespace: proc, a minimal /dev, /tmp, binds, the masked
- * /proc paths, then pivot_root. */
+ * it makes the idmapped lower layers, the overlay(s), the sysfs of the
+ * sandbox's network namespace, /tmp and the binds.  lc_mounts_finish runs
+ * in pid 1, inside the sandbox's user namespace: proc, a minimal /dev,
+ * --tmpfs mounts, the masked /proc paths, then pivot_root. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -391,6 +392,107 @@ int lc_mounts_stage_targets(const lc_rootfs_plan_t *plan, lc_error_t **err)
 		if (chown(p, plan->owner_uid, plan->owner_gid) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chown %s in the sandbox", files[i]);
 	}
+	/* /tmp is mounted here, before the binds, so that a bind below it
+	 * (--bind /tmp/x:/tmp/x) lands in the sandbox's /tmp, not under it;
+	 * its root belongs to the sandbox's root. */
+	_cleanup_free_ char *tmp_opts = lc_strdup_printf("mode=1777,uid=%u,gid=%u", (unsigned)plan->owner_uid,
+							 (unsigned)plan->owner_gid);
+	return mount_in(rootfd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts, err);
+}
+
+/* A name for the filesystem a refusal is about. */
+static const char *fs_name(int fd, char buf[32])
+{
+	static const struct { unsigned long magic; const char *name; } names[] = {
+		{ 0x01021997, "9p" }, { 0x794c7630, "overlay" }, { 0x01021994, "tmpfs" }, { 0x6969, "nfs" },
+		{ 0x65735546, "fuse" }, { 0x9fa0, "proc" }, { 0x62656572, "sysfs" }, { 0x858458f6, "ramfs" },
+		{ 0xff534d42, "cifs" }, { 0x73717368, "squashfs" }, { 0x9123683e, "btrfs" },
+		{ 0xef53, "ext4" }, { 0x58465342, "xfs" },
+	};
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0)
+		return "unknown";
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((unsigned long)sf.f_type == names[i].magic)
+			return names[i].name;
+	snprintf(buf, 32, "type 0x%lx", (unsigned long)sf.f_type);
+	return buf;
+}
+
+int lc_mounts_open_binds(lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err)
+{
+	plan->n_bind_fds = spec->n_mounts;
+	plan->bind_fds = lc_xmalloc0(spec->n_mounts * sizeof(int) + 1);
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		plan->bind_fds[i] = -1;
+	if (plan->rootless)
+		return 0; /* LC_IDMAP_ON was refused; a rootless caller's own files are its root's already */
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const lc_mount_t *m = &spec->mounts[i];
+		if (m->tmpfs || m->idmap == LC_IDMAP_OFF || (m->idmap == LC_IDMAP_AUTO && m->ro))
+			continue;
+		/* A private copy of the tree: a peer of the host's mount
+		 * would carry mounts made beneath it back to the host. */
+		_cleanup_close_ int fd = sys_open_tree(AT_FDCWD, m->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (fd < 0)
+			return lc_error_set(err, errno == ENOENT || errno == ENOTDIR ? LC_EXIT_NOENT : LC_EXIT_RUNTIME,
+					    errno, "bind source %s", m->src);
+		struct mount_attr priv = { .propagation = MS_PRIVATE };
+		if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &priv) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "--bind %s: cannot make its mount private", m->src);
+		/* The owner of what is actually mounted, not of a path that
+		 * may have changed since. */
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "bind source %s", m->src);
+		int uns = lc_idmap_userns(st.st_uid, plan->owner_uid + spec->uid, st.st_gid,
+					  plan->owner_gid + spec->gid, 1, err);
+		if (uns < 0)
+			return lc_error_wrap(err, "--bind %s", m->src);
+		struct mount_attr attr = {
+			.attr_set = MOUNT_ATTR_IDMAP | (m->ro ? MOUNT_ATTR_RDONLY : 0),
+			.userns_fd = (unsigned long long)uns,
+		};
+		int r = sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr);
+		int e = errno;
+		close(uns);
+		if (r < 0) {
+			if (m->idmap == LC_IDMAP_AUTO)
+				continue; /* a plain bind, as without idmapping */
+			char buf[32];
+			if (e == EINVAL) /* the filesystem's answer; errno adds nothing */
+				return lc_error_set(err, LC_EXIT_RUNTIME, 0,
+						    "--bind %s:%s:idmap: its filesystem (%s) cannot be idmapped; "
+						    "bind it with :noidmap", m->src, m->dst, fs_name(fd, buf));
+			return lc_error_set(err, LC_EXIT_RUNTIME, e, "--bind %s:%s:idmap: cannot idmap it (%s)", m->src,
+					    m->dst, fs_name(fd, buf));
+		}
+		plan->bind_fds[i] = lc_steal_fd(fd);
+	}
+	return 0;
+}
+
+void lc_mounts_close_binds(lc_rootfs_plan_t *plan)
+{
+	for (size_t i = 0; plan->bind_fds && i < plan->n_bind_fds; i++)
+		if (plan->bind_fds[i] >= 0)
+			close(plan->bind_fds[i]);
+	free(plan->bind_fds);
+	plan->bind_fds = NULL;
+	plan->n_bind_fds = 0;
+}
+
+/* Attach a detached mount (fd) at dst inside the root. */
+static int attach_into(int rootfd, int fd, const char *dst, lc_error_t **err)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot stat the mount for %s", dst);
+	_cleanup_close_ int t = target_in_root(rootfd, dst, !S_ISDIR(st.st_mode), err);
+	if (t < 0)
+		return -1;
+	if (sys_move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot attach the bind at %s", dst);
 	return 0;
 }
 
@@ -411,14 +513,16 @@ int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, l
 		const lc_mount_t *m = &spec->mounts[i];
 		if (m->tmpfs)
 			continue;
-		/* Open the source as host root, then switch the fs ids. */
-		_cleanup_close_ int sfd = open(m->src, O_PATH | O_CLOEXEC);
-		if (sfd < 0)
+		/* idmapped (and made read-only) in lcrun already, or a plain
+		 * bind of the source opened here as host root */
+		int mfd = plan->bind_fds && i < plan->n_bind_fds ? plan->bind_fds[i] : -1;
+		_cleanup_close_ int sfd = mfd < 0 ? open(m->src, O_PATH | O_CLOEXEC) : -1;
+		if (mfd < 0 && sfd < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
 		_cleanup_free_ char *via = lc_strdup_printf("/proc/self/fd/%d", sfd);
 		uid_t ou = (uid_t)setfsuid(plan->owner_uid);
 		gid_t og = (gid_t)setfsgid(plan->owner_gid);
-		r = bind_into(rootfd, via, m->dst, m->ro, err);
+		r = mfd >= 0 ? attach_into(rootfd, mfd, m->dst, err) : bind_into(rootfd, via, m->dst, m->ro, err);
 		setfsuid(ou);
 		setfsgid(og);
 		if (r < 0)
@@ -445,8 +549,6 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
 	if (mount_in(rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
 	if (setup_dev(rootfd, plan->rootless, err) < 0)
-		return -1;
-	if (mount_in(rootfd, "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", err) < 0)
 		return -1;
 	{
 		/* The sandbox's own cgroup (its cgroup namespace root), read-only. */

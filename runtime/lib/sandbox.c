@@ -84,44 +84,11 @@ static int write_maps(pid_t pid, uid_t base, unsigned count, lc_error_t **err)
 static int idmap_userns(lc_error_t **err)
 {
 	pthread_mutex_lock(&idmap_lock);
-	if (idmap_fd >= 0 && idmap_pid == getpid()) {
-		pthread_mutex_unlock(&idmap_lock);
-		return idmap_fd;
+	if (idmap_fd < 0 || idmap_pid != getpid()) {
+		idmap_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), err);
+		idmap_pid = getpid();
 	}
-	int p1[2], p2[2];
-	if (pipe2(p1, O_CLOEXEC) < 0 || pipe2(p2, O_CLOEXEC) < 0) {
-		pthread_mutex_unlock(&idmap_lock);
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p1[0]);
-		close(p2[1]);
-		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
-			_exit(1);
-		_exit(0);
-	}
-	close(p1[1]);
-	close(p2[0]);
-	char c = 'n';
-	int fd = -1;
-	if (pid > 0 && read(p1[0], &c, 1) == 1 && c == 'y' &&
-	    write_maps(pid, lc_uid_base(), lc_uid_count(), err) == 0) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
-	} else if (pid < 0 || c != 'y') {
-		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot create a user namespace for idmapped mounts");
-	}
-	close(p1[0]);
-	close(p2[1]);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-	idmap_fd = fd;
-	idmap_pid = getpid();
+	int fd = idmap_fd;
 	pthread_mutex_unlock(&idmap_lock);
 	return fd;
 }
@@ -210,6 +177,9 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Pid 1 is cloned from here: it shows "lcrun-init", never the
+	 * command line of lcrun (or lcd).  While still host root. */
+	lc_proc_title("lcrun-init");
 	if (c->rootless) {
 		uid_t uid = geteuid();
 		gid_t gid = getegid();
@@ -414,7 +384,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		if (c->plan.idmap_userns_fd < 0)
 			return -1;
 	}
-	return 0;
+	return lc_mounts_open_binds(&c->plan, s, err);
 }
 
 json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
@@ -534,6 +504,10 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 		if (need)
 			return lc_error_set(err, LC_EXIT_PERM, 0, "%s needs root; this sandbox is rootless", need);
 	}
+	for (size_t i = 0; c->rootless && i < s->n_mounts; i++)
+		if (!s->mounts[i].tmpfs && s->mounts[i].idmap == LC_IDMAP_ON)
+			return lc_error_set(err, LC_EXIT_PERM, 0, "--bind %s:%s:idmap needs root; this sandbox is rootless",
+					    s->mounts[i].src, s->mounts[i].dst);
 	if (s->uid >= lc_uid_count() || s->gid >= lc_uid_count())
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "--user %u:%u is outside the sandbox's %u ids",
 				    (unsigned)s->uid, (unsigned)s->gid, lc_uid_count());
@@ -607,6 +581,7 @@ void lc_sb_free(lc_sb_t *c)
 	lc_strv_free(c->plan.lowers);
 	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
+	lc_mounts_close_binds(&c->plan);
 	lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
 	free(c->plan.rootfs);
@@ -730,6 +705,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		staging_main(c);
 	close(c->sp[1]);
 	c->sp[1] = -1;
+	lc_mounts_close_binds(&c->plan); /* the staging process has its own */
 	if (c->cg.path && !moved) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%d", c->staging);

@@ -110,19 +110,55 @@ typedef struct lc_rootfs_plan {
 	gid_t owner_gid;
 	int rootfs_fd;     /* O_PATH fds opened by the staging process */
 	int files_fd;
+	int *bind_fds;     /* per spec mount: a detached idmapped mount to attach, or -1 */
+	size_t n_bind_fds;
 } lc_rootfs_plan_t;
 /* In the staging process (own mount namespace, host root or rootless). */
 int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err);
+/* In lcrun, before the staging process: the binds to idmap (as
+ * spec->mounts[i].idmap and the filesystem decide), as detached mounts in
+ * plan->bind_fds.  LC_EXIT_RUNTIME for LC_IDMAP_ON where the filesystem
+ * cannot be idmapped. */
+int lc_mounts_open_binds(lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+void lc_mounts_close_binds(lc_rootfs_plan_t *plan);
 /* In the staging process, still host root: the --bind mounts, so that
  * any path root can read can be bound (read-only binds stay locked). */
 int lc_mounts_stage_binds(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
-/* Also there: the mount points pid 1 needs (proc, dev, tmp, etc/hosts…). */
+/* Also there, before the binds: the mount points pid 1 needs (proc, dev,
+ * etc/hosts…) and the sandbox's /tmp (a tmpfs), so that binds below /tmp
+ * stay visible. */
 int lc_mounts_stage_targets(const lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In the staging process after its last unshare: O_PATH fds of the staged
  * root and files, valid in pid 1's mount namespace. */
 int lc_mounts_open_staged(lc_rootfs_plan_t *plan, lc_error_t **err);
 /* In pid 1: proc, dev, sys, tmp, binds, masks, pivot_root. */
 int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_error_t **err);
+
+/* ---- idmap.c */
+/* An fd (the caller's to close) of a user namespace mapping count ids from
+ * uid_from/gid_from (as files store them) to uid_to/gid_to (as the kernel
+ * sees them): what mount_setattr(MOUNT_ATTR_IDMAP) takes.  Cached. */
+int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err);
+
+/* ---- proctitle.c: what /proc/PID/cmdline and comm show for processes
+ * the sandbox can see (pid 1, exec's helper): a fixed title, never the
+ * host's command line. */
+/* This process shows title: written over its argument strings (and, when
+ * they are too short for it, the environment strings after them, once
+ * environ points at copies). */
+void lc_proc_title(const char *title);
+typedef struct lc_proc_args {
+	unsigned long start, end; /* the caller's argument strings */
+	char *copy;               /* what they held, while the title is there */
+} lc_proc_args_t;
+/* Around a clone whose child the sandbox sees from its first instant: the
+ * caller shows title from begin to end, which puts its own strings back (a
+ * lock is held in between; nothing in the caller may read its argv
+ * meanwhile, and the child must not use pointers into it).  The child
+ * calls lc_proc_title_child with the same saved. */
+void lc_proc_title_begin(const char *title, lc_proc_args_t *saved);
+void lc_proc_title_end(lc_proc_args_t *saved);
+void lc_proc_title_child(const char *title, const lc_proc_args_t *saved);
 
 /* Resolving inside a root that is not ours yet (lcrun-oci's containers):
  * open path under rootfd without leaving it; make a mount target (a

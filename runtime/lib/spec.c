@@ -102,6 +102,47 @@ int lc_rlimit_parse(const char *arg, lc_rlimit_t *out, lc_error_t **err)
 	return 0;
 }
 
+int lc_bind_parse(const char *arg, bool ro_default, lc_mount_t *out, lc_error_t **err)
+{
+	memset(out, 0, sizeof(*out));
+	out->ro = ro_default;
+	_cleanup_free_ char *a = strdup(arg);
+	char *dst = strchr(a, ':');
+	if (!dst || dst == a || !dst[1])
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--bind '%s': expected SRC:DST[:OPTIONS]", arg);
+	*dst++ = '\0';
+	char *opts = strchr(dst, ':');
+	if (opts)
+		*opts++ = '\0';
+	if (dst[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--bind '%s': destination must be an absolute path", arg);
+	bool seen_mode = false, seen_idmap = false;
+	for (char *save = NULL, *o = opts ? strtok_r(opts, ",", &save) : NULL; o; o = strtok_r(NULL, ",", &save)) {
+		bool mode = !strcmp(o, "ro") || !strcmp(o, "rw");
+		bool idmap = !strcmp(o, "idmap") || !strcmp(o, "noidmap");
+		if (!mode && !idmap)
+			return lc_error_set(err, LC_EXIT_USAGE, 0,
+					    "--bind '%s': unknown option '%s' (ro, rw, idmap, noidmap)", arg, o);
+		if ((mode && seen_mode) || (idmap && seen_idmap))
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "--bind '%s': '%s' conflicts with an earlier option",
+					    arg, o);
+		if (mode) {
+			out->ro = !strcmp(o, "ro");
+			seen_mode = true;
+		} else {
+			out->idmap = !strcmp(o, "idmap") ? LC_IDMAP_ON : LC_IDMAP_OFF;
+			seen_idmap = true;
+		}
+	}
+	if (opts && !seen_mode && !seen_idmap)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "--bind '%s': expected SRC:DST[:OPTIONS]", arg);
+	out->src = strdup(a);
+	out->dst = strdup(dst);
+	return 0;
+}
+
+static const char *const idmap_names[] = { "auto", "on", "off" };
+
 #define JSTR(x) ((x) ? json_string(x) : json_null())
 
 json_t *lc_spec_to_json(const lc_spec_t *s)
@@ -130,9 +171,10 @@ json_t *lc_spec_to_json(const lc_spec_t *s)
 	json_object_set_new(j, "rlimits", rl);
 	json_t *mounts = json_array();
 	for (size_t i = 0; i < s->n_mounts; i++)
-		json_array_append_new(mounts, json_pack("{s:o,s:s,s:b,s:b}", "src", JSTR(s->mounts[i].src),
+		json_array_append_new(mounts, json_pack("{s:o,s:s,s:b,s:b,s:s}", "src", JSTR(s->mounts[i].src),
 							"dst", s->mounts[i].dst, "ro", s->mounts[i].ro,
-							"tmpfs", s->mounts[i].tmpfs));
+							"tmpfs", s->mounts[i].tmpfs,
+							"idmap", (unsigned)s->mounts[i].idmap < 3 ? idmap_names[s->mounts[i].idmap] : "auto"));
 	json_object_set_new(j, "mounts", mounts);
 	json_object_set_new(j, "limits", json_pack("{s:I,s:I,s:I,s:f,s:i,s:i,s:b}",
 						   "memory", (json_int_t)s->limits.memory,
@@ -181,9 +223,14 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 	}
 	json_array_foreach(json_object_get(j, "mounts"), i, x) {
 		s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
+		const char *im = json_string_value(json_object_get(x, "idmap"));
+		int idmap = LC_IDMAP_AUTO;
+		for (int k = 0; im && k < 3; k++)
+			if (!strcmp(im, idmap_names[k]))
+				idmap = k;
 		s->mounts[s->n_mounts++] = (lc_mount_t){ jdup(x, "src"), jdup(x, "dst"),
 							 json_is_true(json_object_get(x, "ro")),
-							 json_is_true(json_object_get(x, "tmpfs")) };
+							 json_is_true(json_object_get(x, "tmpfs")), idmap };
 	}
 	json_t *l = json_object_get(j, "limits");
 	if (l) {

@@ -3,6 +3,8 @@
 # cpu controllers in the v2 hierarchy: on a hybrid v1/v2 host they are
 # skipped here and run in the VM suite (tests/vm), on a pure v2 kernel.  The
 # hybrid tests check the errors such a host must give.
+#
+# check-vm: yes
 
 load helpers
 

@@ -54,6 +54,21 @@ rootless_user() {
 	echo lcrun-test
 }
 
+# A copy of lcrun and of the policies that an unprivileged user can run,
+# in a fresh directory $RL (the test removes it); rootless_lcrun ARGS runs
+# it as the rootless user.
+rootless_copy() {
+	RL=$(mktemp -d /tmp/lcrun-rootless.XXXXXX)
+	chmod 755 "$RL"
+	cp "$LCRUN" "$RL/lcrun"
+	cp -r "$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/policies" "$RL/policies"
+	chmod -R a+rX "$RL"
+}
+
+rootless_lcrun() {
+	as_user "$(rootless_user)" env LCRUN_POLICY_DIR="$RL/policies" "$RL/lcrun" "$@"
+}
+
 as_user() {
 	local user=$1
 	shift

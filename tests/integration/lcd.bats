@@ -27,6 +27,15 @@ teardown() {
 	lcd_teardown
 }
 
+# How many tasks of function FN (in STATE, "" for any) there are.  The
+# fixture's schedules (e.g. "quarter", every 15 minutes by the real clock)
+# may add tasks of their own function at any time: a test counts only the
+# tasks of the function it spawned.
+count_fn() { # FN [STATE]
+	"$LCCTL" task list --app demo --json |
+		jq --arg f "$1" --arg s "${2:-}" '[.[] | select(.function == $f and ($s == "" or .state == $s))] | length'
+}
+
 @test "lcd: a function writes a result; lcctl shows result, logs and state" {
 	run "$LCCTL" run demo:hello '{"who": "bats"}'
 	[ "$status" -eq 0 ]
@@ -80,22 +89,22 @@ teardown() {
 	done
 	[ "${#ids[@]}" -eq 23 ]
 	[ "$refused" -eq 7 ]
-	for _ in $(seq 100); do [ "$(count --app demo --state running)" -eq 3 ] && break; sleep 0.1; done
-	[ "$(count --app demo --state running)" -eq 3 ]
-	[ "$(count --app demo --state queued)" -eq 20 ]
+	for _ in $(seq 100); do [ "$(count_fn gated running)" -eq 3 ] && break; sleep 0.1; done
+	[ "$(count_fn gated running)" -eq 3 ]
+	[ "$(count_fn gated queued)" -eq 20 ]
 	# the API says 429, at once
 	run api POST /apps/demo/functions/gated/spawn '{}'
 	[ "${lines[1]}" = 429 ]
 	# release them as they start: all 23 finish, never more than 3 at once
 	for _ in $(seq 600); do
-		[ "$(count --app demo --state succeeded)" -eq 23 ] && break
-		running=$("$LCCTL" task list --app demo --state running --json | jq -r '.[].id')
+		[ "$(count_fn gated succeeded)" -eq 23 ] && break
+		running=$("$LCCTL" task list --app demo --state running --json | jq -r '.[] | select(.function == "gated") | .id')
 		[ "$(echo "$running" | grep -c .)" -le 3 ]
 		for id in $running; do touch "$LCRUN_ROOT/lcd/tasks/$id/go" 2>/dev/null || true; done
 		sleep 0.1
 	done
-	[ "$(count --app demo --state succeeded)" -eq 23 ]
-	[ "$(count --app demo)" -eq 23 ] # nothing refused was stored
+	[ "$(count_fn gated succeeded)" -eq 23 ]
+	[ "$(count_fn gated)" -eq 23 ] # nothing refused was stored
 	for id in "${ids[@]}"; do "$LCCTL" task logs "$id" | grep -qx released; done
 }
 
@@ -108,12 +117,86 @@ teardown() {
 		r=$(api GET "/tasks/$id/result?wait=120" | head -1)
 		echo "$r" | jq -e '.state == "succeeded" and .result.i == .args.i' >/dev/null || { echo "task $id: $r"; "$LCCTL" task logs "$id" || true; false; }
 	done
-	[ "$("$LCCTL" task list --app demo --state succeeded --json | jq '[.[].result.i] | unique | length')" -eq 50 ]
+	# its own 50 tasks, by id: a schedule of the app may have run meanwhile
+	[ "$("$LCCTL" task list --app demo --state succeeded --json |
+		jq --argjson ids "$(echo "${lines[0]}" | jq .ids)" '[.[] | select(.id as $i | $ids | index($i)) | .result.i] | unique | length')" -eq 50 ]
 	# a map that does not fit is refused whole
 	body=$(jq -cn '{args: [range(200) | {i: .}]}')
 	run api POST /apps/demo/functions/many/spawn_map "$body"
 	[ "${lines[1]}" = 429 ]
-	[ "$(count --app demo)" -eq 50 ]
+	[ "$(count_fn many)" -eq 50 ]
+}
+
+@test "lcd: a task's pid 1 shows lcrun-init, nothing of lcd's command line; its environment stays closed" {
+	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
+	# every process but the reader's own: cmdline and comm; pid 1's environ
+	read_procs='for d in /proc/[0-9]*; do
+		p=${d#/proc/}; [ "$p" = "$$" ] && continue
+		[ "$(cat $d/comm 2>/dev/null)" = tr ] && continue
+		printf "P: %s cmdline=[%s] comm=[%s]\n" "$p" "$(tr "\0" "|" <$d/cmdline 2>/dev/null)" "$(cat $d/comm 2>/dev/null)"
+	done
+	cat /proc/1/environ >/dev/null 2>&1 && echo "P: pid 1 environ readable"
+	true'
+	jq -n --arg cmd "$read_procs" \
+		'{name: "ptitle", functions: {read: {command: $cmd, secrets: ["DEMO_TOKEN"], timeout: 60}}}' >"$T/ptitle.json"
+	"$LCCTL" deploy "$T/ptitle.json"
+	run "$LCCTL" run ptitle:read
+	[ "$status" -eq 0 ]
+	id=$("$LCCTL" task list --app ptitle --json | jq -r '.[0].id')
+	run "$LCCTL" task logs "$id"
+	echo "$output"
+	out=$(grep '^P: ' <<<"$output")
+	[ "$(head -1 <<<"$out")" = "P: 1 cmdline=[lcrun-init|] comm=[lcrun-init]" ]
+	[ "$(grep -c . <<<"$out")" -eq 1 ]
+	# lcd's flags and paths (its socket and config live in $T)
+	[[ "$out" != *"$T"* ]]
+	[[ "$out" != *--socket* ]]
+	[[ "$out" != *--config* ]]
+	[[ "$out" != *"$SECRET"* ]]
+}
+
+@test "lcd: a function's mounts: only under bind_roots; idmapped, the task's files are the tree's owner's; readonly stays so" {
+	# without bind_roots in lcd.json no host path is bound
+	mkdir -p "$T/roots/co" "$T/roots/ro" "$T/elsewhere"
+	jq -n --arg s "$T/roots/co" '{name: "mnt", functions: {build: {command: "true", mounts: [{source: $s, target: "/src"}]}}}' >"$T/mnt.json"
+	run "$LCCTL" deploy "$T/mnt.json"
+	[ "$status" -eq 118 ]
+	[ "$output" = "lcctl: functions.build.mounts[0].source: $T/roots/co: lcd binds no host path into tasks unless lcd.json lists it under \"bind_roots\"" ]
+
+	stop_lcd
+	jq -n --arg r "$T/roots" '{bind_roots: [$r]}' >"$T/lcd.json"
+	start_lcd
+	printf 'all:\n\techo built >out.txt\n' >"$T/roots/co/Makefile"
+	chown -R 1000:1000 "$T/roots/co"
+	echo data >"$T/roots/ro/f"
+	ln -s "$T/elsewhere" "$T/roots/sneaky"
+	jq -n --arg s "$T/roots/co" --arg r "$T/roots/ro" --arg e "$T/elsewhere" --arg k "$T/roots/sneaky" '{name: "mnt", functions: {
+		build: {command: "cd /src && stat -c %u:%g . && touch from-task && make -s && (echo x >/ro/f || echo ro-refused)",
+			mounts: [{source: $s, target: "/src"}, {source: $r, target: "/ro", readonly: true}]},
+		outside: {command: "true", mounts: [{source: $e, target: "/e"}]},
+		sneaky: {command: "true", mounts: [{source: $k, target: "/e", idmap: true}]}}}' >"$T/mnt.json"
+	# a source outside the roots is refused with its JSON path
+	run "$LCCTL" deploy "$T/mnt.json"
+	[ "$status" -eq 118 ]
+	[ "$output" = "lcctl: functions.outside.mounts[0].source: $T/elsewhere is not under lcd's bind_roots" ]
+	jq 'del(.functions.outside)' "$T/mnt.json" >"$T/mnt2.json"
+	"$LCCTL" deploy "$T/mnt2.json"
+	run "$LCCTL" run mnt:build
+	[ "$status" -eq 0 ]
+	id=$("$LCCTL" task list --app mnt --json | jq -r '.[0].id')
+	run "$LCCTL" task logs "$id"
+	echo "$output"
+	[[ "$output" == *"0:0"* ]]        # the tree's owner is the task's root
+	[[ "$output" == *ro-refused* ]]
+	[ "$(stat -c %u:%g "$T/roots/co/from-task")" = 1000:1000 ]
+	[ "$(stat -c %u:%g "$T/roots/co/out.txt")" = 1000:1000 ]
+	[ "$(cat "$T/roots/ro/f")" = data ]
+	# a link under a root that leads out of it: refused when the task starts
+	run "$LCCTL" run mnt:sneaky
+	[ "$status" -ne 0 ]
+	id=$("$LCCTL" task list --app mnt --json | jq -r '.[0].id')
+	"$LCCTL" task show "$id" | jq -e --arg m "mounts[0]: $T/roots/sneaky -> $T/elsewhere is not under lcd's bind_roots" \
+		'.state == "failed" and (.error | contains($m))'
 }
 
 @test "lcd: claim race: 20 concurrent set --if-absent, exactly one wins; TTL expiry" {
@@ -309,11 +392,13 @@ teardown() {
 }
 
 @test "lcd: app delete removes the app and everything it owns; redeploy replaces" {
-	"$LCCTL" run demo:hello >/dev/null
+	id=$("$LCCTL" run --json demo:hello | jq -r .id)
 	"$LCCTL" map set demo/state k v
 	run "$LCCTL" deploy "$FIXTURES/app.json"
 	[[ "$output" == "replaced app demo"* ]]
-	[ "$(count)" -eq 1 ] # redeploy keeps tasks
+	# redeploy keeps tasks (this one: the 15-minute schedule may have run
+	# hello too)
+	"$LCCTL" task show "$id" | jq -e '.state == "succeeded"'
 	"$LCCTL" app delete demo
 	run "$LCCTL" app list --json
 	[ "$output" = "[]" ]

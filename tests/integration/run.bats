@@ -241,20 +241,16 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 
 @test "rootless: an unprivileged user gets a sandbox with a single-id mapping" {
 	user=$(rootless_user)
-	dir=$(mktemp -d /tmp/lcrun-rootless.XXXXXX)
-	chmod 755 "$dir"
-	cp "$LCRUN" "$dir/lcrun"
-	cp -r "$(cd "$BATS_TEST_DIRNAME/../.." && pwd)/policies" "$dir/policies"
-	chmod -R a+rX "$dir"
-	run as_user "$user" env LCRUN_POLICY_DIR="$dir/policies" "$dir/lcrun" run -- sh -c 'id -u; cat /proc/self/uid_map; grep Seccomp: /proc/self/status'
+	rootless_copy
+	run rootless_lcrun run -- sh -c 'id -u; cat /proc/self/uid_map; grep Seccomp: /proc/self/status'
 	[ "$status" -eq 0 ]
 	[ "${lines[0]}" = 0 ]
 	[ "$(echo ${lines[1]})" = "0 $(id -u "$user") 1" ]
 	[[ "${lines[2]}" == *2 ]]
-	run as_user "$user" env LCRUN_POLICY_DIR="$dir/policies" "$dir/lcrun" run --memory 64M -- true
+	run rootless_lcrun run --memory 64M -- true
 	[ "$status" -eq 118 ]
 	[[ "$output" == *"needs root"* ]]
-	run as_user "$user" env LCRUN_POLICY_DIR="$dir/policies" "$dir/lcrun" run --user 5 -- true
+	run rootless_lcrun run --user 5 -- true
 	[ "$status" -eq 118 ]
-	rm -rf "$dir"
+	rm -rf "$RL"
 }

@@ -473,6 +473,28 @@ two" ]
 	[ "$(sandboxes)" -eq 0 ]
 }
 
+@test "sandbox API: a read-write mount is idmapped as --bind is: the tree's owner is the sandbox's user, its files stay the owner's" {
+	mkdir -p "$T/co"
+	chown 1000:1000 "$T/co"
+	for im in '"auto"' true; do
+		id=$(api POST /sandboxes "$(jq -cn --arg s "$T/co" --argjson im "$im" '{mounts: [{source: $s, target: "/src", idmap: $im}]}')" | head -1 | jq -r .id)
+		[ "$("$LCCTL" sandbox exec "$id" -- sh -c 'touch /src/f; stat -c %u:%g /src /src/f' | sort -u)" = 0:0 ]
+		[ "$(stat -c %u:%g "$T/co/f")" = 1000:1000 ]
+		"$LCCTL" sandbox rm "$id"
+		rm -f "$T/co/f"
+	done
+	# idmap false: the old way, the tree is nobody's inside and root may not write
+	id=$(api POST /sandboxes "$(jq -cn --arg s "$T/co" '{mounts: [{source: $s, target: "/src", idmap: false}]}')" | head -1 | jq -r .id)
+	run "$LCCTL" sandbox exec "$id" -- sh -c 'stat -c %u /src; touch /src/f'
+	[ "${lines[0]}" = 65534 ]
+	[ "$status" -ne 0 ]
+	"$LCCTL" sandbox rm "$id"
+	run api POST /sandboxes "$(jq -cn --arg s "$T/co" '{mounts: [{source: $s, target: "/src", idmap: "yes"}]}')"
+	[ "${lines[1]}" = 400 ]
+	[[ "${lines[0]}" == *'mounts[0]: idmap: expected true, false or \"auto\"'* ]]
+	[ "$(sandboxes)" -eq 0 ]
+}
+
 in_vm_skip() { # the client and its packaging do not depend on the kernel: the host run covers them
 	[ "${LCRUN_IN_VM:-0}" != 1 ] || skip "client-side only: run on the host, not again in the VM suite"
 }

@@ -1,0 +1,106 @@
+/* idmap.c — user namespaces whose only use is their id maps:
+ * mount_setattr(MOUNT_ATTR_IDMAP) takes one to say how an idmapped mount
+ * shows the ids of its files.  Lower layers use the sandboxes' range
+ * (0 -> uid_base, uid_count ids); an idmapped bind maps its source's owner
+ * alone onto the sandbox's user.  Making one costs a short-lived process,
+ * so they are kept for the life of the caller (lcd makes many sandboxes)
+ * and handed out as dup'ed fds. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox_priv.h"
+#include "util.h"
+
+typedef struct {
+	uid_t uid_from, uid_to;
+	gid_t gid_from, gid_to;
+	unsigned count;
+	int fd;
+} userns_entry_t;
+
+#define MAX_CACHED 32
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static userns_entry_t cache[MAX_CACHED];
+static size_t n_cached;
+static pid_t cache_pid; /* a forked child may have closed the cached fds */
+
+static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
+{
+	int p1[2], p2[2];
+	if (pipe2(p1, O_CLOEXEC) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
+	if (pipe2(p2, O_CLOEXEC) < 0) {
+		close(p1[0]);
+		close(p1[1]);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p1[0]);
+		close(p2[1]);
+		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p1[1]);
+	close(p2[0]);
+	char c = 'n';
+	int fd = -1;
+	if (pid > 0 && read(p1[0], &c, 1) == 1 && c == 'y') {
+		char path[64], map[64];
+		snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+		snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)uid_from, (unsigned)uid_to, count);
+		if (lc_write_file(path, map, err) == 0) {
+			snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+			snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)gid_from, (unsigned)gid_to, count);
+			if (lc_write_file(path, map, err) == 0) {
+				snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+				fd = open(path, O_RDONLY | O_CLOEXEC);
+				if (fd < 0)
+					lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+			}
+		}
+	} else {
+		lc_error_set(err, LC_EXIT_RUNTIME, pid < 0 ? errno : 0,
+			     "cannot create a user namespace for idmapped mounts");
+	}
+	close(p1[0]);
+	close(p2[1]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return fd;
+}
+
+int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
+{
+	pthread_mutex_lock(&cache_lock);
+	if (cache_pid != getpid()) {
+		n_cached = 0; /* not closed: their numbers may be in use for something else now */
+		cache_pid = getpid();
+	}
+	for (size_t i = 0; i < n_cached; i++) {
+		userns_entry_t *e = &cache[i];
+		if (e->uid_from == uid_from && e->uid_to == uid_to && e->gid_from == gid_from && e->gid_to == gid_to &&
+		    e->count == count) {
+			int fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 3);
+			pthread_mutex_unlock(&cache_lock);
+			if (fd < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot duplicate a user namespace fd");
+			return fd;
+		}
+	}
+	int fd = make_userns(uid_from, uid_to, gid_from, gid_to, count, err);
+	if (fd >= 0 && n_cached < MAX_CACHED) {
+		int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		if (keep >= 0)
+			cache[n_cached++] = (userns_entry_t){ uid_from, uid_to, gid_from, gid_to, count, keep };
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return fd;
+}
