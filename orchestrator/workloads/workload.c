@@ -285,29 +285,10 @@ int wl_sh(lcc_t *c, const char *id, const char *user, const char *workdir, const
 	return lcc_sandbox_exec(c, id, req, res, err);
 }
 
-char *wl_shell_quote(const char *s)
-{
-	size_t n = 3;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *q = lc_xmalloc0(n), *o = q;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	return q;
-}
-
 int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user, json_t *files, lc_error_t **err)
 {
 	/* the directories: root's mkdir, then handed to user */
-	_cleanup_free_ char *qroot = wl_shell_quote(root), *quser = wl_shell_quote(user);
+	_cleanup_free_ char *qroot = lc_shell_quote(root), *quser = lc_shell_quote(user);
 	_cleanup_free_ char *cmd = lc_strdup_printf("mkdir -p %s", qroot);
 	size_t i;
 	json_t *f;
@@ -317,7 +298,7 @@ int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user,
 		if (!slash)
 			continue;
 		_cleanup_free_ char *dir = lc_strdup_printf("%s/%.*s", root, (int)(slash - p), p);
-		_cleanup_free_ char *q = wl_shell_quote(dir);
+		_cleanup_free_ char *q = lc_shell_quote(dir);
 		char *n = lc_strdup_printf("%s %s", cmd, q);
 		free(cmd);
 		cmd = n;

@@ -76,7 +76,4 @@ int wl_sh(lcc_t *c, const char *id, const char *user, const char *workdir, const
  * files uploaded (they belong to the sandbox's user) with their modes. */
 int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user, json_t *files, lc_error_t **err);
 
-/* "'s'" for a shell (a new string). */
-char *wl_shell_quote(const char *s);
-
 #endif

@@ -374,3 +374,22 @@ bool lc_pump(int from, int to)
 		return false;
 	return lc_write_all(to, buf, (size_t)n) == 0;
 }
+
+char *lc_shell_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *q = lc_xmalloc0(n), *o = q;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\'';
+	return q;
+}

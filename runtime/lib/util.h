@@ -34,6 +34,8 @@ void lc_strvfreep(char ***v);
 
 char *lc_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *lc_xmalloc0(size_t n);
+/* s in single quotes for a POSIX shell ('\'' for each '), a new string. */
+char *lc_shell_quote(const char *s);
 /* NULL-terminated string vectors. */
 size_t lc_strv_len(char *const *v);
 int lc_strv_push(char ***v, const char *s);

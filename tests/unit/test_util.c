@@ -52,6 +52,21 @@ START_TEST(test_random_hex)
 }
 END_TEST
 
+START_TEST(test_shell_quote)
+{
+	static const char *const cases[][2] = { { "", "''" },
+						{ "plain", "'plain'" },
+						{ "a b$c`d\\e\"f", "'a b$c`d\\e\"f'" },
+						{ "it's", "'it'\\''s'" },
+						{ "''", "''\\'''\\'''" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *q = lc_shell_quote(cases[i][0]);
+		ck_assert_str_eq(q, cases[i][1]);
+		free(q);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -59,6 +74,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_size);
 	tcase_add_test(tc, test_error_roundtrip);
 	tcase_add_test(tc, test_random_hex);
+	tcase_add_test(tc, test_shell_quote);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
