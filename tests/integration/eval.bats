@@ -13,6 +13,7 @@
 load helpers
 load doubles-lib
 load lcd-lib
+load agents-lib
 
 APP=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/app.json
 SHIPPED=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/eval
@@ -119,19 +120,6 @@ EOF
 	"$LCCTL" deploy "$APP" "${cfg[@]}" >/dev/null
 }
 
-need_agent_image() {
-	[ -f "$BATS_FILE_TMPDIR/agent-cli.ok" ] || skip "$(cat "$BATS_FILE_TMPDIR/agent-cli.skip" 2>/dev/null || echo 'no agent-cli image')"
-}
-
-use_snapshot() {
-	[ -s "$BATS_FILE_TMPDIR/snapshot.json" ] || skip "$(cat "$BATS_FILE_TMPDIR/snapshot.skip" 2>/dev/null || echo 'no repo snapshot')"
-	"$LCCTL" map set coding-agents/coding-agents snapshot "$(cat "$BATS_FILE_TMPDIR/snapshot.json")" >/dev/null
-}
-
-tasks() { # [FUNCTION]
-	"$LCCTL" task list --app coding-agents --json | jq -c --arg f "${1:-}" '[.[] | select($f == "" or .function == $f)]'
-}
-
 # The sandboxes the app made (live and ended) with one label's value.
 history() { # LABEL VALUE
 	api GET "/sandboxes?app=coding-agents&history=1&limit=100" | head -1 |
@@ -139,27 +127,6 @@ history() { # LABEL VALUE
 }
 
 comments() { curl -s "http://$DBL4:$GHPORT/repos/octo/demo/issues/$1/comments" -H "Authorization: Bearer $GH_TOKEN_VALUE"; }
-
-file_world_setup() {
-	WORKLOADS=$(cd "$(dirname "$LCRUN")/orchestrator/workloads" && pwd)
-	T=$(mktemp -d /tmp/lcd-bats.XXXXXX)
-	export LCRUN_STATE_DIR=$T/state LCD_SOCKET=$T/lcd.sock LCRUN_ETC_DIR=$T/etc
-	BIN=$(dirname "$LCRUN")
-	LCD=$BIN/lcd
-	LCCTL=$BIN/lcctl
-}
-
-world_teardown() {
-	stop_lcd
-	local f
-	for f in "$BATS_TEST_TMPDIR"/*.pid; do
-		[ -e "$f" ] && dbl_stop "$(basename "$f" .pid)"
-	done
-	dbl_netns_down
-	rm -rf "$LCRUN_ROOT/lcd.db" "$LCRUN_ROOT/lcd.db-wal" "$LCRUN_ROOT/lcd.db-shm" "$LCRUN_ROOT/lcd"
-	[ -n "${T:-}" ] && rm -rf "$T"
-	true
-}
 
 setup_file() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
@@ -171,19 +138,7 @@ setup_file() {
 	export SRC=$F/src
 	make_source_repo "$SRC"
 	make_apps_dir "$F/apps"
-	if ! out=$(env -u LCRUN_ROOT timeout -k 2 1800 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/agent-cli.json" 2>&1); then
-		echo "the agent-cli image cannot be built here: $(echo "$out" | tail -1)" >"$F/agent-cli.skip"
-	fi
-	export LCRUN_ROOT=$F/root
-	mkdir -p "$LCRUN_ROOT"
-	if [ ! -f "$F/agent-cli.skip" ]; then
-		if env -u LCRUN_ROOT "$LCRUN" image export agent-cli | "$LCRUN" image import --trusted - >/dev/null 2>"$F/import.err"; then
-			touch "$F/agent-cli.ok"
-		else
-			echo "cannot copy agent-cli into the test's store: $(tail -1 "$F/import.err")" >"$F/agent-cli.skip"
-		fi
-	fi
-	[ -f "$F/agent-cli.ok" ] || return 0
+	agents_file_store || return 0
 	BATS_TEST_TMPDIR=$F/snap
 	mkdir -p "$BATS_TEST_TMPDIR"
 	W=$BATS_TEST_TMPDIR
@@ -194,11 +149,6 @@ setup_file() {
 		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
 	fi
 	world_teardown
-}
-
-teardown_file() {
-	[ -n "${BATS_FILE_TMPDIR:-}" ] && rm -rf "$BATS_FILE_TMPDIR/root"
-	true
 }
 
 setup() {
