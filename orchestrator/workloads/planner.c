@@ -43,17 +43,21 @@ static json_t *seed_read(lc_error_t **err)
 	return files;
 }
 
-static const char *instruction_of(json_t *args, lc_error_t **err)
+/* The task's args.instruction (a new string), or the default. */
+static char *task_instruction(lc_error_t **err)
 {
+	_cleanup_json_ json_t *args = wl_args(err);
+	if (!args)
+		return NULL;
 	json_t *v = json_object_get(args, "instruction");
 	if (!v)
-		return DEFAULT_INSTRUCTION;
+		return strdup(DEFAULT_INSTRUCTION);
 	if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 16384 ||
 	    strlen(json_string_value(v)) != json_string_length(v)) {
 		lc_error_set(err, WL_EXIT_USAGE, 0, "args.instruction: expected a non-empty string of at most 16384 bytes");
 		return NULL;
 	}
-	return json_string_value(v);
+	return strdup(json_string_value(v));
 }
 
 static json_t *refusal_json(const pc_refusal_t *why)
@@ -112,10 +116,7 @@ static json_t *planner_messages(const char *instruction, json_t *seed, char **al
 static int plan_patch(void)
 {
 	lc_error_t *err = NULL;
-	_cleanup_json_ json_t *args = wl_args(&err);
-	if (!args)
-		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
-	const char *instruction = instruction_of(args, &err);
+	_cleanup_free_ char *instruction = task_instruction(&err);
 	if (!instruction)
 		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
 	const char *base = wl_config("CODING_AGENT_BASE_URL", NULL), *model = wl_config("CODING_AGENT_MODEL", NULL);
@@ -307,10 +308,7 @@ static int check_and_test(struct run *run, json_t *seed, char **allowed, json_t 
 static int run_agent(void)
 {
 	lc_error_t *err = NULL;
-	_cleanup_json_ json_t *args = wl_args(&err);
-	if (!args)
-		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
-	const char *instruction = instruction_of(args, &err);
+	_cleanup_free_ char *instruction = task_instruction(&err);
 	if (!instruction)
 		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
 	_cleanup_strv_ char **allowed = pc_allowed_parse(wl_config("ALLOWED_PATHS", DEFAULT_ALLOWED));
