@@ -341,7 +341,7 @@ static int fn_eval_task(void)
 static json_t *spawn_all(lcc_t *c, const char *fn, json_t *args, lc_error_t **err)
 {
 	_cleanup_json_ json_t *ids = NULL;
-	if (lcc_spawn_map(c, NULL, fn, args, &ids, err) < 0) {
+	if (lcc_spawn_map(c, wl_config("LC_TASK_APP", MAP), fn, args, &ids, err) < 0) {
 		lc_error_wrap(err, "cannot start %zu %s task(s)", json_array_size(args), fn);
 		return NULL;
 	}
@@ -399,9 +399,8 @@ static json_t *eval_task_names(json_t *only, lc_error_t **err)
 		if (access(p, R_OK) == 0 && access(c, R_OK) == 0)
 			lc_strv_push(&names, e->d_name);
 	}
+	lc_strv_sort(names);
 	size_t n = lc_strv_len(names);
-	if (n)
-		qsort(names, n, sizeof(*names), (int (*)(const void *, const void *))strcmp);
 	json_t *out = json_array();
 	if (only) {
 		size_t i;

@@ -199,9 +199,8 @@ static int tree_walk(int dfd, const char *prefix, json_t *files, size_t *total, 
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "__pycache__"))
 			lc_strv_push(&names, e->d_name);
 	/* sorted: a model and a test see the same order every time */
+	lc_strv_sort(names);
 	size_t n = lc_strv_len(names);
-	if (n)
-		qsort(names, n, sizeof(*names), (int (*)(const void *, const void *))strcmp);
 	for (size_t i = 0; i < n; i++) {
 		_cleanup_free_ char *rel = *prefix ? lc_strdup_printf("%s/%s", prefix, names[i]) : strdup(names[i]);
 		int fd = openat(dirfd(d), names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

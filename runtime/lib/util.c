@@ -393,3 +393,15 @@ char *lc_shell_quote(const char *s)
 	*o = '\'';
 	return q;
 }
+
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void lc_strv_sort(char **v)
+{
+	size_t n = lc_strv_len(v);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), strp_cmp);
+}
