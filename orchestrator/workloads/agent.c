@@ -244,7 +244,10 @@ static void parse_codex(const char *out, size_t len, agent_result_t *r)
 		if (!strcmp(type, "item.completed")) {
 			json_t *item = json_object_get(o, "item");
 			const char *it = json_string_value(json_object_get(item, "type"));
-			items++;
+			/* an error item (a retry, missing model metadata) or
+			 * the model's reasoning is not a turn of work */
+			if (!it || (strcmp(it, "error") && strcmp(it, "reasoning")))
+				items++;
 			if (it && !strcmp(it, "agent_message") && json_is_string(json_object_get(item, "text"))) {
 				free(r->summary);
 				r->summary = strdup(json_string_value(json_object_get(item, "text")));

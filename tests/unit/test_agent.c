@@ -116,12 +116,15 @@ START_TEST(test_endings)
 }
 END_TEST
 
-/* What codex exec --json 0.171 prints (trimmed), with the harmless error item. */
+/* What codex exec --json 0.171 prints (trimmed), with the harmless error
+ * items and a reasoning item, none of which is a turn. */
 static const char *codex_ok =
 	"{\"type\":\"thread.started\",\"thread_id\":\"t\"}\n"
 	"{\"type\":\"turn.started\"}\n"
 	"{\"type\":\"error\",\"message\":\"Model metadata for `gpt-5` not found.\"}\n"
 	"{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"type\":\"command_execution\",\"command\":\"sed -i s/-/+/ calc.py\",\"exit_code\":0}}\n"
+	"{\"type\":\"item.completed\",\"item\":{\"id\":\"item_r\",\"type\":\"reasoning\",\"text\":\"Looking.\"}}\n"
+	"{\"type\":\"item.completed\",\"item\":{\"id\":\"item_e\",\"type\":\"error\",\"message\":\"Reconnecting... 1/5\"}}\n"
 	"{\"type\":\"item.completed\",\"item\":{\"id\":\"item_1\",\"type\":\"agent_message\",\"text\":\"Fixed add().\"}}\n"
 	"{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":2000000,\"cached_input_tokens\":1000000,\"output_tokens\":100000,\"reasoning_output_tokens\":0}}\n";
 
