@@ -253,7 +253,8 @@ teardown() {
 	[ "$(tasks eval | jq -r '.[0].schedule')" = nightly-eval ]
 	id=$(tasks eval | jq -r '.[0].id')
 	for _ in $(seq 1200); do [ "$(tasks eval | jq -r '.[0].state')" = succeeded ] && break; sleep 0.1; done
-	"$LCCTL" task show "$id" | jq -e '.args.from == "schedule" and .result.resolved_instances == 1 and .result.total_instances == 1'
+	tasks eval | jq -e '.[0].schedule == "nightly-eval" and .[0].state == "succeeded"'
+	"$LCCTL" task show "$id" | jq -e '.result.resolved_instances == 1 and .result.total_instances == 1'
 	[ "$("$LCCTL" task show "$id" | jq -r .result.map_key)" = "eval:$(date -u +%Y-%m-%d)" ]
 	# paused: the next night fires nothing
 	"$LCCTL" deployment stop nightly-eval
