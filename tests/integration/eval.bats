@@ -276,9 +276,11 @@ teardown() {
 	need_agent_image
 	start_world
 	use_snapshot
+	local t0=$SECONDS
 	run "$LCCTL" run coding-agents:best-of-n '{"prompt": "Fix add() in calc.py.", "n": 4}'
 	echo "$output"
 	[ "$status" -eq 0 ]
+	echo "# best-of-N with 4 attempts took $((SECONDS - t0)) s" >&3
 	r=$output
 	[ "$(jq -r '"\(.n) \(.winner) \(.snapshot.commit)"' <<<"$r")" = "4 2 $(git -C "$SRC" rev-parse HEAD)" ]
 	[ "$(jq -r '.attempts[] | "\(.attempt) \(.passed) \(.agent_status // "-")"' <<<"$r")" = "$(printf '%s\n' "1 false ok" "2 true ok" "3 false ok" "4 false crashed")" ]
