@@ -589,15 +589,24 @@ int lcc_map_del(lcc_t *c, const char *app, const char *map, const char *key, lc_
 
 /* ---- tasks ---- */
 
-static char *fn_path(const char *app, const char *function, const char *verb)
+/* app NULL: $LC_TASK_APP, the calling task's app, as for maps. */
+static char *fn_path(const char *app, const char *function, const char *verb, lc_error_t **err)
 {
+	if (!app)
+		app = env("LC_TASK_APP");
+	if (!app) {
+		lc_error_set(err, LC_EXIT_USAGE, 0, "%s %s: no app given and LC_TASK_APP is not set", verb, function);
+		return NULL;
+	}
 	_cleanup_free_ char *a = lcc_escape(app), *f = lcc_escape(function);
 	return lc_strdup_printf("/apps/%s/functions/%s/%s", a, f, verb);
 }
 
 int lcc_spawn(lcc_t *c, const char *app, const char *function, json_t *args, char **task_id, lc_error_t **err)
 {
-	_cleanup_free_ char *p = fn_path(app, function, "spawn");
+	_cleanup_free_ char *p = fn_path(app, function, "spawn", err);
+	if (!p)
+		return -1;
 	_cleanup_json_ json_t *body = json_pack("{s:o}", "args", args ? json_incref(args) : json_object()), *out = NULL;
 	if (lcc_request(c, "POST", p, body, NULL, &out, err) < 0)
 		return -1;
@@ -608,7 +617,9 @@ int lcc_spawn(lcc_t *c, const char *app, const char *function, json_t *args, cha
 int lcc_spawn_map(lcc_t *c, const char *app, const char *function, json_t *args_list, json_t **ids,
 		  lc_error_t **err)
 {
-	_cleanup_free_ char *p = fn_path(app, function, "spawn_map");
+	_cleanup_free_ char *p = fn_path(app, function, "spawn_map", err);
+	if (!p)
+		return -1;
 	_cleanup_json_ json_t *body = json_pack("{s:O}", "args", args_list), *out = NULL;
 	if (lcc_request(c, "POST", p, body, NULL, &out, err) < 0)
 		return -1;
