@@ -201,6 +201,11 @@ wait_tasks_done() { # FUNCTION COUNT [SECONDS]
 	done
 	echo "tasks of $1 did not end: $(tasks "$1")" >&2
 	echo "the app's tasks: $(tasks | jq -c '[.[] | {id, function, state, error, result}]')" >&2
+	local id
+	for id in $(tasks | jq -r '.[] | select(.state == "failed") | .id'); do
+		echo "logs of $id:" >&2
+		"$LCCTL" task logs "$id" 2>&1 | tail -20 >&2
+	done
 	return 1
 }
 
@@ -369,7 +374,7 @@ EOF
 	local out
 	out=$(label 13 --delivery dup-13 --repeat 20)
 	echo "$out"
-	[ "$(jq -r .status <<<"$out" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "1 202 19 200 " ]
+	[ "$(jq -r .status <<<"$out" | sort | uniq -c | awk '{print $1 " " $2}' | tr '\n' ' ')" = "19 200 1 202 " ]
 	out=$(label 13 --copies 5 --parallel)
 	[ "$(jq -r .status <<<"$out" | sort -u)" = 202 ]
 	wait_tasks_done webhook 6 60
@@ -514,7 +519,7 @@ EOF
 	echo "$output"
 	tasks solve-issue | jq -r '.[] | "\(.id) \(.state) \(.error)"'
 	[ "$status" -eq 119 ]
-	[[ "$output" =~ ^"lcctl: coding-agents:solve-issue is full: "[0-9]+" running, "[0-9]+" queued (concurrency 3, queue 20)"$ ]]
+	[[ "$output" =~ ^"lcctl: coding-agents:solve-issue is full: "[0-9]+" running, "[0-9]+" queued (concurrency 3, queue 20); 1 more refused"$ ]]
 	for _ in $(seq 300); do [ "$(tasks solve-issue | jq '[.[] | select(.state == "running")] | length')" = 3 ] && break; sleep 0.1; done
 	[ "$(tasks solve-issue | jq -r '[.[].state] | group_by(.) | map("\(.[0]) \(length)") | join(", ")')" = "queued 20, running 3" ]
 	# a labeled issue now: the claim is taken, the spawn refused, the claim released
