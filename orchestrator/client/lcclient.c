@@ -589,7 +589,6 @@ int lcc_map_del(lcc_t *c, const char *app, const char *map, const char *key, lc_
 
 /* ---- tasks ---- */
 
-/* app NULL: $LC_TASK_APP, the calling task's app, as for maps. */
 static char *fn_path(const char *app, const char *function, const char *verb, lc_error_t **err)
 {
 	if (!app)

@@ -102,7 +102,7 @@ int lcc_map_set(lcc_t *c, const char *app, const char *map, const char *key, con
 /* 1 when deleted, 0 when it was absent. */
 int lcc_map_del(lcc_t *c, const char *app, const char *map, const char *key, lc_error_t **err);
 
-/* ---- tasks (app: NULL means $LC_TASK_APP, the calling task's app) ---- */
+/* ---- tasks (app: NULL means $LC_TASK_APP, as for maps) ---- */
 /* args NULL: {}.  *task_id gets the new task's id. */
 int lcc_spawn(lcc_t *c, const char *app, const char *function, json_t *args, char **task_id, lc_error_t **err);
 /* One task per element of args_list, all or none; *ids a JSON array. */

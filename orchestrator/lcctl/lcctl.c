@@ -163,7 +163,7 @@ int lcctl_fail(lc_error_t *err)
 
 void lcctl_print_json(json_t *j)
 {
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY);
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
 	if (s)
 		puts(s);
 	free(s);

@@ -32,7 +32,8 @@ static const char help[] =
 	"usage: lcctl sandbox VERB …\n"
 	"  create [--image NAME] [--limits SET] [--memory SIZE] [--cpus X] [--pids N] [--net POLICY]\n"
 	"         [-e K=V]… [--secret NAME]… [-u UID[:GID]] [-w DIR] [--ttl S] [--idle-timeout S]\n"
-	"         [--label K=V]… [--name NAME] [--json]          make a sandbox, print its id\n"
+	"         [--label K=V]… [--name NAME] [--model-gateway PROVIDER:SECRET [--budget-usd N]] [--json]\n"
+	"                                                      make a sandbox, print its id\n"
 	"  ls [--label K=V]… [--app APP] [--state STATE] [--json]\n"
 	"  show ID                                             the sandbox as JSON\n"
 	"  exec [-e K=V]… [-w DIR] [-u UID[:GID]] [--timeout S] [-i] ID -- CMD [ARG…]\n"
@@ -44,7 +45,7 @@ static const char help[] =
 	"  stop|start|pause|resume ID, rm ID…                  lifecycle (rm: terminate and remove)\n";
 
 enum { O_IMAGE = 256, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_NET, O_SECRET, O_TTL, O_IDLE, O_LABEL, O_NAME, O_JSON,
-       O_APP, O_STATE, O_TIMEOUT };
+       O_APP, O_STATE, O_TIMEOUT, O_GATEWAY, O_BUDGET };
 
 static const struct option long_opts[] = {
 	{ "image", required_argument, NULL, O_IMAGE },   { "limits", required_argument, NULL, O_LIMITS },
@@ -57,6 +58,7 @@ static const struct option long_opts[] = {
 	{ "json", no_argument, NULL, O_JSON },           { "app", required_argument, NULL, O_APP },
 	{ "state", required_argument, NULL, O_STATE },   { "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "interactive", no_argument, NULL, 'i' },       { "help", no_argument, NULL, 'h' },
+	{ "model-gateway", required_argument, NULL, O_GATEWAY }, { "budget-usd", required_argument, NULL, O_BUDGET },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -179,6 +181,25 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 			break;
 		}
 		case O_NAME: json_object_set_new(o->req, "name", json_string(optarg)); break;
+		case O_GATEWAY: {
+			/* PROVIDER:SECRET, e.g. anthropic:ANTHROPIC_API_KEY */
+			const char *colon = strchr(optarg, ':');
+			if (!colon || colon == optarg || !colon[1])
+				return USAGE("--model-gateway: expected PROVIDER:SECRET (e.g. anthropic:ANTHROPIC_API_KEY), got '%s'",
+					     optarg);
+			json_t *g = member(o->req, "model_gateway", json_object);
+			json_object_set_new(g, "provider", json_stringn(optarg, (size_t)(colon - optarg)));
+			json_object_set_new(g, "secret", json_string(colon + 1));
+			break;
+		}
+		case O_BUDGET: {
+			char *end = NULL;
+			double x = strtod(optarg, &end);
+			if (!*optarg || *end || !(x > 0))
+				return USAGE("--budget-usd: expected a positive amount of dollars, got '%s'", optarg);
+			json_object_set_new(member(o->req, "model_gateway", json_object), "budget_usd", json_real(x));
+			break;
+		}
 		case O_JSON: o->json = true; break;
 		case O_APP: o->app = optarg; break;
 		case O_STATE: o->state = optarg; break;
@@ -199,7 +220,7 @@ static const char *s_or(json_t *o, const char *k)
 static int v_create(int argc, char **argv)
 {
 	static const int longs[] = { O_IMAGE, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_NET, O_SECRET, O_TTL, O_IDLE,
-		O_LABEL, O_NAME, O_JSON, 'h', 0 };
+		O_LABEL, O_NAME, O_JSON, O_GATEWAY, O_BUDGET, 'h', 0 };
 	_cleanup_json_ json_t *req = json_object();
 	sbopts_t o = { .req = req };
 	int r = parse(argc, argv, "e:u:w:h", longs, false, &o);
@@ -207,6 +228,9 @@ static int v_create(int argc, char **argv)
 		return r < 0 ? LC_EXIT_USAGE : 0;
 	if (o.n)
 		return usage_error("sandbox create takes no arguments (run commands with lcctl sandbox exec ID -- CMD)");
+	json_t *gw = json_object_get(req, "model_gateway");
+	if (gw && !json_object_get(gw, "provider"))
+		return usage_error("--budget-usd goes with --model-gateway PROVIDER:SECRET");
 	lc_error_t *err = NULL;
 	_cleanup_free_ char *id = NULL;
 	_cleanup_json_ json_t *info = NULL;

@@ -15,6 +15,7 @@
 #include <microhttpd.h>
 
 #include "api.h"
+#include "gateway.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -36,7 +37,8 @@ struct lcd_api {
 
 enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *text = json_dumps(body ? body : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	/* 15 digits: a spend of $0.0045 reads 0.0045, not 0.0044999999999999997 */
+	char *text = json_dumps(body ? body : json_null(), JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
 	json_decref(body);
 	size_t len = strlen(text);
 	text = realloc(text, len + 2);
@@ -258,6 +260,7 @@ static enum MHD_Result h_task(call_t *call, const char *id)
 	json_t *t = lcd_store_task_get(call->lcd->db, id, &err);
 	if (!t)
 		return err ? api_fail_err(call->c, err) : FAIL(call, LC_EXIT_UNKNOWN, "no task '%s'", id);
+	lcd_gateway_task_view(call->lcd, t);
 	return api_reply(call->c, MHD_HTTP_OK, t);
 }
 
@@ -274,6 +277,7 @@ static enum MHD_Result h_result(call_t *call, const char *id)
 	if (!t)
 		return api_fail_err(call->c, err);
 	bool done = lcd_state_final(json_string_value(json_object_get(t, "state")));
+	lcd_gateway_task_view(call->lcd, t);
 	return api_reply(call->c, done ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, t);
 }
 

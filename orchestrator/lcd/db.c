@@ -96,7 +96,41 @@ static const char *const migrations[] = {
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
 	"CREATE INDEX sandboxes_app ON sandboxes(app);",
-	/* 3 -> 4: sandboxes that ended, kept 30 days for GET
+	/* 3 -> 4: the model gateway (gateway.c, ledger.c).  A sandbox's
+	 * gateway token is kept as its SHA-256 only; the ledger keeps one row
+	 * per request (and per refusal) after the sandbox is gone. */
+	"CREATE TABLE gateway_sandboxes ("
+	"  sandbox_id TEXT PRIMARY KEY,"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  provider TEXT NOT NULL,"
+	"  secret TEXT NOT NULL,"
+	"  budget_pusd INTEGER,"
+	"  task_id TEXT,"
+	"  app TEXT,"
+	"  function TEXT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE gateway_ledger ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  at INTEGER NOT NULL,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  app TEXT,"
+	"  provider TEXT NOT NULL,"
+	"  model TEXT,"
+	"  path TEXT NOT NULL,"
+	"  status INTEGER NOT NULL,"
+	"  outcome TEXT NOT NULL,"
+	"  input_tokens INTEGER NOT NULL,"
+	"  output_tokens INTEGER NOT NULL,"
+	"  cache_read_tokens INTEGER NOT NULL,"
+	"  cache_write_tokens INTEGER NOT NULL,"
+	"  cost_pusd INTEGER NOT NULL,"
+	"  budget_exceeded INTEGER NOT NULL,"
+	"  ms INTEGER NOT NULL);"
+	"CREATE INDEX gateway_ledger_sandbox ON gateway_ledger(sandbox_id);"
+	"CREATE INDEX gateway_ledger_task ON gateway_ledger(task_id);"
+	"CREATE INDEX gateway_ledger_app ON gateway_ledger(app, at);",
+	/* 4 -> 5: sandboxes that ended, kept 30 days for GET
 	 * /v1/sandboxes?history=1 (sandboxes.c) */
 	"CREATE TABLE sandbox_history ("
 	"  id TEXT PRIMARY KEY,"

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -87,6 +88,7 @@ struct config {
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
 	char *workloads_dir, *apps_dir;
+	lcd_gateway_cfg_t gateway;
 };
 
 /* "bind_roots": absolute directories, resolved where they exist. */
@@ -152,6 +154,10 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->apps_dir;
 		else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
+				return -1;
+			continue;
+		} else if (!strcmp(key, "gateway")) {
+			if (lcd_gateway_config(v, path, &c->gateway, err) < 0)
 				return -1;
 			continue;
 		} else
@@ -463,6 +469,15 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The model gateway before any task runs: a sandbox of a task may use it. */
+	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0) {
+		lcd_webhook_stop(hooks);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
+	lcd_gateway_cfg_clear(&cfg.gateway);
+
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -517,6 +532,8 @@ int main(int argc, char **argv)
 		lcd_log("%d task(s) did not end within %d s; the next start recovers them", left, STOP_WAIT_S);
 		return 0;
 	}
+	/* Last: the tasks' sandboxes (the gateway's clients) are gone now. */
+	lcd_gateway_stop(&lcd);
 	lcd_apps_free(&lcd);
 	lcd_db_close(lcd.db);
 	free(lcd.state_dir);

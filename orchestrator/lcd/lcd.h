@@ -49,6 +49,7 @@ typedef struct lcd {
 	int workers;
 	bool stopping;
 	struct lcd_session *sessions; /* sbexec.c: persistent shells */
+	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 } lcd_t;
 
 /* The network policy loader (runtime/net.h) is used once liblcrun has it;
@@ -125,6 +126,8 @@ typedef struct lcd_caller {
 } lcd_caller_t;
 #define LCD_TOKEN_LEN 64
 /* Find a live task token (stored as its SHA-256 only). */
+/* The SHA-256 of a token, in hex: what lcd.db keeps of it. */
+void lcd_token_hash(const char *token, char hex[65]);
 bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
@@ -143,6 +146,9 @@ void lcd_task_release(lcd_t *lcd, const char *task);
  * or a number, inside the sandbox's id range. */
 int lcd_env_parse(json_t *v, const char *path, char ***out, lc_error_t **err);
 int lcd_user_parse(json_t *v, const char *path, uid_t *uid, gid_t *gid, lc_error_t **err);
+/* May who hand the secret name to a sandbox (a task: only a secret its
+ * function declares), and is it set?  Errors name path. */
+int lcd_secret_usable(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *path, lc_error_t **err);
 /* An absolute path without ".." components. */
 bool lcd_sandbox_path_ok(const char *p);
 /* Make n sandboxes from a create request for who, all or none; their ids

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger.h"
 #include "manifest.h"
 #include "util.h"
 
@@ -270,7 +271,7 @@ static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
-		"concurrency", "queue", "secrets", "mounts", "description", NULL };
+		"concurrency", "queue", "secrets", "mounts", "budget_usd", "description", NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
 	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
@@ -351,6 +352,12 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 	if (mounts) {
 		_cleanup_free_ char *p = lc_strdup_printf("%s.mounts", path);
 		if (parse_mounts(mounts, p, f, err) < 0)
+			return -1;
+	}
+	json_t *budget = json_object_get(v, "budget_usd");
+	if (budget) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.budget_usd", path);
+		if (lcd_usd_parse(budget, p, LCD_BUDGET_MAX_USD, &f->budget_pusd, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -539,6 +546,24 @@ static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
 	return 0;
 }
 
+/* "budget": {"daily_usd": N}: what the model gateway lets the app's tasks
+ * spend per day (UTC). */
+static int parse_budget(json_t *m, lcd_app_t *app, lc_error_t **err)
+{
+	static const char *const keys[] = { "daily_usd", NULL };
+	json_t *v = json_object_get(m, "budget");
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return bad(err, "budget", "expected an object {\"daily_usd\": N}");
+	if (lcd_check_keys(v, "budget", keys, err) < 0)
+		return -1;
+	json_t *d = json_object_get(v, "daily_usd");
+	if (d && lcd_usd_parse(d, "budget.daily_usd", LCD_BUDGET_MAX_USD, &app->daily_budget_pusd, err) < 0)
+		return -1;
+	return 0;
+}
+
 static bool map_name_ok(const char *s)
 {
 	return lcd_name_valid(s);
@@ -598,7 +623,7 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		}
 	}
 
-	if (parse_sandboxes(m, app, err) < 0)
+	if (parse_sandboxes(m, app, err) < 0 || parse_budget(m, app, err) < 0)
 		goto out;
 
 	if (parse_config(app, json_object_get(m, "config"), err) < 0 || resolve_net(app, err) < 0 ||

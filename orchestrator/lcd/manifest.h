@@ -23,6 +23,7 @@ typedef struct lcd_function {
 	char **secrets;  /* names of the secrets it sees as environment */
 	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
 	size_t n_mounts;
+	long long budget_pusd; /* budget_usd: what a task may spend through the model gateway (0: no cap) */
 } lcd_function_t;
 
 typedef struct lcd_schedule {
@@ -54,7 +55,10 @@ typedef struct lcd_app {
 	size_t n_webhooks;
 	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
 	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
+	long long daily_budget_pusd; /* budget.daily_usd: the model gateway's cap per UTC day (0: none) */
 } lcd_app_t;
+
+#define LCD_BUDGET_MAX_USD 1e6
 
 #define LCD_SANDBOXES_MAX_DEFAULT 10
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway.h"
 #include "image.h"
 #include "layer.h"
 #include "lcd.h"
@@ -37,6 +38,8 @@ typedef struct sbreq {
 	json_t *labels; /* {K: V} */
 	json_t *secrets;/* [NAME] */
 	char *name;
+	bool has_gw;    /* model_gateway */
+	lcd_gw_spec_t gw;
 } sbreq_t;
 
 static void sbreq_clear(sbreq_t *r)
@@ -46,6 +49,7 @@ static void sbreq_clear(sbreq_t *r)
 	json_decref(r->labels);
 	json_decref(r->secrets);
 	free(r->name);
+	lcd_gw_spec_clear(&r->gw);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -177,6 +181,29 @@ static int parse_limits(json_t *v, lc_limits_t *lim, lc_error_t **err)
 	return 0;
 }
 
+int lcd_secret_usable(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *path, lc_error_t **err)
+{
+	if (!name || !lcd_secret_name_valid(name))
+		return bad(err, LC_EXIT_INVALID, path, "expected a secret name");
+	if (!who->operator) {
+		lcd_app_t *app = lcd_app_get(lcd, who->app);
+		const lcd_function_t *fn = app ? lcd_app_function(app, who->function) : NULL;
+		bool declared = false;
+		for (size_t k = 0; fn && fn->secrets && fn->secrets[k]; k++)
+			declared |= !strcmp(fn->secrets[k], name);
+		lcd_app_unref(app);
+		if (!declared)
+			return lc_error_set(err, LC_EXIT_PERM, 0, "%s: secret %s is not declared by function %s:%s", path, name,
+					    who->app, who->function);
+	}
+	long long n = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM secrets WHERE name = ?", "s", name);
+	if (n < 0)
+		return -1;
+	if (n == 0)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "%s: no secret named '%s'", path, name);
+	return 0;
+}
+
 static int parse_secrets(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t **out, lc_error_t **err)
 {
 	*out = json_array();
@@ -184,41 +211,15 @@ static int parse_secrets(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t 
 		return 0;
 	if (!json_is_array(v))
 		return bad(err, LC_EXIT_INVALID, "secrets", "expected an array of secret names");
-	lcd_app_t *app = who->operator ? NULL : lcd_app_get(lcd, who->app);
-	const lcd_function_t *fn = app ? lcd_app_function(app, who->function) : NULL;
 	size_t i;
 	json_t *e;
-	int r = 0;
 	json_array_foreach(v, i, e) {
 		_cleanup_free_ char *p = lc_strdup_printf("secrets[%zu]", i);
-		const char *name = json_string_value(e);
-		if (!name || !lcd_secret_name_valid(name)) {
-			r = bad(err, LC_EXIT_INVALID, p, "expected a secret name");
-			break;
-		}
-		if (!who->operator) {
-			bool declared = false;
-			for (size_t k = 0; fn && fn->secrets && fn->secrets[k]; k++)
-				declared |= !strcmp(fn->secrets[k], name);
-			if (!declared) {
-				r = lc_error_set(err, LC_EXIT_PERM, 0, "%s: secret %s is not declared by function %s:%s", p, name,
-						 who->app, who->function);
-				break;
-			}
-		}
-		long long n = lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM secrets WHERE name = ?", "s", name);
-		if (n < 0) {
-			r = -1;
-			break;
-		}
-		if (n == 0) {
-			r = lc_error_set(err, LC_EXIT_UNKNOWN, 0, "%s: no secret named '%s'", p, name);
-			break;
-		}
+		if (lcd_secret_usable(lcd, who, json_string_value(e), p, err) < 0)
+			return -1;
 		json_array_append(*out, e);
 	}
-	lcd_app_unref(app);
-	return r;
+	return 0;
 }
 
 static int parse_labels(json_t *v, json_t **out, lc_error_t **err)
@@ -316,7 +317,7 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 			lc_error_t **err)
 {
 	static const char *const keys[] = { "image", "limits", "net", "env", "secrets", "user", "workdir", "ttl",
-		"idle_timeout", "labels", "mounts", "name", NULL };
+		"idle_timeout", "labels", "mounts", "name", "model_gateway", NULL };
 	memset(r, 0, sizeof(*r));
 	if (!req)
 		req = json_object();
@@ -361,6 +362,11 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	    positive(json_object_get(req, "ttl"), "ttl", TTL_MAX, &s->ttl, err) < 0 ||
 	    positive(json_object_get(req, "idle_timeout"), "idle_timeout", TTL_MAX, &s->idle_timeout, err) < 0)
 		return -1;
+	if ((v = json_object_get(req, "model_gateway"))) {
+		if (lcd_gateway_parse(lcd, who, v, r->secrets, &r->gw, &s->net, err) < 0)
+			return -1;
+		r->has_gw = true;
+	}
 	if ((v = json_object_get(req, "user"))) {
 		if (lcd_user_parse(v, "user", &s->uid, &s->gid, err) < 0)
 			return -1;
@@ -556,6 +562,8 @@ int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, co
 			rc = -1;
 			break;
 		}
+		if (r.has_gw && (rc = lcd_gateway_attach(lcd, who, made[i], &r.gw, err)) < 0)
+			break;
 		lcd_log("sandbox %s created for %s (image %s)", made[i], owner, r.image);
 	}
 	if (rc < 0) {
@@ -619,6 +627,7 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
 	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
 	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
+	lcd_gateway_view(lcd, id, v);
 	if (st) {
 		json_t *spec = json_object_get(st, "spec");
 		json_object_set_new(v, "user", json_sprintf("%lld:%lld", (long long)json_integer_value(json_object_get(spec, "uid")),
@@ -694,6 +703,7 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 		}
 		lc_error_free(e);
 	}
+	lcd_gateway_forget(lcd, id);
 	return forget(lcd, id, NULL, NULL, err);
 }
 
@@ -763,7 +773,7 @@ int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **er
 		explicit_bzero(kv, strlen(kv));
 		explicit_bzero(v, strlen(v));
 	}
-	return 0;
+	return lcd_gateway_env(lcd, jstr(row, "id"), env, err);
 }
 
 static int image_digest(const char *name, json_t **out, lc_error_t **err)

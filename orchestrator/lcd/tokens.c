@@ -13,7 +13,7 @@
 #include "lcd.h"
 #include "util.h"
 
-static void token_hash(const char *token, char hex[65])
+void lcd_token_hash(const char *token, char hex[65])
 {
 	unsigned char md[32];
 	lc_sha256_t *h = lc_sha256_new();
@@ -33,7 +33,7 @@ bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who)
 	if (!token || strlen(token) != LCD_TOKEN_LEN)
 		return false;
 	char hex[65];
-	token_hash(token, hex);
+	lcd_token_hash(token, hex);
 	_cleanup_json_ json_t *rows =
 		lcd_db_query(lcd->db, NULL, "SELECT task_id, app, function FROM tokens WHERE hash = ?", "s", hex);
 	json_t *row = json_array_get(rows, 0);
@@ -65,7 +65,7 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 {
 	char token[LCD_TOKEN_LEN + 1], hex[65];
 	lc_random_hex(token, LCD_TOKEN_LEN);
-	token_hash(token, hex);
+	lcd_token_hash(token, hex);
 	if (lcd_db_exec(lcd->db, err, "INSERT INTO tokens (hash, task_id, app, function, created_at) VALUES (?, ?, ?, ?, ?)",
 			"ssssi", hex, task, app->name, fn->name, lc_wall_ms()) < 0)
 		return lc_error_wrap(err, "task %s: cannot record its token", task);

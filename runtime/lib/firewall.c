@@ -5,12 +5,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/netlink.h>
 #include <nftables/libnftables.h>
 
 #include "firewall.h"
+#include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
 #include "util.h"
@@ -289,6 +294,8 @@ static void nft_freep(struct nft_ctx **c)
 
 static struct nft_ctx *nft_open(lc_error_t **err)
 {
+	if (lc_netlibs_load(err) < 0)
+		return NULL;
 	/* libnftables ends the whole process when it cannot open its netlink
 	 * socket; find out first, and fail like a library should. */
 	int probe = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
@@ -461,8 +468,84 @@ static void collect_removal(const char *kind, const char *container, const char 
 	json_array_append_new(r->cmds, cmd("delete", element(container, key)));
 }
 
+static bool is_nfnetlink(int fd)
+{
+	int dom = 0, proto = 0;
+	socklen_t l = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l) < 0 || dom != AF_NETLINK)
+		return false;
+	l = sizeof(int);
+	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &l) == 0 && proto == NETLINK_NETFILTER;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+/* Closing the last reference to a netfilter netlink socket makes the
+ * kernel finish freeing what earlier transactions deleted (nf_tables'
+ * destroy work, which waits for an RCU grace period: 10-15 ms here) before
+ * close(2) returns.  The chains are gone once the commit is acknowledged;
+ * only the freeing is left.  So after a deleting commit a grandchild takes
+ * a reference to the socket and drops it when the caller has closed its
+ * own: the wait happens there, off the caller's path.  It keeps no other
+ * descriptor (not even stdio), lives one grace period, and is reaped by
+ * init (the middle process exits at once).  Returns the fd whose close
+ * releases it, or -1 (then the caller waits as before). */
+static int release_elsewhere(void)
+{
+	/* The descriptors the grandchild keeps: the netfilter sockets (found
+	 * here, where opendir may allocate) and the pipe's read end. */
+	int keep[9], n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	struct dirent *de;
+	while ((de = readdir(d)) && n < 8) {
+		int fd = atoi(de->d_name);
+		if (fd > 2 && fd != dirfd(d) && is_nfnetlink(fd))
+			keep[n++] = fd;
+	}
+	closedir(d);
+	int p[2];
+	if (!n || pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	keep[n++] = p[0];
+	qsort(keep, (size_t)n, sizeof(int), cmp_int);
+	pid_t mid = fork();
+	if (mid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (mid == 0) {
+		/* Only async-signal-safe calls from here: the caller may be
+		 * a thread of lcd. */
+		if (fork() != 0)
+			_exit(0);
+		unsigned from = 0; /* stdio too: a caller reading lcrun's
+				      output to its end must not wait for us */
+		for (int i = 0; i < n; i++) {
+			if ((unsigned)keep[i] > from)
+				syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+			from = (unsigned)keep[i] + 1;
+		}
+		syscall(SYS_close_range, from, ~0U, 0U);
+		char c;
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return p[1];
+}
+
 int lc_fw_remove(const char *id, lc_error_t **err)
 {
+	_cleanup_close_ int release = -1; /* closed after ctx (declared first) */
 	_cleanup_nft_ struct nft_ctx *ctx = NULL;
 	_cleanup_json_ json_t *doc = NULL;
 	int listed = open_and_list(&ctx, &doc, err);
@@ -477,6 +560,7 @@ int lc_fw_remove(const char *id, lc_error_t **err)
 		return 0;
 	if (nft_run_json(ctx, batch, "remove the chains of sandbox", err) < 0)
 		return lc_error_wrap(err, "sandbox %s", id);
+	release = release_elsewhere();
 	return 0;
 }
 

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lifecycle.h"
 #include "net.h"
+#include "sandbox_priv.h"
 #include "util.h"
 
 static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)
@@ -108,25 +110,42 @@ static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
 	}
 }
 
-static void gc_names(json_t *removed)
+/* Call fn for each entry of parent whose name does not start with a dot. */
+static void each_entry(const char *parent, void (*fn)(const char *path, json_t *removed), json_t *removed)
 {
-	_cleanup_free_ char *parent = lc_strdup_printf("%s/names", lc_run_dir());
 	_cleanup_dir_ DIR *d = opendir(parent);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
-		char target[64];
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
-		if (n < 0)
-			continue;
-		target[n] = '\0';
-		if (lc_id_valid(target) && has_state_dir(target))
-			continue;
-		if (unlink(path) == 0)
-			note(removed, "removed name %s -> %s", de->d_name, target);
+		fn(path, removed);
 	}
+}
+
+/* A sandbox directory a background removal left (its process was killed):
+ * a live one holds a flock on its entry. */
+static void gc_trash_entry(const char *path, json_t *removed)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return;
+	if (lc_rm_rf(path, NULL) == 0)
+		note(removed, "removed directory %s", path);
+}
+
+/* A name whose sandbox has no state. */
+static void gc_name_entry(const char *path, json_t *removed)
+{
+	char target[64];
+	ssize_t n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return;
+	target[n] = '\0';
+	if (lc_id_valid(target) && has_state_dir(target))
+		return;
+	if (unlink(path) == 0)
+		note(removed, "removed name %s -> %s", strrchr(path, '/') + 1, target);
 }
 
 /* For the network's gc: a sandbox whose processes or monitor live. */
@@ -156,7 +175,10 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	if (cgparent)
 		gc_orphans(cgparent, true, removed);
 	gc_orphans(sbparent, false, removed);
-	gc_names(removed);
+	_cleanup_free_ char *names = lc_strdup_printf("%s/names", lc_run_dir());
+	each_entry(names, gc_name_entry, removed);
+	_cleanup_free_ char *trash = lc_trash_dir();
+	each_entry(trash, gc_trash_entry, removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)

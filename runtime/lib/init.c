@@ -168,6 +168,7 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	environ = full;
 	if (prog && lc_seccomp_install(prog, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
+	lc_trace("command: exec");
 	execvp(argv[0], argv);
 	int e = errno;
 	if (e == ENOENT || e == ENOTDIR)
@@ -200,10 +201,19 @@ void lc_init_main(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **e
 		if (cmd == 0)
 			lc_exec_command(spec, spec->argv, prog, envp, workdir);
 	}
-	/* Keep only the sync socket and stdio. */
-	for (int fd = 3; fd < 1024; fd++)
-		if (fd != sync_fd && fd != sfd)
-			close(fd);
+	/* Keep only the sync socket and stdio: three close_range calls, not
+	 * a close(2) for each of a thousand numbers. */
+	int lo = sync_fd < sfd ? sync_fd : sfd, hi = sync_fd < sfd ? sfd : sync_fd;
+	unsigned from = 3;
+	int keep[2] = { lo, hi };
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < 3)
+			continue;
+		if ((unsigned)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		from = (unsigned)keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0U);
 	if (sfd < 0)
 		_exit(LC_EXIT_RUNTIME);
 
@@ -247,6 +257,7 @@ void lc_init_main(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **e
 				sig = WTERMSIG(status);
 				code = 128 + sig;
 			}
+			lc_trace("pid 1: command exited");
 			lc_msg_send(sync_fd, LC_MSG_EXIT, code, sig, NULL);
 			_exit(code);
 		}

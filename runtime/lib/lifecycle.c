@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "net.h"
 #include "util.h"
 
 /* ---- processes and state ----------------------------------------------- */
@@ -488,6 +489,10 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_ms, char id[LC_ID_LEN + 1],
 			 lc_error_t **err)
 {
+	/* The monitor sets the network up: load its libraries here, not in a
+	 * child forked from a possibly threaded process (lcd). */
+	if (spec->net.mode != LC_NET_NONE && lc_netlibs_load(err) < 0)
+		return -1;
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");

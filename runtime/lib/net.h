@@ -52,6 +52,13 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 /* Remove the chain, the veth and the lease of a sandbox.  Idempotent; works
  * from the id alone (after a crash). */
 int lc_net_teardown(const char *id, lc_error_t **err);
+/* The same once every process of the sandbox is gone (pid 1 reaped): waits
+ * up to 100 ms for the veth to go with the dying network namespace before
+ * deleting it, which is cheaper than deleting it (see net.c). */
+int lc_net_teardown_exited(const char *id, lc_error_t **err);
+/* Load libnl and libnftables now (netlibs.c; otherwise done on first use):
+ * before forking a process that will need them from a threaded one. */
+int lc_netlibs_load(lc_error_t **err);
 /* Remove leftovers (leases, veths, chains) of sandboxes for which is_live()
  * says false, except those whose lease belongs to another lcrun process
  * still running (a sandbox being set up).  Returns the number of sandboxes

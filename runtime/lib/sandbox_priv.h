@@ -62,6 +62,9 @@ json_t *lc_state_read(const char *id, lc_error_t **err);
 int lc_state_remove(const char *id);
 char *lc_state_dir(const char *id);
 char *lc_sandbox_dir(const char *id);
+/* Where teardown moves a sandbox directory to remove it in the background
+ * (sandbox.c); lcrun gc removes entries nobody holds a flock on. */
+char *lc_trash_dir(void);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);

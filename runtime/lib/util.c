@@ -281,6 +281,33 @@ void lc_random_hex(char *out, size_t n)
 	out[n] = '\0';
 }
 
+/* LCRUN_TRACE=1: phase timings on stderr, for finding where start-up
+ * goes.  The clock starts at the first call in lcrun; forked children
+ * (staging, pid 1) inherit it, so their lines share one time line.  One
+ * write(2) per line and no stdio lock: it is called in children forked
+ * from a threaded process too. */
+void lc_trace(const char *what)
+{
+	static int on = -1;
+	static struct timespec t0;
+	if (on < 0) {
+		const char *v = getenv("LCRUN_TRACE");
+		on = v && *v == '1';
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+	}
+	if (!on)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	char buf[160];
+	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms [%d] %s\n",
+			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6,
+			 (int)getpid(), what);
+	if (n > 0 && write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
+		/* nothing to do: tracing is best effort */
+	}
+}
+
 long long lc_now_ms(void)
 {
 	struct timespec ts;

@@ -69,6 +69,7 @@ bool lc_pump(int from, int to);
 /* Random lowercase hex id of n chars (n even, <= 64). */
 void lc_random_hex(char *out, size_t n);
 /* Milliseconds from CLOCK_MONOTONIC / CLOCK_REALTIME. */
+void lc_trace(const char *what);
 long long lc_now_ms(void);
 long long lc_wall_ms(void);
 /* Parse "512M", "2G", "1048576" into bytes; -1 on bad input. */

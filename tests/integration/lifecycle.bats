@@ -449,3 +449,22 @@ wait_for() {
 	[ "$status" -eq 0 ]
 	"$LCRUN" start "$SB"
 }
+
+@test "run's directory goes to trash/ and away; gc removes what a killed removal left, not a live one's" {
+	local root=$BATS_TEST_TMPDIR/root
+	LCRUN_ROOT=$root LCRUN_STATE_DIR=$BATS_TEST_TMPDIR/state "$LCRUN" run -- sh -c 'mkdir -p /srv/a/b && echo x >/srv/a/b/f'
+	[ -z "$(ls "$root/sandboxes")" ]
+	# removed in the background, within a moment
+	for _ in $(seq 50); do [ -z "$(ls "$root/trash")" ] && break; sleep 0.1; done
+	[ -z "$(ls "$root/trash")" ]
+	# a removal that was killed: no lock on its entry; a live one holds one
+	mkdir -p "$root/trash/aaaaaaaaaaaa.dead/upper/x" "$root/trash/bbbbbbbbbbbb.live/upper/y"
+	flock "$root/trash/bbbbbbbbbbbb.live" sleep 3 &
+	sleep 0.3
+	run env LCRUN_ROOT="$root" LCRUN_STATE_DIR="$BATS_TEST_TMPDIR/state" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed directory $root/trash/aaaaaaaaaaaa.dead"* ]]
+	[ ! -e "$root/trash/aaaaaaaaaaaa.dead" ]
+	[ -d "$root/trash/bbbbbbbbbbbb.live/upper/y" ]
+	wait
+}

@@ -174,7 +174,7 @@ static int cmd_run(int argc, char **argv)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	if (lc_net_teardown(id, &err) < 0)
+	if (lc_net_teardown_exited(id, &err) < 0)
 		rc = fail(err);
 	lc_net_spec_clear(&spec);
 	return rc;

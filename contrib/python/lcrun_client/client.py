@@ -242,12 +242,15 @@ class Client:
 
     def create_sandbox(self, image=None, *, memory=None, cpus=None, pids=None, limits=None, net=None, env=None,
                        secrets=None, user=None, workdir=None, ttl=None, idle_timeout=None, labels=None, name=None,
-                       mounts=None):
+                       mounts=None, model_gateway=None):
         """Make a sandbox and return it.  image: a stored image (a snapshot's
         name too) or "host" (the default); limits: a named set ("small") or
         a dict; memory/cpus/pids: single limits; net: a policy name or
         {"mode", "allow", "hosts"}; secrets: names (a task: only those its
-        function declares); mounts: operator only."""
+        function declares); mounts: operator only; model_gateway:
+        {"provider": "anthropic", "secret": "ANTHROPIC_API_KEY",
+        "budget_usd": 5}: the model API through lcd's gateway, the key
+        staying outside the sandbox."""
         req = {}
         if image:
             req["image"] = image
@@ -265,7 +268,7 @@ class Client:
         elif lim:
             req["limits"] = lim
         for key, val in (("net", net), ("secrets", secrets), ("ttl", ttl), ("idle_timeout", idle_timeout),
-                         ("labels", labels), ("name", name), ("mounts", mounts)):
+                         ("labels", labels), ("name", name), ("mounts", mounts), ("model_gateway", model_gateway)):
             if val is not None:
                 req[key] = val
         _where(req, env, workdir, user)
