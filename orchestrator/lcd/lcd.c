@@ -219,7 +219,7 @@ static int task_dir(const char *key, const char *configured, const char *install
 	*out = NULL;
 	if (configured) {
 		if (configured[0] != '/')
-			return lc_error_set(err, LC_EXIT_USAGE, 0, "config: %s: expected an absolute path", key);
+			return lc_error_set(err, LC_EXIT_NOENT, 0, "config: %s: %s: expected an absolute path", key, configured);
 		if (stat(configured, &st) < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "config: %s: %s", key, configured);
 		if (!S_ISDIR(st.st_mode))
