@@ -52,6 +52,20 @@ static enum MHD_Result h_list(call_t *call)
 	MHD_get_connection_values(call->c, MHD_GET_ARGUMENT_KIND, collect_label, &l);
 	_cleanup_strv_ char **labels = l.v;
 	lc_error_t *err = NULL;
+	const char *hist = api_query(call, "history");
+	if (hist && strcmp(hist, "0")) {
+		const char *ls = api_query(call, "limit");
+		char *end = NULL;
+		long long limit = ls ? strtoll(ls, &end, 10) : 20;
+		if (ls && (!*ls || *end || limit < 1 || limit > 1000))
+			return FAIL(call, LC_EXIT_INVALID, "limit: expected 1 to 1000");
+		if (labels || api_query(call, "state"))
+			return FAIL(call, LC_EXIT_INVALID, "history: label and state filters are for the live listing");
+		json_t *list = lcd_sandbox_history(call->lcd, call->who, api_query(call, "app"), limit, &err);
+		if (!list)
+			return api_fail_err(call->c, err);
+		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "sandboxes", list));
+	}
 	json_t *list = lcd_sandbox_list(call->lcd, call->who, api_query(call, "app"), api_query(call, "state"), labels, &err);
 	if (!list)
 		return api_fail_err(call->c, err);

@@ -194,6 +194,8 @@ int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err)
 	lcd_devboxes_drop_app(lcd, name);
 	_cleanup_json_ json_t *tasks = lcd_store_task_list(lcd->db, name, NULL, 0, NULL);
 	int r = lcd_store_app_delete(lcd->db, name, err);
+	if (r >= 0)
+		r = lcd_db_exec(lcd->db, err, "DELETE FROM sandbox_history WHERE app = ?", "s", name);
 	if (r >= 0) {
 		size_t k;
 		json_t *t;

@@ -130,7 +130,22 @@ static const char *const migrations[] = {
 	"CREATE INDEX gateway_ledger_sandbox ON gateway_ledger(sandbox_id);"
 	"CREATE INDEX gateway_ledger_task ON gateway_ledger(task_id);"
 	"CREATE INDEX gateway_ledger_app ON gateway_ledger(app, at);",
-	/* 4 -> 5: devboxes (devbox.c).  A box's disk is a file of its own under
+	/* 4 -> 5: sandboxes that ended, kept 30 days for GET
+	 * /v1/sandboxes?history=1 (sandboxes.c) */
+	"CREATE TABLE sandbox_history ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  image TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  ended_at INTEGER NOT NULL,"
+	"  end_reason TEXT NOT NULL);"
+	"CREATE INDEX sandbox_history_app ON sandbox_history(app, created_at);"
+	"CREATE INDEX sandbox_history_age ON sandbox_history(ended_at);",
+	/* 5 -> 6: devboxes (devbox.c).  A box's disk is a file of its own under
 	 * lcd/disks/; its row holds the definition, the sandbox that runs it
 	 * (written before that sandbox is made, so a crash leaves its id) and
 	 * the public host key read from its disk. */

@@ -87,7 +87,7 @@ struct config {
 	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
-	char *workloads_dir;
+	char *workloads_dir, *apps_dir;
 	lcd_gateway_cfg_t gateway;
 };
 
@@ -150,6 +150,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			n = &c->webhook_max_body;
 		else if (!strcmp(key, "workloads_dir"))
 			s = &c->workloads_dir;
+		else if (!strcmp(key, "apps_dir"))
+			s = &c->apps_dir;
 		else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
 				return -1;
@@ -193,24 +195,49 @@ static char *python_dir(void)
 	return NULL;
 }
 
-/* The workload programs bound into tasks at /run/lcd/bin: the configured
- * directory, else the installed $(pkglibexecdir), else the build tree's. */
-static char *workloads_dir(const char *configured, lc_error_t **err)
+/* Is this lcd the one in the build tree (run from a checkout, as the
+ * tests do)?  Then the build tree's workloads and apps go into tasks, not
+ * whatever an earlier `make install` left. */
+static bool from_build_tree(void)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	size_t b = strlen(LC_BUILDDIR);
+	return !strncmp(exe, LC_BUILDDIR, b) && exe[b] == '/';
+}
+
+/* A directory bound read-only into every task: the configured one (which
+ * must exist), else the build tree's when lcd runs from it, else the
+ * installed one, else none (NULL). */
+static int task_dir(const char *key, const char *configured, const char *installed, const char *built, char **out,
+		    lc_error_t **err)
 {
 	struct stat st;
+	*out = NULL;
 	if (configured) {
-		if (configured[0] != '/' || stat(configured, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			lc_error_set(err, LC_EXIT_NOENT, 0, "config: workloads_dir %s: not an existing directory (an absolute path)",
-				     configured);
-			return NULL;
-		}
-		return strdup(configured);
+		if (configured[0] != '/')
+			return lc_error_set(err, LC_EXIT_NOENT, 0, "config: %s: %s: expected an absolute path", key, configured);
+		if (stat(configured, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "config: %s: %s", key, configured);
+		if (!S_ISDIR(st.st_mode))
+			return lc_error_set(err, LC_EXIT_NOENT, ENOTDIR, "config: %s: %s", key, configured);
+		*out = strdup(configured);
+		return 0;
 	}
-	if (access(LC_PKGLIBEXECDIR "/lc-agents", X_OK) == 0)
-		return strdup(LC_PKGLIBEXECDIR);
-	if (access(LC_BUILDDIR "/orchestrator/workloads/lc-agents", X_OK) == 0)
-		return strdup(LC_BUILDDIR "/orchestrator/workloads");
-	return NULL;
+	const char *order[2] = { installed, built };
+	if (from_build_tree()) {
+		order[0] = built;
+		order[1] = installed;
+	}
+	for (size_t i = 0; i < 2; i++)
+		if (stat(order[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+			*out = strdup(order[i]);
+			return 0;
+		}
+	return 0;
 }
 
 static int open_socket(const char *path, const char *group, lc_error_t **err)
@@ -406,8 +433,9 @@ int main(int argc, char **argv)
 		return fail(err);
 	}
 	lcd.python_dir = python_dir();
-	lcd.workloads_dir = workloads_dir(cfg.workloads_dir, &err);
-	if (cfg.workloads_dir && !lcd.workloads_dir) {
+	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
+		     &lcd.workloads_dir, &err) < 0 ||
+	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0) {
 		unlink(sock);
 		unlink(lcd.task_socket);
 		return fail(err);
@@ -521,6 +549,7 @@ int main(int argc, char **argv)
 	free(lcd.task_socket);
 	free(lcd.python_dir);
 	free(lcd.workloads_dir);
+	free(lcd.apps_dir);
 	lcd_log("stopped");
 	return 0;
 }

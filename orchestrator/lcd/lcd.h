@@ -28,7 +28,8 @@ typedef struct lcd {
 	lcd_db_t *db;
 	char *task_socket; /* the API socket bound into every task's sandbox */
 	char *python_dir;  /* the Python client's directory bound there, or NULL */
-	char *workloads_dir; /* the workload programs, bound at /run/lcd/bin, or NULL */
+	char *workloads_dir; /* the workload programs, bound read-only at /run/lcd/bin, or NULL */
+	char *apps_dir;    /* the shipped apps' files (seeds, eval tasks), at /run/lcd/apps, or NULL */
 	char *state_dir;  /* lc_lib_dir()/lcd */
 	char *tasks_dir;  /* per-task directories, bound at /run/task */
 	char *logs_dir;   /* ID.log: the task's stdout and stderr */
@@ -132,8 +133,8 @@ bool lcd_token_check(lcd_t *lcd, const char *token, lcd_caller_t *who);
 /* Give a task's sandbox its access to the API: a fresh token (LCD_TOKEN,
  * through spec->secret_env, never written down), the task socket bound at
  * /run/lcd.sock (LCD_SOCKET), the Python client on PYTHONPATH, the
- * workload programs read-only at /run/lcd/bin, LC_TASK_APP
- * and LC_TASK_FUNCTION. */
+ * workload programs read-only at /run/lcd/bin, the apps' files read-only
+ * at /run/lcd/apps, LC_TASK_APP and LC_TASK_FUNCTION. */
 int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lcd_function_t *fn, lc_spec_t *spec,
 		    lc_error_t **err);
 /* An attempt of the task ended (however): its token dies and the sandboxes
@@ -175,6 +176,11 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 			 lc_error_t **err);
 /* Terminate and remove (idempotent). */
 int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err);
+/* The app's sandboxes, live and ended (kept 30 days), newest first, at
+ * most limit: [{id, name, app, task, function, image, labels, state
+ * ("running", …, "terminated"), created, terminated, end_reason}].  app
+ * NULL: every app (the operator); a task sees its own app only. */
+json_t *lcd_sandbox_history(lcd_t *lcd, const lcd_caller_t *who, const char *app, long long limit, lc_error_t **err);
 /* The environment entries (K=V) of the secrets a sandbox was given, read
  * from the store for each exec: they are never written elsewhere. */
 int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err);

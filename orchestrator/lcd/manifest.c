@@ -311,11 +311,14 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 
 	json_t *net = json_object_get(v, "net");
 	if (net) {
-		if (!json_is_string(net) || !lcd_name_valid(json_string_value(net))) {
+		/* "$KEY": the policy named by the app's config KEY (resolved
+		 * once the config is read: resolve_net) */
+		const char *ns = json_string_value(net);
+		if (!ns || !(lcd_name_valid(ns) || (ns[0] == '$' && lcd_secret_name_valid(ns + 1)))) {
 			_cleanup_free_ char *p = lc_strdup_printf("%s.net", path);
-			return bad(err, p, "expected \"none\" or a network policy name");
+			return bad(err, p, "expected \"none\", a network policy name or \"$CONFIG_KEY\"");
 		}
-		f->net = strdup(json_string_value(net));
+		f->net = strdup(ns);
 	} else {
 		f->net = strdup("none");
 	}
@@ -475,6 +478,35 @@ static int parse_config(lcd_app_t *app, json_t *cfg, lc_error_t **err)
 	return 0;
 }
 
+/* A function's "net": "$KEY" names the policy in the app's config, so
+ * that a deploy (--config KEY=POLICY) chooses it. */
+static int resolve_net(lcd_app_t *app, lc_error_t **err)
+{
+	for (size_t i = 0; i < app->n_functions; i++) {
+		lcd_function_t *f = &app->functions[i];
+		if (f->net[0] != '$')
+			continue;
+		_cleanup_free_ char *p = lc_strdup_printf("functions.%s.net", f->name);
+		size_t klen = strlen(f->net + 1);
+		const char *val = NULL;
+		for (char **c = app->config; c && *c; c++)
+			if (!strncmp(*c, f->net + 1, klen) && (*c)[klen] == '=')
+				val = *c + klen + 1;
+		if (!val) {
+			_cleanup_free_ char *m = lc_strdup_printf("%s is not a key of config", f->net);
+			return bad(err, p, m);
+		}
+		if (!lcd_name_valid(val)) {
+			_cleanup_free_ char *m = lc_strdup_printf("config.%s: expected \"none\" or a network policy name, not '%s'",
+							  f->net + 1, val);
+			return bad(err, p, m);
+		}
+		free(f->net);
+		f->net = strdup(val);
+	}
+	return 0;
+}
+
 /* An optional object of named entries (schedules, webhooks): an array of
  * n elements of `size` bytes, each filled by parse. */
 static int parse_named(lcd_app_t *app, json_t *m, const char *key, size_t size, void **arr, size_t *n,
@@ -610,7 +642,7 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		}
 	}
 
-	if (parse_config(app, json_object_get(m, "config"), err) < 0 ||
+	if (parse_config(app, json_object_get(m, "config"), err) < 0 || resolve_net(app, err) < 0 ||
 	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
 			parse_schedule, err) < 0 ||
 	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,

@@ -16,7 +16,7 @@ typedef struct lcd_function {
 	char **argv;
 	char *image;     /* NULL: the host image */
 	lc_limits_t limits;
-	char *net;       /* "none" or a network policy name */
+	char *net;       /* "none" or a network policy name (a "$KEY" in the manifest: config KEY's value) */
 	int timeout;     /* seconds */
 	int retries;
 	int concurrency; /* at most this many running */

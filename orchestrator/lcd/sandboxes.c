@@ -404,6 +404,27 @@ static int quota_error(lc_error_t **err, const char *app, long long have, int n,
 	return -1;
 }
 
+#define HISTORY_KEEP_MS (30LL * 86400 * 1000)
+
+/* Drop a sandbox's row, keeping what it was and how it ended in
+ * sandbox_history (30 days). */
+static int forget(lcd_t *lcd, const char *id, const char *only_state, const char *reason, lc_error_t **err)
+{
+	long long now = lc_wall_ms();
+	lcd_db_exec(lcd->db, NULL,
+		    "INSERT OR REPLACE INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
+		    "ended_at, end_reason) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
+		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END "
+		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)",
+		    "isssss", now, reason, reason, id, only_state, only_state);
+	int r = lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)", "sss", id,
+			    only_state, only_state);
+	lcd_db_exec(lcd->db, NULL, "DELETE FROM sandbox_history WHERE ended_at < ?", "i", now - HISTORY_KEEP_MS);
+	return r < 0 ? -1 : 0;
+}
+
+#define GONE "gone (its ttl expired, or it was removed outside lcd)"
+
 /* Forget records of the app's sandboxes that vanished (a ttl expired). */
 static void prune_vanished(lcd_t *lcd, const char *app)
 {
@@ -415,7 +436,7 @@ static void prune_vanished(lcd_t *lcd, const char *app)
 		lc_error_t *e = NULL;
 		_cleanup_json_ json_t *st = lc_sandbox_inspect(jstr(row, "id"), &e);
 		if (!st && e && e->exit_code == LC_EXIT_UNKNOWN)
-			lcd_db_exec(lcd->db, NULL, "DELETE FROM sandboxes WHERE id = ? AND state = 'live'", "s", jstr(row, "id"));
+			forget(lcd, jstr(row, "id"), "live", GONE, NULL);
 		lc_error_free(e);
 	}
 }
@@ -595,7 +616,7 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 	if (!st && !creating) {
 		if (e && e->exit_code == LC_EXIT_UNKNOWN) {
 			/* its ttl expired (or someone ran lcrun rm): forget it */
-			lcd_db_exec(lcd->db, NULL, "DELETE FROM sandboxes WHERE id = ? AND state = 'live'", "s", id);
+			forget(lcd, id, "live", GONE, NULL);
 			lcd_log("sandbox %s is gone (ttl, or removed outside lcd): record dropped", id);
 		}
 		lc_error_free(e);
@@ -691,9 +712,54 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 		lc_error_free(e);
 	}
 	lcd_gateway_forget(lcd, id);
-	if (lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ?", "s", id) < 0)
-		return -1;
-	return 0;
+	return forget(lcd, id, NULL, NULL, err);
+}
+
+/* The state a caller sees for a row of the history query. */
+static json_t *history_entry(lcd_t *lcd, json_t *row)
+{
+	const char *state = jstr(row, "state");
+	json_t *v = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:o, s:O, s:O, s:O}", "id", jstr(row, "id"), "name",
+			      json_object_get(row, "name"), "app", json_object_get(row, "app"), "task",
+			      json_object_get(row, "task_id"), "function", json_object_get(row, "function"), "image",
+			      json_object_get(row, "image"), "labels", json_loads(jstr(row, "labels"), 0, NULL), "created",
+			      json_object_get(row, "created_at"), "terminated", json_object_get(row, "ended_at"),
+			      "end_reason", json_object_get(row, "end_reason"));
+	if (!strcmp(state, "live")) {
+		_cleanup_json_ json_t *view = lcd_sandbox_view(lcd, row);
+		state = view ? jstr(view, "state") : "terminated";
+		json_object_set_new(v, "state", json_string(state));
+		return v;
+	}
+	json_object_set_new(v, "state", json_string(!strcmp(state, "deleting") ? "terminating" : state));
+	return v;
+}
+
+json_t *lcd_sandbox_history(lcd_t *lcd, const lcd_caller_t *who, const char *app, long long limit, lc_error_t **err)
+{
+	if (!who->operator) {
+		if (app && strcmp(app, who->app)) {
+			lc_error_set(err, LC_EXIT_PERM, 0, "a task's token sees the sandboxes of its own app (%s) only", who->app);
+			return NULL;
+		}
+		app = who->app;
+	}
+	_cleanup_json_ json_t *rows = lcd_db_query(
+		lcd->db, err,
+		"SELECT id, name, app, task_id, function, image, labels, created_at, NULL AS ended_at, NULL AS end_reason, "
+		"state, request, secrets FROM sandboxes WHERE (? IS NULL OR app = ?) "
+		"UNION ALL SELECT id, name, app, task_id, function, image, labels, created_at, ended_at, end_reason, "
+		"'terminated', NULL, NULL FROM sandbox_history WHERE (? IS NULL OR app = ?) "
+		"AND id NOT IN (SELECT id FROM sandboxes) ORDER BY created_at DESC, id LIMIT ?",
+		"ssssi", app, app, app, app, limit);
+	if (!rows)
+		return NULL;
+	json_t *out = json_array();
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+		json_array_append_new(out, history_entry(lcd, row));
+	return out;
 }
 
 int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err)

@@ -691,27 +691,6 @@ static enum MHD_Result h_session_new(call_t *call, json_t *row, const char *sand
 	return api_reply(call->c, MHD_HTTP_CREATED, json_pack("{s:s, s:s}", "id", s->id, "sandbox", sandbox));
 }
 
-/* The command in single quotes for `command eval`: a syntax error in it
- * is the command's failure, not the session's end. */
-static char *quoted(const char *cmd)
-{
-	size_t n = 0;
-	for (const char *p = cmd; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *q = lc_xmalloc0(n + 3), *o = q;
-	*o++ = '\'';
-	for (const char *p = cmd; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o = '\'';
-	return q;
-}
-
 /* One stream of a run: the output before the marker line, capped. */
 typedef struct marked {
 	unsigned char *out;
@@ -805,7 +784,9 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 	memcpy(mark, "__LCD_", 6);
 	lc_random_hex(mark + 6, 16);
 	strcpy(mark + 22, "__");
-	_cleanup_free_ char *q = quoted(json_string_value(cmd));
+	/* single-quoted for `command eval`: a syntax error in it is the
+	 * command's failure, not the session's end */
+	_cleanup_free_ char *q = lc_shell_quote(json_string_value(cmd));
 	_cleanup_free_ char *script = lc_strdup_printf(
 		"command eval %s </dev/null; __lcd_rc=$?; printf '\\n%%s %%d\\n' %s \"$__lcd_rc\"; printf '\\n%%s\\n' %s >&2\n",
 		q, mark, mark);

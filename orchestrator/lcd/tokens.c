@@ -87,7 +87,8 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 		if (add_mount(spec, lcd->python_dir, "/run/lcd/python", true) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "task %s: out of memory", task);
 	}
-	if (lcd->workloads_dir && add_mount(spec, lcd->workloads_dir, "/run/lcd/bin", true) < 0)
+	if ((lcd->workloads_dir && add_mount(spec, lcd->workloads_dir, "/run/lcd/bin", true) < 0) ||
+	    (lcd->apps_dir && add_mount(spec, lcd->apps_dir, "/run/lcd/apps", true) < 0))
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "task %s: out of memory", task);
 	return 0;
 }

@@ -331,30 +331,10 @@ void agent_parse_output(agent_format_t fmt, const char *out, size_t len, int exi
 	}
 }
 
-static char *shell_quote(const char *s)
-{
-	size_t n = 3;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *q = malloc(n), *o = q;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return q;
-}
-
 /* The built-in command line for cfg->agent. */
 static char *builtin_command(const agent_config_t *cfg)
 {
-	_cleanup_free_ char *model = cfg->model ? shell_quote(cfg->model) : NULL;
+	_cleanup_free_ char *model = cfg->model ? lc_shell_quote(cfg->model) : NULL;
 	if (cfg->format == AGENT_FORMAT_CODEX)
 		return lc_strdup_printf("exec codex exec --json --dangerously-bypass-approvals-and-sandbox "
 					"--skip-git-repo-check%s%s \"$(cat \"$AGENT_PROMPT_FILE\")\" </dev/null",

@@ -401,3 +401,34 @@ bool lc_pump(int from, int to)
 		return false;
 	return lc_write_all(to, buf, (size_t)n) == 0;
 }
+
+char *lc_shell_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *q = lc_xmalloc0(n), *o = q;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\'';
+	return q;
+}
+
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void lc_strv_sort(char **v)
+{
+	size_t n = lc_strv_len(v);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), strp_cmp);
+}

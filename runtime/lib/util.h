@@ -34,9 +34,13 @@ void lc_strvfreep(char ***v);
 
 char *lc_strdup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *lc_xmalloc0(size_t n);
+/* s in single quotes for a POSIX shell ('\'' for each '), a new string. */
+char *lc_shell_quote(const char *s);
 /* NULL-terminated string vectors. */
 size_t lc_strv_len(char *const *v);
 int lc_strv_push(char ***v, const char *s);
+/* In strcmp order, in place (NULL is fine). */
+void lc_strv_sort(char **v);
 void lc_strv_free(char **v);
 /* A string vector as a JSON array and back (NULL when arr is no array). */
 json_t *lc_strv_to_json(char *const *v);

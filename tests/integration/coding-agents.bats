@@ -14,6 +14,7 @@
 load helpers
 load doubles-lib
 load lcd-lib
+load agents-lib
 
 APP=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/app.json
 GH_TOKEN_VALUE=ghs_lcsecret_$$_agentstest
@@ -172,16 +173,6 @@ start_world() { # [--no-anthropic | --openai] [--script TURNS] [KEY=VALUE…]
 	HOOK_URL=http://127.0.0.1:$HOOKPORT/hooks/coding-agents/github
 }
 
-# The shared repo snapshot's record, as the repo-builder wrote it.
-use_snapshot() {
-	[ -s "$BATS_FILE_TMPDIR/snapshot.json" ] || skip "$(cat "$BATS_FILE_TMPDIR/snapshot.skip" 2>/dev/null || echo 'no repo snapshot')"
-	"$LCCTL" map set coding-agents/coding-agents snapshot "$(cat "$BATS_FILE_TMPDIR/snapshot.json")" >/dev/null
-}
-
-need_agent_image() {
-	[ -f "$BATS_FILE_TMPDIR/agent-cli.ok" ] || skip "$(cat "$BATS_FILE_TMPDIR/agent-cli.skip" 2>/dev/null || echo 'no agent-cli image')"
-}
-
 solve() { # JSON-ARGS: lcctl run coding-agents:solve-issue; the result in $W/res.json, lcctl's stderr in $W/res.err, the exit status in $RC
 	RC=0
 	"$LCCTL" run coding-agents:solve-issue "$1" >"$W/res.json" 2>"$W/res.err" || RC=$?
@@ -200,10 +191,6 @@ label() { # N [ARGS]: issues/labeled with the label agent
 
 issue_title() {
 	jq -r --argjson n "$1" '.repos["octo/demo"].issues[] | select(.number == $n) | .title' "$W/seed.json"
-}
-
-tasks() { # [FUNCTION]: the app's tasks as JSON (all, or one function's)
-	"$LCCTL" task list --app coding-agents --json | jq -c --arg f "${1:-}" '[.[] | select($f == "" or .function == $f)]'
 }
 
 wait_tasks_done() { # FUNCTION COUNT [SECONDS]
@@ -243,22 +230,8 @@ setup_file() {
 	local F=$BATS_FILE_TMPDIR
 	export SRC=$F/src
 	make_source_repo "$SRC"
-	# The agent-cli image, built in the shared store (cached), copied into
-	# this file's private store once.
 	local out
-	if ! out=$(env -u LCRUN_ROOT timeout -k 2 1800 "$LCRUN" image build "$BATS_TEST_DIRNAME/../../images/agent-cli.json" 2>&1); then
-		echo "the agent-cli image cannot be built here: $(echo "$out" | tail -1)" >"$F/agent-cli.skip"
-	fi
-	export LCRUN_ROOT=$F/root
-	mkdir -p "$LCRUN_ROOT"
-	if [ ! -f "$F/agent-cli.skip" ]; then
-		if env -u LCRUN_ROOT "$LCRUN" image export agent-cli | "$LCRUN" image import --trusted - >/dev/null 2>"$F/import.err"; then
-			touch "$F/agent-cli.ok"
-		else
-			echo "cannot copy agent-cli into the test's store: $(tail -1 "$F/import.err")" >"$F/agent-cli.skip"
-		fi
-	fi
-	[ -f "$F/agent-cli.ok" ] || return 0
+	agents_file_store || return 0
 	# One repo snapshot for the file, made by the repo-builder itself.
 	BATS_TEST_TMPDIR=$F/snap
 	mkdir -p "$BATS_TEST_TMPDIR"
@@ -273,33 +246,6 @@ setup_file() {
 		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
 	fi
 	world_teardown
-}
-
-teardown_file() {
-	[ -n "${BATS_FILE_TMPDIR:-}" ] && rm -rf "$BATS_FILE_TMPDIR/root"
-	true
-}
-
-# Per test: a private lcd (its own lcd.db, the file's image store).
-file_world_setup() {
-	WORKLOADS=$(cd "$(dirname "$LCRUN")/orchestrator/workloads" && pwd)
-	T=$(mktemp -d /tmp/lcd-bats.XXXXXX)
-	export LCRUN_STATE_DIR=$T/state LCD_SOCKET=$T/lcd.sock LCRUN_ETC_DIR=$T/etc
-	BIN=$(dirname "$LCRUN")
-	LCD=$BIN/lcd
-	LCCTL=$BIN/lcctl
-}
-
-world_teardown() {
-	stop_lcd
-	local f
-	for f in "$BATS_TEST_TMPDIR"/*.pid; do
-		[ -e "$f" ] && dbl_stop "$(basename "$f" .pid)"
-	done
-	dbl_netns_down
-	rm -rf "$LCRUN_ROOT/lcd.db" "$LCRUN_ROOT/lcd.db-wal" "$LCRUN_ROOT/lcd.db-shm" "$LCRUN_ROOT/lcd"
-	[ -n "${T:-}" ] && rm -rf "$T"
-	true
 }
 
 setup() {
@@ -587,7 +533,10 @@ EOF
 		[[ "$(jq -r .result.error <<<"$w")" == "solve-issue for issue:octo/demo#7 was not started (the claim is released): "*"is full"* ]]
 	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
 	[ "$status" -ne 0 ]
-	# three agent sandboxes, one per running task
+	# three agent sandboxes, one per running task (a task is running
+	# before its sandbox is made: wait for them, never more than 3)
+	for _ in $(seq 300); do [ "$("$LCCTL" sandbox ls --json | jq length)" -ge 3 ] && break; sleep 0.1; done
+	"$LCCTL" sandbox ls
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 3 ]
 	"$LCCTL" app delete coding-agents >/dev/null
 }

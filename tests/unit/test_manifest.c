@@ -198,6 +198,27 @@ START_TEST(test_sandboxes_max)
 }
 END_TEST
 
+/* "net": "$KEY" is the policy the app's config names. */
+START_TEST(test_net_from_config)
+{
+	char *text = mutate("\"timeout\": 30,", "\"timeout\": 30, \"net\": \"$LABEL\",");
+	lcd_app_t *app = parse_ok(text);
+	ck_assert_str_eq(app->functions[0].net, "agent"); /* config LABEL's value */
+	ck_assert_str_eq(app->functions[1].net, "none");
+	lcd_app_unref(app);
+	free(text);
+	expect("\"timeout\": 30,", "\"timeout\": 30, \"net\": \"$NET\",",
+	       "functions.solve.net: $NET is not a key of config");
+	expect("\"timeout\": 30,", "\"timeout\": 30, \"net\": \"$REPOSITORY\",",
+	       "functions.solve.net: config.REPOSITORY: expected \"none\" or a network policy name, not "
+	       "'https://example.test/r.git'");
+	expect("\"timeout\": 30,", "\"timeout\": 30, \"net\": \"$bad-key\",",
+	       "functions.solve.net: expected \"none\", a network policy name or \"$CONFIG_KEY\"");
+	expect("\"timeout\": 30,", "\"timeout\": 30, \"net\": \"Model\",",
+	       "functions.solve.net: expected \"none\", a network policy name or \"$CONFIG_KEY\"");
+}
+END_TEST
+
 START_TEST(test_paths)
 {
 	expect("\"timeout\": 30", "\"timeout\": 0", "functions.solve.timeout: expected a positive integer");
@@ -291,6 +312,7 @@ int main(void)
 	tcase_add_test(tc, test_sandboxes_max);
 	tcase_add_test(tc, test_webhook_events_optional);
 	tcase_add_test(tc, test_config_errors);
+	tcase_add_test(tc, test_net_from_config);
 	tcase_add_test(tc, test_schedule_due);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

@@ -52,6 +52,37 @@ START_TEST(test_random_hex)
 }
 END_TEST
 
+START_TEST(test_shell_quote)
+{
+	static const char *const cases[][2] = { { "", "''" },
+						{ "plain", "'plain'" },
+						{ "a b$c`d\\e\"f", "'a b$c`d\\e\"f'" },
+						{ "it's", "'it'\\''s'" },
+						{ "''", "''\\'''\\'''" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *q = lc_shell_quote(cases[i][0]);
+		ck_assert_str_eq(q, cases[i][1]);
+		free(q);
+	}
+}
+END_TEST
+
+START_TEST(test_strv_sort)
+{
+	char **v = NULL;
+	lc_strv_sort(v);
+	const char *in[] = { "roman", "calc-add", "word-freq", "Zeta", "fizzbuzz", "calc" };
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		lc_strv_push(&v, in[i]);
+	lc_strv_sort(v);
+	const char *want[] = { "Zeta", "calc", "calc-add", "fizzbuzz", "roman", "word-freq" };
+	ck_assert_uint_eq(lc_strv_len(v), 6);
+	for (size_t i = 0; i < 6; i++)
+		ck_assert_str_eq(v[i], want[i]);
+	lc_strv_free(v);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -59,6 +90,8 @@ int main(void)
 	tcase_add_test(tc, test_parse_size);
 	tcase_add_test(tc, test_error_roundtrip);
 	tcase_add_test(tc, test_random_hex);
+	tcase_add_test(tc, test_shell_quote);
+	tcase_add_test(tc, test_strv_sort);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
