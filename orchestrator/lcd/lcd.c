@@ -23,6 +23,7 @@
 
 #include "gateway.h"
 #include "lcd.h"
+#include "netlibs.h"
 #include "util.h"
 
 #define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
@@ -346,6 +347,12 @@ int main(int argc, char **argv)
 	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX,
 			      .webhook_max_body = DEFAULT_MAX_BODY };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
+		return fail(err);
+	/* liblcrun loads libnl and libnftables when a network is first set
+	 * up.  lcd forks sandboxes' monitors and tasks from many threads: a
+	 * fork while another thread is inside dlopen() gives a child whose
+	 * loader lock is held for ever.  Load them now, before any thread. */
+	if (lc_netlibs_load(&err) < 0)
 		return fail(err);
 	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30) || cfg.webhook_max_body > (1LL << 30)) {
 		fprintf(stderr, "lcd: config: catchup_max is at most 100000, max_body and webhook_max_body at most 1 GiB\n");

@@ -56,7 +56,19 @@ file_world_setup() {
 }
 
 world_teardown() {
+	# A test that failed half-way may leave its app's sandboxes (e.g.
+	# still being made): remove them, through lcd and then the runtime,
+	# so that nothing of this test reaches the next one.
+	local id
+	if [ -n "${LCD_PID:-}" ]; then
+		for id in $("$LCCTL" sandbox ls --json 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
+			timeout 30 "$LCCTL" sandbox rm "$id" >/dev/null 2>&1 || true
+		done
+	fi
 	stop_lcd
+	for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
+		timeout 30 "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
+	done
 	local f
 	for f in "$BATS_TEST_TMPDIR"/*.pid; do
 		[ -e "$f" ] && dbl_stop "$(basename "$f" .pid)"
