@@ -3,10 +3,14 @@
  * See lcclient.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <curl/curl.h>
 
@@ -644,4 +648,125 @@ int lcc_task_wait(lcc_t *c, const char *task_id, int timeout_s, json_t **task, l
 		}
 		json_decref(t);
 	}
+}
+
+/* ---- a connection upgraded to another protocol (a devbox's ssh) ---- */
+
+static int dial(lcc_t *c, lc_error_t **err)
+{
+	if (c->socket) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		if (strlen(c->socket) >= sizeof(sa.sun_path))
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "socket path %s is too long", c->socket);
+		strcpy(sa.sun_path, c->socket);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot reach lcd at %s (is it running?)", c->endpoint);
+	}
+	if (strncmp(c->endpoint, "http://", 7))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: only http:// (or the unix socket) can carry a devbox connection",
+				    c->endpoint);
+	_cleanup_free_ char *host = strndup(c->endpoint + 7, strcspn(c->endpoint + 7, "/"));
+	char *port = strrchr(host, ':');
+	if (port && strchr(port, ']'))
+		port = NULL;
+	if (port)
+		*port++ = '\0';
+	char *h = host;
+	if (*h == '[' && h[strlen(h) - 1] == ']') {
+		h++;
+		h[strlen(h) - 1] = '\0';
+	}
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	if (getaddrinfo(h, port ? port : "80", &hints, &ai) != 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot resolve %s", c->endpoint);
+	int fd = -1;
+	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+		if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot reach lcd at %s (is it running?)", c->endpoint);
+	return fd;
+}
+
+/* The value of header `name` in a response's header block, or NULL. */
+static char *header_value(const char *head, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *l = strstr(head, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
+		const char *k = l + 2;
+		if (!strncasecmp(k, name, n) && k[n] == ':') {
+			const char *v = k + n + 1;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			return strndup(v, strcspn(v, "\r\n"));
+		}
+	}
+	return NULL;
+}
+
+int lcc_upgrade(lcc_t *c, const char *path, const char *protocol, int *fd, char **head, lc_error_t **err)
+{
+	_cleanup_close_ int s = dial(c, err);
+	if (s < 0)
+		return -1;
+	_cleanup_free_ char *auth = c->token ? lc_strdup_printf("Authorization: Bearer %s\r\n", c->token) : strdup("");
+	_cleanup_free_ char *req = lc_strdup_printf("POST /v1%s HTTP/1.1\r\nHost: lcd\r\nConnection: Upgrade\r\n"
+						    "Upgrade: %s\r\nContent-Length: 0\r\n%s\r\n",
+						    path, protocol, auth);
+	int w = lc_write_all(s, req, strlen(req));
+	explicit_bzero(req, strlen(req));
+	explicit_bzero(auth, strlen(auth));
+	if (w < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "writing to lcd at %s", c->endpoint);
+	/* The answer's head a byte at a time: what follows it is the other
+	 * protocol's, and stays in the socket. */
+	size_t cap = 4096, n = 0;
+	_cleanup_free_ char *h = lc_xmalloc0(cap);
+	while (n < 4 || memcmp(h + n - 4, "\r\n\r\n", 4)) {
+		if (n + 1 >= cap) {
+			if (cap >= 65536)
+				return lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd's answer has too long a head");
+			h = realloc(h, cap *= 2);
+		}
+		ssize_t r = read(s, h + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd at %s closed the connection early", c->endpoint);
+		h[++n] = '\0';
+	}
+	long st = strncmp(h, "HTTP/1.", 7) ? 0 : strtol(h + 9, NULL, 10);
+	if (st == 101) {
+		*fd = lc_steal_fd(s);
+		if (head)
+			*head = lc_steal(h);
+		return 0;
+	}
+	/* An error: its JSON body, as long as Content-Length says (or to EOF). */
+	_cleanup_free_ char *cl = header_value(h, "Content-Length");
+	size_t want = cl ? strtoul(cl, NULL, 10) : 1 << 20, got = 0;
+	_cleanup_free_ char *body = lc_xmalloc0(want + 1);
+	while (got < want) {
+		ssize_t r = read(s, body + got, want - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	return error_of(st, body, got, err);
+}
+
+char *lcc_header(const char *head, const char *name)
+{
+	return head ? header_value(head, name) : NULL;
 }

@@ -45,6 +45,14 @@ int lcc_request_stream(lcc_t *c, const char *method, const char *path, json_t *b
 /* A path segment escaped for a URL (free it). */
 char *lcc_escape(const char *s);
 
+/* A connection switched to another protocol: POST path with "Upgrade:
+ * protocol"; on 101 *fd is the connected socket (what follows the answer's
+ * head is the other protocol's) and *head (optional) the head, for
+ * lcc_header.  Otherwise lcd's error.  Over the unix socket or http://. */
+int lcc_upgrade(lcc_t *c, const char *path, const char *protocol, int *fd, char **head, lc_error_t **err);
+/* A header's value in such a head (NULL when absent); free it. */
+char *lcc_header(const char *head, const char *name);
+
 /* ---- sandboxes ---- */
 
 /* req: the create request ({"image", "limits", "env", …}, NULL: defaults).

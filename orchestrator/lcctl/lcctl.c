@@ -242,13 +242,23 @@ static int v_deploy(struct opts *o)
 			return usage_error("--config %s: the value is not valid UTF-8", kv);
 		json_object_set_new(cfg, kv, v);
 	}
+	/* A devbox without authorized_keys gets the caller's public keys. */
+	json_t *boxes = json_object_get(m, "devboxes");
+	if (json_is_object(boxes)) {
+		_cleanup_json_ json_t *keys = lcctl_caller_keys();
+		const char *k;
+		json_t *b;
+		json_object_foreach(boxes, k, b)
+			if (json_is_object(b) && !json_object_get(b, "authorized_keys") && json_array_size(keys))
+				json_object_set(b, "authorized_keys", keys);
+	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (request("POST", "/apps", m, NULL, &out, false, &err) < 0)
 		return fail(err);
-	printf("%s app %s (%zu functions, %zu schedules)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
+	printf("%s app %s (%zu functions, %zu schedules%s)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
 	       str(out, "name"), json_array_size(json_object_get(out, "functions")),
-	       json_array_size(json_object_get(out, "schedules")));
+	       json_array_size(json_object_get(out, "schedules")), json_is_object(boxes) ? ", devboxes" : "");
 	return 0;
 }
 
@@ -714,7 +724,11 @@ static void usage(FILE *f)
 	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
 	      "  status                               is lcd up?\n"
 	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
-	      "                                       sandboxes through lcd (lcctl sandbox --help)\n\n"
+	      "                                       sandboxes through lcd (lcctl sandbox --help)\n"
+	      "  devbox create|ls|show|start|stop|rm …, devbox NAME ssh [-- CMD] | NAME proxy\n"
+	      "                                       boxes you SSH into (lcctl devbox --help)\n"
+	      "  ssh-config [--prune]                 Host lcrun-NAME blocks in ~/.ssh/config\n"
+	      "  disk ls [--json] | disk delete NAME  devboxes' disks\n\n"
 	      "The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
 	      "else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
 	      "Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
@@ -741,6 +755,9 @@ int main(int argc, char **argv)
 	else if (!strncmp(argv[first], "--socket=", 9))
 		socket = argv[first] + 9, first++;
 	bool sandbox = first < argc && !strcmp(argv[first], "sandbox");
+	bool devbox = first < argc && (!strcmp(argv[first], "devbox") || !strcmp(argv[first], "disk") ||
+				       !strcmp(argv[first], "ssh-config"));
+	sandbox |= devbox;
 	struct opts o = { 0 };
 	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
 	if (!sandbox) {
@@ -757,6 +774,11 @@ int main(int argc, char **argv)
 	if (!cli)
 		return fail(err);
 	int r;
+	if (devbox) {
+		r = lcctl_devbox(argc - first, argv + first);
+		lcc_free(cli);
+		return r;
+	}
 	if (sandbox) {
 		r = lcctl_sandbox(argc - first - 1, argv + first + 1);
 		lcc_free(cli);

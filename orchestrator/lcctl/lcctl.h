@@ -19,5 +19,9 @@ void lcctl_print_json(json_t *j);
 void lcctl_fmt_time(json_t *v, char *buf, size_t len);
 /* lcctl sandbox VERB …: argv holds what follows "sandbox". */
 int lcctl_sandbox(int argc, char **argv);
+/* lcctl devbox …, disk …, ssh-config: argv[0] is that word (devbox.c). */
+int lcctl_devbox(int argc, char **argv);
+/* The caller's public keys (each line of ~/.ssh/NAME.pub), for devboxes. */
+json_t *lcctl_caller_keys(void);
 
 #endif

@@ -575,6 +575,8 @@ static enum MHD_Result route(call_t *call)
 		return h_whoami(call);
 	if (call->n >= 1 && !strcmp(s[0], "sandboxes"))
 		return lcd_api_sandboxes(call);
+	if (call->n >= 1 && (!strcmp(s[0], "devboxes") || !strcmp(s[0], "disks")))
+		return lcd_api_devboxes(call);
 	if (is(call, "GET", 1, "apps"))
 		return h_apps(call);
 	if (is(call, "POST", 1, "apps"))
@@ -685,7 +687,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 	if (strncmp(url, "/v1/", 4) != 0 && strcmp(url, "/v1") != 0)
 		return api_fail_status(c, MHD_HTTP_NOT_FOUND, LC_EXIT_UNKNOWN, "no such endpoint: %s (the API is under /v1/)", url);
-	call_t call = { .c = c, .lcd = lcd, .method = method, .who = &rq->who };
+	call_t call = { .c = c, .lcd = lcd, .method = method, .who = &rq->who, .rq = rq };
 	_cleanup_json_ json_t *body = NULL;
 	if (rq->len) {
 		json_error_t je;
@@ -720,6 +722,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 {
 	lcd_req_t *rq = *con_cls;
 	if (rq) {
+		if (rq->on_done)
+			rq->on_done(rq->on_done_arg);
 		lcd_upload_free(rq->upload);
 		free(rq->body);
 		free(rq);
@@ -729,7 +733,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 
 static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct sockaddr *sa, bool v6)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	/* upgrade: a devbox's ssh connection (api_devbox.c) */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_UPGRADE;
 	if (v6)
 		flags |= MHD_USE_IPv6;
 	if (fd >= 0)

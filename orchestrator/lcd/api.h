@@ -19,6 +19,9 @@ typedef struct lcd_req {
 	bool too_big;
 	lcd_caller_t who;      /* set once the headers are in */
 	lcd_upload_t *upload;  /* PUT …/files: the body goes to the sandbox as it arrives */
+	void (*on_done)(void *); /* run when the request completes (a devbox
+				    connection MHD never handed over) */
+	void *on_done_arg;
 } lcd_req_t;
 
 typedef struct {
@@ -30,6 +33,7 @@ typedef struct {
 	const char *rest_key; /* for .../keys/KEY: everything after "keys/" */
 	json_t *body; /* parsed body, when there is one */
 	const lcd_caller_t *who;
+	lcd_req_t *rq;
 } call_t;
 
 enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body);
@@ -56,6 +60,10 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len);
 enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
 void lcd_upload_free(lcd_upload_t *u);
+
+/* ---- api_devbox.c ---- */
+/* Everything under /v1/devboxes and /v1/disks (the operator's). */
+enum MHD_Result lcd_api_devboxes(call_t *call);
 
 /* ---- sbexec.c ---- */
 /* POST …/exec (stream: NDJSON). */

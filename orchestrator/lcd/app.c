@@ -142,7 +142,7 @@ int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc
 	lcd_app_t *app = NULL;
 	if (lcd_app_parse(manifest, &app, err) < 0)
 		return -1;
-	if (check_policies(app, err) < 0 || check_mounts(lcd, app, err) < 0) {
+	if (check_policies(app, err) < 0 || check_mounts(lcd, app, err) < 0 || lcd_devboxes_check_app(lcd, app, err) < 0) {
 		lcd_app_unref(app);
 		return -1;
 	}
@@ -170,7 +170,9 @@ int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc
 		*out = lcd_app_ref(app);
 	pthread_cond_broadcast(&lcd->wake);
 	pthread_mutex_unlock(&lcd->lock);
-	lcd_log("deployed app %s (%zu functions, %zu schedules)", app->name, app->n_functions, app->n_schedules);
+	lcd_devboxes_sync_app(lcd, app);
+	lcd_log("deployed app %s (%zu functions, %zu schedules, %zu devboxes)", app->name, app->n_functions,
+		app->n_schedules, app->n_devboxes);
 	return 0;
 }
 
@@ -186,8 +188,10 @@ int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err)
 	lcd->apps[i] = lcd->apps[--lcd->n_apps];
 	pthread_mutex_unlock(&lcd->lock);
 
-	/* Its running tasks are killed first; their rows go with the app. */
+	/* Its running tasks are killed first; their rows go with the app.
+	 * Its devboxes stop and are forgotten; their disks stay. */
 	lcd_cancel_app(lcd, name);
+	lcd_devboxes_drop_app(lcd, name);
 	_cleanup_json_ json_t *tasks = lcd_store_task_list(lcd->db, name, NULL, 0, NULL);
 	int r = lcd_store_app_delete(lcd->db, name, err);
 	if (r >= 0)

@@ -145,6 +145,21 @@ static const char *const migrations[] = {
 	"  end_reason TEXT NOT NULL);"
 	"CREATE INDEX sandbox_history_app ON sandbox_history(app, created_at);"
 	"CREATE INDEX sandbox_history_age ON sandbox_history(ended_at);",
+	/* 5 -> 6: devboxes (devbox.c).  A box's disk is a file of its own under
+	 * lcd/disks/; its row holds the definition, the sandbox that runs it
+	 * (written before that sandbox is made, so a crash leaves its id) and
+	 * the public host key read from its disk. */
+	"CREATE TABLE devboxes ("
+	"  name TEXT PRIMARY KEY,"
+	"  app TEXT,"
+	"  def TEXT NOT NULL,"
+	"  sandbox_id TEXT,"
+	"  host_key TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  started_at INTEGER,"
+	"  stopped_at INTEGER,"
+	"  stop_reason TEXT);"
+	"CREATE INDEX devboxes_app ON devboxes(app);",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)

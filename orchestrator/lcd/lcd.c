@@ -481,6 +481,11 @@ int main(int argc, char **argv)
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
+	if (lcd_devboxes_start(&lcd, &err) < 0) {
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 	lcd_api_t *api = NULL;
 	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0) {
 		unlink(sock);
@@ -507,6 +512,7 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&lcd.tick);
 	pthread_mutex_unlock(&lcd.lock);
 	lcd_webhook_stop(hooks);
+	lcd_devboxes_stop(&lcd); /* sessions end (the boxes keep running) */
 	lcd_api_stop(api);
 	unlink(sock);
 	unlink(lcd.task_socket);

@@ -50,6 +50,7 @@ typedef struct lcd {
 	bool stopping;
 	struct lcd_session *sessions; /* sbexec.c: persistent shells */
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
+	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 } lcd_t;
 
 /* The network policy loader (runtime/net.h) is used once liblcrun has it;
@@ -156,6 +157,13 @@ bool lcd_sandbox_path_ok(const char *p);
  * fork).  The one place lcd makes sandboxes. */
 int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
 		     lc_error_t **err);
+/* The same, with tune(spec, id, ud, err) run on each sandbox's spec right
+ * before it is made (its id set): what a request cannot say (a devbox's
+ * disk as its upper layer, no_new_privs off), and a caller that must
+ * record the id before the sandbox exists. */
+typedef int (*lcd_sandbox_tune_t)(lc_spec_t *spec, const char *id, void *ud, lc_error_t **err);
+int lcd_sandbox_make_tuned(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+			   lcd_sandbox_tune_t tune, void *ud, lc_error_t **err);
 /* The record of a sandbox who may see, by id or name; LC_EXIT_UNKNOWN
  * otherwise. */
 json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, lc_error_t **err);

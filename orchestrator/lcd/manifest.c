@@ -572,7 +572,7 @@ static bool map_name_ok(const char *s)
 int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 {
 	static const char *const keys[] = { "name", "description", "functions", "schedules", "maps",
-		"webhooks", "budget", "repository", "config", "sandboxes", NULL };
+		"webhooks", "budget", "repository", "config", "sandboxes", "devboxes", NULL };
 	if (!json_is_object(m))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "manifest: expected a JSON object");
 	if (lcd_check_keys(m, "", keys, err) < 0)
@@ -593,17 +593,25 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 	}
 	app->name = strdup(json_string_value(name));
 
+	/* An app of devboxes only needs no function. */
 	json_t *fns = json_object_get(m, "functions");
-	if (!json_is_object(fns) || json_object_size(fns) == 0) {
-		bad(err, "functions", fns ? "expected an object with at least one function" : "required");
+	json_t *dbx = json_object_get(m, "devboxes");
+	if (dbx && (!json_is_object(dbx) || json_object_size(dbx) == 0)) {
+		bad(err, "devboxes", "expected an object with at least one devbox");
 		goto out;
 	}
-	app->functions = lc_xmalloc0(json_object_size(fns) * sizeof(*app->functions));
 	const char *key;
 	json_t *v;
-	json_object_foreach(fns, key, v) {
-		if (parse_function(key, v, &app->functions[app->n_functions++], err) < 0)
+	if (fns || !dbx) {
+		if (!json_is_object(fns) || json_object_size(fns) == 0) {
+			bad(err, "functions", fns ? "expected an object with at least one function" : "required");
 			goto out;
+		}
+		app->functions = lc_xmalloc0(json_object_size(fns) * sizeof(*app->functions));
+		json_object_foreach(fns, key, v) {
+			if (parse_function(key, v, &app->functions[app->n_functions++], err) < 0)
+				goto out;
+		}
 	}
 
 	json_t *maps = json_object_get(m, "maps");
@@ -625,6 +633,14 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 
 	if (parse_sandboxes(m, app, err) < 0 || parse_budget(m, app, err) < 0)
 		goto out;
+	if (dbx) {
+		app->devboxes = lc_xmalloc0(json_object_size(dbx) * sizeof(*app->devboxes));
+		json_object_foreach(dbx, key, v) {
+			_cleanup_free_ char *p = lc_strdup_printf("devboxes.%s", key);
+			if (lcd_devbox_def_parse(p, key, v, &app->devboxes[app->n_devboxes++], err) < 0)
+				goto out;
+		}
+	}
 
 	if (parse_config(app, json_object_get(m, "config"), err) < 0 || resolve_net(app, err) < 0 ||
 	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
@@ -682,6 +698,9 @@ void lcd_app_unref(lcd_app_t *app)
 		lc_strv_free(app->webhooks[i].events);
 	}
 	free(app->webhooks);
+	for (size_t i = 0; i < app->n_devboxes; i++)
+		lcd_devbox_def_clear(&app->devboxes[i]);
+	free(app->devboxes);
 	lc_strv_free(app->maps);
 	lc_strv_free(app->config);
 	free(app->name);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "cron.h"
+#include "devbox.h"
 #include "lcrun.h"
 
 enum { LCD_CATCHUP_ALL = 0, LCD_CATCHUP_ONE, LCD_CATCHUP_NONE };
@@ -56,6 +57,8 @@ typedef struct lcd_app {
 	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
 	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
 	long long daily_budget_pusd; /* budget.daily_usd: the model gateway's cap per UTC day (0: none) */
+	lcd_devbox_def_t *devboxes; /* "devboxes": boxes you SSH into (devbox.h) */
+	size_t n_devboxes;
 } lcd_app_t;
 
 #define LCD_BUDGET_MAX_USD 1e6

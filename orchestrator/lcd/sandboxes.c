@@ -525,6 +525,12 @@ static const char *owner_text(const lcd_caller_t *who, char *buf, size_t len)
 int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
 		     lc_error_t **err)
 {
+	return lcd_sandbox_make_tuned(lcd, who, req, n, image, ids, NULL, NULL, err);
+}
+
+int lcd_sandbox_make_tuned(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+			   lcd_sandbox_tune_t tune, void *ud, lc_error_t **err)
+{
 	sbreq_t r;
 	if (parse_create(lcd, who, req, image, &r, err) < 0) {
 		sbreq_clear(&r);
@@ -549,6 +555,8 @@ int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, co
 		free(r.spec->name);
 		r.spec->name = r.name ? strdup(r.name) : NULL;
 		char got[LC_ID_LEN + 1];
+		if (tune && (rc = tune(r.spec, made[i], ud, err)) < 0)
+			break;
 		rc = lc_sandbox_create(r.spec, got, err);
 		if (rc < 0)
 			break; /* its row goes, and the rows of those not made yet */

@@ -15,7 +15,7 @@ enum {
 	OPT_CAP_ADD, OPT_CAP_DROP, OPT_ULIMIT, OPT_SECCOMP, OPT_TIMEOUT, OPT_KEEP, OPT_RESULT,
 	OPT_NAME, OPT_MEMORY, OPT_MEMORY_SWAP, OPT_PIDS, OPT_CPUS, OPT_CPU_WEIGHT, OPT_IO_WEIGHT,
 	OPT_LIMITS, OPT_NET, OPT_ALLOW, OPT_ADD_HOST, OPT_DNS, OPT_NET_POLICY, OPT_ID, OPT_TTL,
-	OPT_IDLE,
+	OPT_IDLE, OPT_UPPER_DIR, OPT_NEW_PRIVS, OPT_SYSCTL,
 };
 
 const struct option lc_run_options[] = {
@@ -52,6 +52,9 @@ const struct option lc_run_options[] = {
 	{ "net-policy", required_argument, NULL, OPT_NET_POLICY },
 	{ "ttl", required_argument, NULL, OPT_TTL },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE },
+	{ "upper-dir", required_argument, NULL, OPT_UPPER_DIR },
+	{ "allow-new-privs", no_argument, NULL, OPT_NEW_PRIVS },
+	{ "sysctl", required_argument, NULL, OPT_SYSCTL },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -233,6 +236,20 @@ int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bo
 		case OPT_KEEP:
 			s->keep = true;
 			break;
+		case OPT_UPPER_DIR:
+			free(s->upper_dir);
+			s->upper_dir = realpath(optarg, NULL);
+			if (!s->upper_dir) {
+				fprintf(stderr, "lcrun: --upper-dir %s: %s\n", optarg, strerror(errno));
+				return -LC_EXIT_NOENT;
+			}
+			break;
+		case OPT_NEW_PRIVS:
+			s->new_privs = true;
+			break;
+		case OPT_SYSCTL:
+			lc_strv_push(&s->sysctls, optarg);
+			break;
 		case OPT_RESULT:
 			if (result_path) {
 				free(*result_path);
@@ -337,6 +354,9 @@ static const char run_help[] =
 	"  --dns IP, --net-policy NAME\n"
 	"  --timeout SECS          kill the whole sandbox after SECS (exit 124)\n"
 	"  --keep                  keep the upper layer and state after the run\n"
+	"  --upper-dir DIR         the overlay's upper and work directories on DIR (kept)\n"
+	"  --allow-new-privs       no no_new_privs: setuid binaries (sudo) work inside\n"
+	"  --sysctl net.KEY=VALUE  a sysctl of the sandbox's network namespace\n"
 	"  --name NAME             a unique name for the sandbox\n"
 	"  --result FILE           write the result (exit code, usage) as JSON\n";
 

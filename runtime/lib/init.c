@@ -127,6 +127,12 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	lc_error_t *err = NULL;
 	if (lc_caps_drop_bounding(spec->caps, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
+	/* Without no_new_privs the kernel takes a seccomp filter only from a
+	 * task with CAP_SYS_ADMIN in its user namespace: install it now, while
+	 * still the sandbox's root with every capability (the profile allows
+	 * what follows: setgroups, setres[ug]id, capset, chdir, execve). */
+	if (spec->new_privs && prog && lc_seccomp_install(prog, &err) < 0)
+		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	gid_t gid = spec->gid;
 	/* A rootless sandbox has setgroups denied: its one group is all it has. */
 	if (setgroups(1, &gid) < 0 && setgroups(0, NULL) < 0 && errno != EPERM)
@@ -139,7 +145,7 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	if (chdir(workdir) < 0)
 		die_child(LC_EXIT_NOENT, "workdir %s in the sandbox", workdir, errno);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+	if (!spec->new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		die_child(LC_EXIT_RUNTIME, "cannot set no_new_privs%s", "", errno);
 	/* HOME, USER and LOGNAME the caller did not set come from the
 	 * sandbox's own /etc/passwd for the uid (else HOME is /root for root
@@ -166,7 +172,7 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 	}
 	full[nenv] = NULL;
 	environ = full;
-	if (prog && lc_seccomp_install(prog, &err) < 0)
+	if (!spec->new_privs && prog && lc_seccomp_install(prog, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
 	lc_trace("command: exec");
 	execvp(argv[0], argv);

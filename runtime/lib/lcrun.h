@@ -111,6 +111,16 @@ typedef struct lc_spec {
 	int stdio[3];    /* fds for the command; -1: inherit lcrun's own */
 	bool forward_signals; /* lc_run forwards INT/TERM/HUP/QUIT/USR1/USR2/WINCH
 				 it receives to the command (the CLI sets it) */
+	char *upper_dir; /* an existing directory (e.g. a mounted disk) that holds
+			    the overlay upper and work directories (upper/, work/,
+			    and usr-upper/, usr-work/ on the host image), so they
+			    outlive the sandbox; NULL: its own directory */
+	bool new_privs;  /* do not set no_new_privs: setuid binaries (sudo) and
+			    file capabilities work inside, bounded by the user
+			    namespace and the capability bounding set; the
+			    seccomp filter stays */
+	char **sysctls;  /* "net.KEY=VALUE": written in the sandbox's own network
+			    namespace before anything runs in it */
 } lc_spec_t;
 
 lc_spec_t *lc_spec_new(void);
@@ -187,6 +197,10 @@ json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err);
  * epoch), net, address, cpu_usec, memory_bytes (null when unknown). */
 json_t *lc_sandbox_list(lc_error_t **err);
 json_t *lc_sandbox_info(const char *id, json_t *state);
+/* An fd of a running sandbox's network namespace (setns(fd, CLONE_NEWNET)
+ * in a thread of the caller's, to connect to a service inside: lcd's
+ * devbox proxy).  LC_EXIT_STATE when it does not run. */
+int lc_sandbox_netns(const char *id_or_name, lc_error_t **err);
 /* Copy the log of detached execs to fd out (follow: until the sandbox is
  * removed or the reader goes away). */
 int lc_sandbox_logs(const char *id_or_name, int out, bool follow, lc_error_t **err);

@@ -816,3 +816,29 @@ int lc_sandbox_logs(const char *id_or_name, int out, bool follow, lc_error_t **e
 		usleep(200000);
 	}
 }
+
+int lc_sandbox_netns(const char *id_or_name, lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (lc_state_resolve(id_or_name, &id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	if (!st)
+		return -1;
+	if (strcmp(lc_state_status(st, id), "running"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is not running", id);
+	_cleanup_close_ int pidfd = lc_state_pid1_pidfd(st, id, err);
+	if (pidfd < 0)
+		return -1;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)jint(st, "pid"));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* pid 1 still the same process after the open: the namespace is its */
+	struct pollfd p = { pidfd, POLLIN, 0 };
+	if (fd < 0 || poll(&p, 1, 0) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is not running", id);
+	}
+	return fd;
+}

@@ -120,7 +120,10 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		free(lowers);
 		lowers = nl;
 	}
-	if (mount_overlay("../rootfs", lowers, "ovl/upper", "ovl/work", plan->rootless, err) < 0)
+	/* The uppers: in ovl/, or on the directory the spec names (a disk). */
+	const char *ud = plan->upper_dir ? plan->upper_dir : "ovl";
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", ud), *work = lc_strdup_printf("%s/work", ud);
+	if (mount_overlay("../rootfs", lowers, upper, work, plan->rootless, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
 		const char *usr_lower = use_lower(plan, "/usr", "ovl/lower/usr", err);
@@ -138,7 +141,8 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 			ulowers = nl;
 		}
 		_cleanup_free_ char *all = lc_strdup_printf("%s%s", ulowers, usr_lower);
-		if (mount_overlay("../rootfs/usr", all, "ovl/usr-upper", "ovl/usr-work", plan->rootless, err) < 0)
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", ud), *uw = lc_strdup_printf("%s/usr-work", ud);
+		if (mount_overlay("../rootfs/usr", all, uu, uw, plan->rootless, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */

@@ -159,6 +159,37 @@ static void pid1_main(lc_sb_t *c)
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
 
+/* "net.KEY=VALUE": a key of the network namespace's own, a value of one
+ * line. */
+int lc_sysctl_check(const char *kv, lc_error_t **err)
+{
+	const char *eq = strchr(kv, '=');
+	size_t n = eq ? (size_t)(eq - kv) : 0;
+	bool ok = eq && n > 4 && n < 128 && !strncmp(kv, "net.", 4) && kv[n - 1] != '.' && strlen(eq + 1) < 256 &&
+		  !strchr(eq + 1, '\n') && eq[1];
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (kv[i] >= 'a' && kv[i] <= 'z') || (kv[i] >= '0' && kv[i] <= '9') || kv[i] == '_' || kv[i] == '-' ||
+		     (kv[i] == '.' && kv[i + 1] != '.');
+	if (!ok)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "sysctl '%s': expected net.KEY=VALUE (a key of the sandbox's "
+				    "network namespace, a value of one line)", kv);
+	return 0;
+}
+
+static int write_sysctl(const char *kv, lc_error_t **err)
+{
+	const char *eq = strchr(kv, '=');
+	_cleanup_free_ char *path = lc_strdup_printf("/proc/sys/%.*s", (int)(eq - kv), kv);
+	for (char *p = path + 10; *p; p++)
+		if (*p == '.')
+			*p = '/';
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || lc_write_all(fd, eq + 1, strlen(eq + 1)) < 0)
+		return lc_error_set(err, errno == ENOENT ? LC_EXIT_USAGE : LC_EXIT_RUNTIME, errno,
+				    "sysctl %.*s in the sandbox's network namespace", (int)(eq - kv), kv);
+	return 0;
+}
+
 static void staging_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
@@ -193,6 +224,11 @@ static void staging_main(lc_sb_t *c)
 		staging_fail(c, e);
 	}
 	trace("staging: mount and network namespaces");
+	/* /proc/sys/net is the network namespace of the task that opens it:
+	 * the sandbox's own, from here on. */
+	for (size_t i = 0; c->spec->sysctls && c->spec->sysctls[i]; i++)
+		if (write_sysctl(c->spec->sysctls[i], &e) < 0)
+			staging_fail(c, e);
 	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
 	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
@@ -282,6 +318,21 @@ static int mkdir_owned(const char *path, uid_t uid, gid_t gid, mode_t mode, lc_e
 	return 0;
 }
 
+/* mkdir_owned (uid 0: left to root), or, with keep, an existing directory
+ * as it is. */
+static int keep_or_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode, bool keep, lc_error_t **err)
+{
+	struct stat st;
+	if (keep && stat(path, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return lc_error_set(err, LC_EXIT_RUNTIME, ENOTDIR, "%s", path);
+		return 0;
+	}
+	if (uid == 0 && gid == 0)
+		return mkdir_mode(path, mode) < 0 ? lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", path) : 0;
+	return mkdir_owned(path, uid, gid, mode, err);
+}
+
 static int prepare_root(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
@@ -299,8 +350,11 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	 * sit one level lower in ovl/ (0700). */
 	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
 	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
-	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", priv);
-	_cleanup_free_ char *work = lc_strdup_printf("%s/work", priv);
+	/* The uppers live in ovl/, or on the directory the spec names (a
+	 * disk that outlives the sandbox: they may be there already). */
+	const char *ud = s->upper_dir ? s->upper_dir : priv;
+	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", ud);
+	_cleanup_free_ char *work = lc_strdup_printf("%s/work", ud);
 	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
 	if (c->reuse_dir) {
 		/* start of a stopped sandbox: keep the uppers, remake the rest. */
@@ -317,13 +371,14 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 					    "cannot create %s", c->sbdir);
 		if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
-		if (mkdir_owned(upper, ou, og, 0755, err) < 0 || mkdir_mode(work, 0700) < 0 ||
-		    mkdir_mode(rootfs, 0755) < 0)
-			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", work);
+		if (keep_or_mkdir(upper, ou, og, 0755, s->upper_dir != NULL, err) < 0 ||
+		    keep_or_mkdir(work, 0, 0, 0700, s->upper_dir != NULL, err) < 0 || mkdir_mode(rootfs, 0755) < 0)
+			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", rootfs);
 	}
 	if (write_files(c, err) < 0)
 		return -1;
 	c->plan.sbdir = strdup(c->sbdir);
+	c->plan.upper_dir = s->upper_dir ? strdup(s->upper_dir) : NULL;
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.idmap_userns_fd = -1;
@@ -363,12 +418,11 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
 		c->plan.usr_overlay = true;
-		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", priv);
-		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", priv);
-		if (c->reuse_dir && access(uu, F_OK) == 0)
-			; /* kept from before the stop */
-		else if (mkdir_owned(uu, ou, og, 0755, err) < 0 || mkdir_mode(uw, 0700) < 0)
-			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", uw);
+		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", ud);
+		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", ud);
+		bool keep = c->reuse_dir || s->upper_dir; /* kept from before the stop, or on the disk */
+		if (keep_or_mkdir(uu, ou, og, 0755, keep, err) < 0 || keep_or_mkdir(uw, 0, 0, 0700, keep, err) < 0)
+			return -1;
 	}
 	if (!c->rootless) {
 		c->plan.idmap_userns_fd = idmap_userns(err);
@@ -382,9 +436,10 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 {
 	const lc_spec_t *s = c->spec;
 	json_t *uppers = json_array();
-	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/upper", "prefix", ""));
+	_cleanup_free_ char *ud = s->upper_dir ? strdup(s->upper_dir) : lc_strdup_printf("%s/private/ovl", c->sbdir);
+	json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", ud, "/upper", "prefix", ""));
 	if (c->host_image)
-		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", c->sbdir, "/private/ovl/usr-upper", "prefix", "usr"));
+		json_array_append_new(uppers, json_pack("{s:s+,s:s}", "path", ud, "/usr-upper", "prefix", "usr"));
 	json_t *argv = json_array();
 	for (size_t i = 0; s->argv && s->argv[i]; i++)
 		json_array_append_new(argv, json_string(s->argv[i]));
@@ -399,6 +454,8 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 			      "sandbox_dir", c->sbdir, "net", modes[s->net.mode]);
 	json_object_set_new(j, "name", s->name ? json_string(s->name) : json_null());
 	json_object_set_new(j, "cgroup", c->cg.path ? json_string(c->cg.path) : json_null());
+	if (c->cg.not_applied) /* best effort: what this host could not enforce */
+		json_object_set_new(j, "limits_not_applied", json_string(c->cg.not_applied));
 	json_object_set_new(j, "image", s->image ? json_string(s->image) : json_null());
 	json_object_set_new(j, "rootfs", s->rootfs ? json_string(s->rootfs) : json_null());
 	json_t *layers = json_array();
@@ -479,6 +536,18 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 		if (!m->tmpfs && stat(m->src, &st) < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
 	}
+	if (s->upper_dir) {
+		if (s->upper_dir[0] != '/' || strpbrk(s->upper_dir, ",:\\"))
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "upper directory '%s': expected an absolute path without ',' ':' '\\'",
+					    s->upper_dir);
+		if (stat(s->upper_dir, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper directory %s", s->upper_dir);
+		if (!S_ISDIR(st.st_mode))
+			return lc_error_set(err, LC_EXIT_NOENT, ENOTDIR, "upper directory %s", s->upper_dir);
+	}
+	for (size_t i = 0; s->sysctls && s->sysctls[i]; i++)
+		if (lc_sysctl_check(s->sysctls[i], err) < 0)
+			return -1;
 	if (s->workdir && s->workdir[0] != '/')
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "workdir '%s' must be an absolute path", s->workdir);
 	if (s->id && !lc_id_valid(s->id))
@@ -640,6 +709,7 @@ void lc_sb_free(lc_sb_t *c)
 	lc_mounts_close_binds(&c->plan);
 	lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
+	free(c->plan.upper_dir);
 	free(c->plan.rootfs);
 	free(c->sbdir);
 	if (c->sp[0] >= 0)

@@ -106,6 +106,7 @@ typedef struct lc_rootfs_plan {
 	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
 	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
 	char **usr_lowers; /* image layers' usr/ dirs above the host's /usr, TOP first (idmapped) */
+	char *upper_dir;   /* spec->upper_dir: where upper/ and work/ are (NULL: ovl/) */
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
@@ -198,6 +199,8 @@ typedef struct lc_sb {
 	bool idmapped;   /* the staging process could idmap the lower layers */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
+/* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */
+int lc_sysctl_check(const char *kv, lc_error_t **err);
 /* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
 char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */

@@ -48,6 +48,8 @@ void lc_spec_free(lc_spec_t *s)
 	free(s->net.hosts);
 	free(s->net.dns);
 	free(s->net.policy);
+	free(s->upper_dir);
+	lc_strv_free(s->sysctls);
 	free(s);
 }
 
@@ -163,6 +165,9 @@ json_t *lc_spec_to_json(const lc_spec_t *s)
 	json_object_set_new(j, "ttl", json_integer(s->ttl));
 	json_object_set_new(j, "idle_timeout", json_integer(s->idle_timeout));
 	json_object_set_new(j, "keep", json_boolean(s->keep));
+	json_object_set_new(j, "upper_dir", JSTR(s->upper_dir));
+	json_object_set_new(j, "new_privs", json_boolean(s->new_privs));
+	json_object_set_new(j, "sysctls", lc_strv_to_json(s->sysctls));
 	json_t *rl = json_array();
 	for (size_t i = 0; i < s->n_rlimits; i++)
 		json_array_append_new(rl, json_pack("{s:i,s:I,s:I}", "resource", s->rlimits[i].resource,
@@ -213,6 +218,9 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 	s->ttl = (int)json_integer_value(json_object_get(j, "ttl"));
 	s->idle_timeout = (int)json_integer_value(json_object_get(j, "idle_timeout"));
 	s->keep = json_is_true(json_object_get(j, "keep"));
+	s->upper_dir = jdup(j, "upper_dir");
+	s->new_privs = json_is_true(json_object_get(j, "new_privs"));
+	s->sysctls = lc_json_to_strv(json_object_get(j, "sysctls"));
 	size_t i;
 	json_t *x;
 	json_array_foreach(json_object_get(j, "rlimits"), i, x) {
