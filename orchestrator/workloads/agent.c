@@ -53,14 +53,16 @@ int agent_config_from_env(agent_config_t *cfg, lc_error_t **err)
 	cfg->timeout_s = (int)tl;
 	cfg->image = strdup(env_or("AGENT_IMAGE", "agent-cli"));
 	cfg->user = strdup(env_or("AGENT_USER", "1000:1000"));
-	cfg->net = strdup(env_or("AGENT_NET", "model-api"));
-	const char *a = env_or("MODEL_ACCESS", "direct");
+	const char *a = env_or("MODEL_ACCESS", "gateway");
 	if (!strcmp(a, "direct"))
 		cfg->access = AGENT_ACCESS_DIRECT;
 	else if (!strcmp(a, "gateway"))
 		cfg->access = AGENT_ACCESS_GATEWAY;
 	else
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "MODEL_ACCESS=%s: expected direct or gateway", a);
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "MODEL_ACCESS=%s: expected gateway or direct", a);
+	/* through the gateway the sandbox needs no network of its own: lcd
+	 * turns "none" into allow-only-the-gateway */
+	cfg->net = strdup(env_or("AGENT_NET", cfg->access == AGENT_ACCESS_GATEWAY ? "none" : "model-api"));
 	bool codex = cfg->format == AGENT_FORMAT_CODEX;
 	cfg->key_secret = strdup(codex ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
 	cfg->base_url = dup_or_null(getenv(codex ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL"));
@@ -89,7 +91,8 @@ int agent_sandbox_create(lcc_t *c, const agent_config_t *cfg, const agent_sandbo
 		/* no update checks, telemetry or error reports: the sandbox
 		 * reaches the model API and nothing else */
 		json_object_set_new(env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", json_string("1"));
-	if (cfg->base_url)
+	/* through the gateway lcd sets the base URL (its own) and the token */
+	if (cfg->base_url && cfg->access == AGENT_ACCESS_DIRECT)
 		json_object_set_new(env, codex ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL", json_string(cfg->base_url));
 	_cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:s, s:o}", "image", o->image, "user", cfg->user, "net",
 					       cfg->net, "env", env);
@@ -105,9 +108,43 @@ int agent_sandbox_create(lcc_t *c, const agent_config_t *cfg, const agent_sandbo
 		json_object_set_new(req, "model_gateway",
 				    json_pack("{s:s, s:s, s:f}", "provider", codex ? "openai" : "anthropic", "secret",
 					      cfg->key_secret, "budget_usd", cfg->max_budget_usd));
-	if (lcc_sandbox_create(c, req, id, NULL, err) < 0)
+	if (lcc_sandbox_create(c, req, id, NULL, err) < 0) {
+		if (cfg->access == AGENT_ACCESS_GATEWAY && strstr((*err)->msg, "serves no model gateway")) {
+			lc_error_free(*err);
+			*err = NULL;
+			return lc_error_set(err, LC_EXIT_STATE, 0,
+					    "MODEL_ACCESS=gateway, but this lcd serves no model gateway: configure "
+					    "\"gateway\" in lcd.json, or deploy with MODEL_ACCESS=direct");
+		}
 		return lc_error_wrap(err, "cannot make the agent's sandbox (image %s)", o->image);
+	}
 	return 0;
+}
+
+int agent_gateway_usage(lcc_t *c, const char *id, agent_gateway_usage_t *u, lc_error_t **err)
+{
+	memset(u, 0, sizeof(*u));
+	_cleanup_json_ json_t *info = NULL;
+	if (lcc_sandbox_get(c, id, &info, err) < 0)
+		return lc_error_wrap(err, "cannot read the model gateway's spend of sandbox %s", id);
+	json_t *g = json_object_get(info, "model_gateway");
+	if (!json_is_object(g))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s does not use the model gateway", id);
+	u->spend_usd = json_number_value(json_object_get(info, "spend_usd"));
+	u->budget_exceeded = json_is_true(json_object_get(g, "budget_exceeded")) ||
+			     json_integer_value(json_object_get(g, "budget_exceeded")) > 0;
+	u->requests = json_integer_value(json_object_get(g, "requests"));
+	u->tokens = json_incref(json_object_get(info, "tokens"));
+	const char *b = json_string_value(json_object_get(g, "base_url"));
+	u->base_url = b ? strdup(b) : NULL;
+	return 0;
+}
+
+void agent_gateway_usage_clear(agent_gateway_usage_t *u)
+{
+	json_decref(u->tokens);
+	free(u->base_url);
+	memset(u, 0, sizeof(*u));
 }
 
 const char *agent_status_name(agent_status_t s)
@@ -348,16 +385,31 @@ static char *builtin_command(const agent_config_t *cfg)
  * ~/.codex/config.toml points it at the base URL (a proxy, a double). */
 static int codex_provider(lcc_t *c, const char *id, const agent_config_t *cfg, lc_error_t **err)
 {
-	if (cfg->format != AGENT_FORMAT_CODEX || !cfg->base_url || cfg->command)
+	if (cfg->format != AGENT_FORMAT_CODEX || cfg->command)
 		return 0;
-	for (const char *p = cfg->base_url; *p; p++)
+	_cleanup_free_ char *gw_url = NULL;
+	if (cfg->access == AGENT_ACCESS_GATEWAY) {
+		/* the gateway's base URL, the one lcd puts in OPENAI_BASE_URL */
+		agent_gateway_usage_t u;
+		if (agent_gateway_usage(c, id, &u, err) < 0)
+			return -1;
+		gw_url = u.base_url;
+		u.base_url = NULL;
+		agent_gateway_usage_clear(&u);
+		if (!gw_url)
+			return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s: lcd gives no base URL of its model gateway", id);
+	}
+	const char *base_url = gw_url ? gw_url : cfg->base_url;
+	if (!base_url)
+		return 0;
+	for (const char *p = base_url; *p; p++)
 		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "OPENAI_BASE_URL: quotes, backslashes and controls are not allowed");
 	_cleanup_free_ char *toml = lc_strdup_printf(
 		"model_provider = \"lcrun\"\n%s%s%s"
 		"[model_providers.lcrun]\nname = \"lcrun\"\nbase_url = \"%s\"\nenv_key = \"OPENAI_API_KEY\"\n"
 		"wire_api = \"responses\"\n[analytics]\nenabled = false\n",
-		cfg->model ? "model = \"" : "", cfg->model ? cfg->model : "", cfg->model ? "\"\n" : "", cfg->base_url);
+		cfg->model ? "model = \"" : "", cfg->model ? cfg->model : "", cfg->model ? "\"\n" : "", base_url);
 	_cleanup_json_ json_t *req = json_pack("{s:s, s:s, s:i}", "cmd", "mkdir -p \"$HOME/.codex\" && printf %s \"$HOME\"",
 					       "user", cfg->user, "timeout", 30);
 	lcc_exec_result_t res = { 0 };

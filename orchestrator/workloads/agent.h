@@ -21,15 +21,21 @@
  *   AGENT_TIMEOUT_SECONDS  default 1800: the agent is killed after it
  *   AGENT_IMAGE            the image the repo-builder starts from (agent-cli)
  *   AGENT_USER             default 1000:1000 (the image's `agent`)
- *   AGENT_NET              the agent sandbox's network policy (model-api)
- *   MODEL_ACCESS           direct (default): the model key (a secret the
- *                          function declares: ANTHROPIC_API_KEY for claude,
- *                          OPENAI_API_KEY for codex) reaches the sandbox's
- *                          environment; gateway: lcd's model gateway gives
- *                          the sandbox a token of its own instead
- *   ANTHROPIC_BASE_URL,    handed to the agent's sandbox (a proxy, or a test
- *   OPENAI_BASE_URL        double); for codex a provider block in
- *                          ~/.codex/config.toml points at OPENAI_BASE_URL
+ *   MODEL_ACCESS           gateway (default): lcd's model gateway gives the
+ *                          sandbox its base URL and a token of its own (the
+ *                          key, ANTHROPIC_API_KEY for claude, OPENAI_API_KEY
+ *                          for codex, a secret the function declares, stays
+ *                          in lcd) and enforces AGENT_MAX_BUDGET_USD; lcd
+ *                          must have lcd.json "gateway".  direct: the key
+ *                          reaches the sandbox's environment and the model
+ *                          API's range is open to it (the seed's way)
+ *   AGENT_NET              the agent sandbox's network policy (default: none
+ *                          through the gateway, which lcd turns into allow
+ *                          only the gateway; model-api when direct)
+ *   ANTHROPIC_BASE_URL,    direct only: handed to the agent's sandbox (a
+ *   OPENAI_BASE_URL        proxy, or a test double).  For codex a provider
+ *                          block in ~/.codex/config.toml points at the base
+ *                          URL (the gateway's, or OPENAI_BASE_URL)
  *
  * Every call returns 0 on success, negative with *err filled otherwise
  * (one line; the exit code of lcclient's errors). */
@@ -81,11 +87,25 @@ typedef struct agent_sandbox_opts {
 } agent_sandbox_opts_t;
 
 /* Make the agent's sandbox: the image, user cfg->user, network cfg->net,
- * the environment IS_SANDBOX=1 (+ the base URL) and the model access
- * (direct: the key as a secret; gateway: lcd's model gateway with the
- * budget).  Nothing else of the caller's environment goes in. */
+ * the environment IS_SANDBOX=1 (+ the base URL when direct) and the model
+ * access (gateway: lcd's model gateway with the budget; direct: the key as
+ * a secret).  Nothing else of the caller's environment goes in.  Through
+ * the gateway on an lcd without one: one line saying what to do. */
 int agent_sandbox_create(lcc_t *c, const agent_config_t *cfg, const agent_sandbox_opts_t *o, char **id,
 			 lc_error_t **err);
+
+/* What lcd's model gateway metered for sandbox id (GET /v1/sandboxes/ID;
+ * read it before the sandbox is removed). */
+typedef struct agent_gateway_usage {
+	double spend_usd;
+	bool budget_exceeded;
+	long long requests;
+	json_t *tokens;   /* {input, output, cache_read, cache_write}, or NULL */
+	char *base_url;   /* the sandbox's base URL of the gateway, or NULL */
+} agent_gateway_usage_t;
+
+int agent_gateway_usage(lcc_t *c, const char *id, agent_gateway_usage_t *u, lc_error_t **err);
+void agent_gateway_usage_clear(agent_gateway_usage_t *u);
 
 /* How an agent's run ended. */
 typedef enum agent_status {

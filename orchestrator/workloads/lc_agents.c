@@ -438,11 +438,11 @@ static void fmt_money(char *b, size_t n, double usd)
 }
 
 /* The pull request's body, or the comment's. */
-static char *report_body(const agent_config_t *ac, const agent_result_t *ar, const char *test_cmd, int tests_rc,
-			 const char *tests_tail, const char *task)
+static char *report_body(const agent_config_t *ac, const agent_result_t *ar, double spend_usd, const char *test_cmd,
+			 int tests_rc, const char *tests_tail, const char *task)
 {
 	char spend[32], turns[32];
-	fmt_money(spend, sizeof(spend), ar->spend_usd);
+	fmt_money(spend, sizeof(spend), spend_usd);
 	if (ar->turns >= 0)
 		snprintf(turns, sizeof(turns), "%d", ar->turns);
 	else
@@ -615,9 +615,23 @@ static int fn_solve(void)
 		goto failed;
 	json_object_set_new(s.result, "agent", agent_result_json(&ar));
 	json_object_set_new(s.result, "turns", ar.turns >= 0 ? json_integer(ar.turns) : json_null());
-	json_object_set_new(s.result, "spend_usd", ar.spend_usd >= 0 ? json_real(ar.spend_usd) : json_null());
-	fprintf(stderr, "lc-agents solve-issue: the agent ended: %s (%d turns, $%.4f, %.1f s)%s%s\n",
-		agent_status_name(ar.status), ar.turns, ar.spend_usd < 0 ? 0 : ar.spend_usd, ar.duration_ms / 1000.0,
+	/* the spend: what lcd's gateway metered, else what the agent says */
+	double spend = ar.spend_usd;
+	if (s.ac.access == AGENT_ACCESS_GATEWAY) {
+		agent_gateway_usage_t gu;
+		if (agent_gateway_usage(s.c, s.sandbox, &gu, &err) < 0)
+			goto failed;
+		spend = gu.spend_usd;
+		json_object_set_new(s.result, "gateway_spend_usd", json_real(gu.spend_usd));
+		json_object_set_new(s.result, "gateway_requests", json_integer(gu.requests));
+		json_object_set_new(s.result, "gateway_tokens", gu.tokens ? json_incref(gu.tokens) : json_null());
+		json_object_set_new(s.result, "budget_exceeded", json_boolean(gu.budget_exceeded));
+		agent_gateway_usage_clear(&gu);
+	}
+	json_object_set_new(s.result, "spend_usd", spend >= 0 ? json_real(spend) : json_null());
+	fprintf(stderr, "lc-agents solve-issue: the agent ended: %s (%d turns, $%.4f%s, %.1f s)%s%s\n",
+		agent_status_name(ar.status), ar.turns, spend < 0 ? 0 : spend,
+		s.ac.access == AGENT_ACCESS_GATEWAY ? " metered by the gateway" : "", ar.duration_ms / 1000.0,
 		ar.error ? ": " : "", ar.error ? ar.error : "");
 	if (ar.status != AGENT_OK && ar.stderr_tail && *ar.stderr_tail)
 		fprintf(stderr, "the agent's stderr (last lines):\n%s\n", ar.stderr_tail);
@@ -640,8 +654,8 @@ static int fn_solve(void)
 		lcc_exec_result_clear(&r);
 		if (lcc_sandbox_download(s.c, s.sandbox, PATCH_FILE, &patch, &patch_len, &err) < 0)
 			goto failed;
-		/* the model key is in the agent's sandbox (MODEL_ACCESS=direct):
-		 * a change that carries it is never pushed */
+		/* the model key is in the agent's sandbox when MODEL_ACCESS=direct
+		 * (and a change that carries it is never pushed, whatever the mode) */
 		const char *key = getenv(s.ac.key_secret);
 		if (key && strlen(key) >= 8 && memmem(patch, patch_len, key, strlen(key))) {
 			lc_error_set(&err, LC_EXIT_PERM, 0, "the agent's change contains the value of %s: not pushed",
@@ -678,7 +692,7 @@ static int fn_solve(void)
 	}
 	/* 6. outside the agent's sandbox: push and the pull request, or a comment */
 	const char *task = getenv("LC_TASK_ID");
-	report = report_body(&s.ac, &ar, test_cmd, tests_rc, tests_tail, task);
+	report = report_body(&s.ac, &ar, spend, test_cmd, tests_rc, tests_tail, task);
 	redact(report, getenv(s.ac.key_secret));
 	if (ar.status != AGENT_OK || patch_len == 0) {
 		bool failed_agent = ar.status != AGENT_OK;

@@ -267,13 +267,46 @@ char *lc_netpool_dir(void)
 	return lc_strdup_printf("%s/net", lc_run_dir());
 }
 
+/* The pool lock's file, once known: a child forked while another thread
+ * holds the lock inherits that hold (flock belongs to the open file) and
+ * must drop it (lc_netpool_drop_inherited). */
+static _Atomic dev_t lock_dev;
+static _Atomic ino_t lock_ino;
+
 int lc_netpool_lock(lc_error_t **err)
 {
 	_cleanup_free_ char *dir = lc_netpool_dir();
 	if (lc_mkdir_p(dir, 0700, err) < 0)
 		return -1;
 	_cleanup_free_ char *path = lc_strdup_printf("%s/pool.lock", dir);
-	return lc_lock_file(path, LOCK_EX, err);
+	int fd = lc_lock_file(path, LOCK_EX, err);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		lock_dev = st.st_dev;
+		lock_ino = st.st_ino;
+	}
+	return fd;
+}
+
+void lc_netpool_drop_inherited(void)
+{
+	ino_t ino = lock_ino;
+	dev_t dev = lock_dev;
+	if (!ino)
+		return;
+	_cleanup_dir_ DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char *end;
+		long fd = strtol(de->d_name, &end, 10);
+		struct stat st;
+		if (*end || end == de->d_name || fd < 3 || fd == dirfd(d))
+			continue;
+		if (fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_ino == ino && st.st_dev == dev)
+			close((int)fd);
+	}
 }
 
 static char *lease_path(const char *id)

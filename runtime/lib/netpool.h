@@ -51,6 +51,11 @@ int lc_netpool_check(const lc_net_pool_t *pool, lc_error_t **err);
 char *lc_netpool_dir(void);
 /* Hold the pool lock (returns an fd to close, or -1). */
 int lc_netpool_lock(lc_error_t **err);
+/* In a child forked from a threaded process (lcd): close every fd on the
+ * pool's lock file.  Another thread may hold the lock through it, and the
+ * child would keep it held (a sandbox's staging process, while its parent
+ * waits for the lock to set up its network: a deadlock). */
+void lc_netpool_drop_inherited(void);
 /* Take the next free slot (round robin) for id; LC_EXIT_BUSY when
  * exhausted or when id already has a lease. */
 int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode,

@@ -38,6 +38,7 @@
 
 #include "image.h"
 #include "net.h"
+#include "netpool.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -194,6 +195,7 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	lc_netpool_drop_inherited();
 	/* Pid 1 is cloned from here: it shows "lcrun-init", never the
 	 * command line of lcrun (or lcd).  While still host root. */
 	lc_proc_title("lcrun-init");

@@ -15,6 +15,7 @@ load helpers
 load doubles-lib
 load lcd-lib
 load agents-lib
+load gateway-lib
 
 APP=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/app.json
 GH_TOKEN_VALUE=ghs_lcsecret_$$_agentstest
@@ -128,14 +129,17 @@ free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# lcd with the webhook listener and the build tree's workloads; the
+# lcd with the webhook listener, the build tree's workloads and a model
+# gateway whose upstreams are the doubles (HTTPS with the file's test CA;
+# port 9, where nothing listens, for a provider without a double); the
 # doubles; the app deployed with CONFIG (KEY=VALUE…) on top of the file's.
-start_world() { # [--no-anthropic | --openai] [--script TURNS] [KEY=VALUE…]
-	local anth=1 script=$W/turns.json
+start_world() { # [--no-anthropic | --openai] [--no-gateway] [--script TURNS] [KEY=VALUE…]
+	local anth=1 script=$W/turns.json gateway=1 OPORT=9
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--no-anthropic) anth=0; shift ;;
 		--openai) anth=openai; shift ;;
+		--no-gateway) gateway=0; shift ;;
 		--script) script=$2; shift 2 ;;
 		*) break ;;
 		esac
@@ -148,24 +152,27 @@ start_world() { # [--no-anthropic | --openai] [--script TURNS] [KEY=VALUE…]
 	if [ "$anth" = 1 ]; then
 		[ -f "$script" ] || echo '[]' >"$script"
 		dbl_start anthropic-double.py anth --listen "$DBL4" --script "$script" --log "$W/anth.jsonl" \
-			--api-key sk-ant-test-key
+			--api-key sk-ant-test-key --tls-cert "$GW_CA/srv.pem" --tls-key "$GW_CA/srv.key"
 		APORT=$DBL_PORT
 	elif [ "$anth" = openai ]; then
 		[ -f "$script" ] || echo '[]' >"$script"
 		dbl_start openai-double.py openai --listen "$DBL4" --script "$script" --log "$W/openai.jsonl" \
-			--api-key sk-openai-test-key
-		APORT=$DBL_PORT
+			--api-key sk-openai-test-key --tls-cert "$GW_CA/srv.pem" --tls-key "$GW_CA/srv.key"
+		OPORT=$DBL_PORT
 	fi
 	write_policies "$GHPORT" "$APORT"
 	HOOKPORT=$(free_port)
-	printf '{"webhook_listen": "127.0.0.1:%s", "workloads_dir": "%s"}\n' "$HOOKPORT" "$WORKLOADS" >"$T/lcd.json"
+	jq -n --arg hook "127.0.0.1:$HOOKPORT" --arg wl "$WORKLOADS" --argjson gw "$gateway" --arg ca "$GW_CA/ca.pem" \
+		--arg a "https://$DBL4:$APORT" --arg o "https://$DBL4:$OPORT" \
+		'{webhook_listen: $hook, workloads_dir: $wl} +
+		 if $gw == 1 then {gateway: {upstreams: {anthropic: $a, openai: $o}, ca_file: $ca}} else {} end' >"$T/lcd.json"
 	start_lcd
 	printf '%s' "$GH_TOKEN_VALUE" | "$LCCTL" secret set GITHUB_TOKEN
 	printf '%s' sk-ant-test-key | "$LCCTL" secret set ANTHROPIC_API_KEY
 	printf '%s' sk-openai-test-key | "$LCCTL" secret set OPENAI_API_KEY
 	printf '%s' "$HOOK_SECRET" | "$LCCTL" secret set GITHUB_WEBHOOK_SECRET
 	local cfg=(--config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT"
-		--config "ANTHROPIC_BASE_URL=http://$DBL4:$APORT" --config "TEST_COMMAND=python3 -m unittest -q"
+		--config "TEST_COMMAND=python3 -m unittest -q"
 		--config "AGENT_MODEL=claude-sonnet-4-5" --config "AGENT_TIMEOUT_SECONDS=120")
 	local kv
 	for kv in "$@"; do cfg+=(--config "$kv"); done
@@ -231,6 +238,8 @@ setup_file() {
 	export SRC=$F/src
 	make_source_repo "$SRC"
 	local out
+	export GW_CA=$F/ca
+	gw_ca "$GW_CA"
 	agents_file_store || return 0
 	# One repo snapshot for the file, made by the repo-builder itself.
 	BATS_TEST_TMPDIR=$F/snap
@@ -262,11 +271,11 @@ teardown() {
 	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
 }
 
-@test "labeled → the real claude CLI fixes the issue → branch pushed, pull request with summary, verdict, turns, spend" {
+@test "labeled → the real claude CLI through the gateway fixes the issue → branch pushed, pull request with summary, verdict, turns, metered spend; the key never in the sandbox" {
 	need_agent_image
 	cat >"$W/turns.json" <<'EOF'
 {"turns": [
- {"text": "I will fix add().", "tool_use": {"name": "Bash", "input": {"command": "sed -i 's/a - b/a + b/' calc.py"}},
+ {"text": "I will fix add().", "tool_use": {"name": "Bash", "input": {"command": "sed -i 's/a - b/a + b/' calc.py && echo \"real-key-in-env: $(env | grep -c sk-ant-[t]est-key) base: $ANTHROPIC_BASE_URL\""}},
   "usage": {"input_tokens": 1000, "output_tokens": 100}},
  {"text": "Fixed add(): it subtracted instead of adding.", "usage": {"input_tokens": 2000, "output_tokens": 20}}
 ]}
@@ -290,8 +299,12 @@ EOF
 	echo "$r"
 	[ "$(tasks solve-issue | jq -r '.[0].state')" = succeeded ]
 	[ "$(jq -r '"\(.issue) \(.branch) \(.tests_passed) \(.turns) \(.outcome)"' <<<"$r")" = "7 agent/issue-7 true 2 pull-request" ]
-	# claude priced the double's usage at claude-sonnet-4-5's rates
-	jq -e '(.spend_usd - 0.0108 | fabs) < 1e-9' <<<"$r"
+	# the gateway metered the double's usage at claude-sonnet-4-5's rates
+	# (3000 in at $3, 120 out at $15 per million): the result's spend is
+	# its, the same as the task's in lcd's ledger and what claude reckoned
+	jq -e '(.spend_usd - 0.0108 | fabs) < 1e-9 and .gateway_spend_usd == .spend_usd and .gateway_requests == 2 and .budget_exceeded == false' <<<"$r"
+	jq -e '(.agent.spend_usd - 0.0108 | fabs) < 1e-9' <<<"$r"
+	"$LCCTL" task show "$id" | jq -e '(.spend_usd - 0.0108 | fabs) < 1e-9 and .model_requests == 2 and .tokens.input == 3000 and .tokens.output == 120' 
 	[ "$(jq -r .pr_url <<<"$r")" = "$(pulls | jq -r '.[0].html_url')" ]
 	[[ "$(jq -r .pr_url <<<"$r")" =~ ^http://$DBL4:$GHPORT/octo/demo/pull/[0-9]+$ ]]
 	[[ "$(jq -r .sandbox_id <<<"$r")" =~ ^[0-9a-f]{12,}$ ]]
@@ -313,16 +326,20 @@ EOF
 	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
 	[ "$status" -ne 0 ]
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
-	# the model double saw the key from the secret, and two turns
+	# the model double saw the real key from the secret, and two turns,
+	# while the agent's Bash tool found no real key in its environment
+	# and the gateway's base URL (the tool's output is in the second turn)
 	[ "$(jq -r '.headers["x-api-key"]' "$W/anth.jsonl" | sort -u)" = sk-ant-test-key ]
 	[ "$(wc -l <"$W/anth.jsonl")" = 2 ]
+	sed -n 2p "$W/anth.jsonl" | grep -o 'real-key-in-env: [0-9]* base: [^ "\\]*'
+	[[ "$(sed -n 2p "$W/anth.jsonl" | grep -o 'real-key-in-env: [0-9]* base: [^ "\\]*')" =~ ^"real-key-in-env: 0 base: http://10."[0-9.]+:[0-9]+$ ]]
 	# the push carried the token (the double checked it), the REST calls too
 	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
 	# lcctl task list shows the run
 	"$LCCTL" task list --app coding-agents | grep -q solve-issue
 }
 
-@test "AGENT=codex: the real codex CLI through its provider block at OPENAI_BASE_URL, usage priced, pull request" {
+@test "AGENT=codex: the real codex CLI through the gateway (its provider block at the gateway's base URL), usage metered, pull request" {
 	need_agent_image
 	cat >"$W/turns.json" <<'EOF'
 {"turns": [
@@ -334,19 +351,19 @@ EOF
 	# what the README says to do for codex: its key declared instead of claude's
 	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY", "GITHUB_TOKEN"]' "$APP" >"$W/app-codex.json"
 	APP_FILE=$W/app-codex.json
-	start_world --openai AGENT=codex AGENT_MODEL=gpt-5 "OPENAI_BASE_URL=http://$DBL4:PORT/v1"
-	"$LCCTL" deploy "$APP_FILE" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
-		--config "OPENAI_BASE_URL=http://$DBL4:$APORT/v1" --config AGENT=codex --config AGENT_MODEL=gpt-5 \
-		--config "TEST_COMMAND=python3 -m unittest -q" >/dev/null
+	start_world --openai AGENT=codex AGENT_MODEL=gpt-5
 	use_snapshot
 	solve '{"issue": 7}'
 	[ "$RC" -eq 0 ]
 	r=$W/res.json
 	[ "$(jq -r '"\(.outcome) \(.tests_passed) \(.turns) \(.agent.summary)"' "$r")" = "pull-request true 2 Fixed add() with codex." ]
 	[ "$(jq -r '"\(.agent.input_tokens) \(.agent.cached_tokens) \(.agent.output_tokens)"' "$r")" = "3000 1700 110" ]
-	# 1300 uncached at $1.25, 1700 cached at $0.125, 110 out at $10 per million
-	jq -e '(.spend_usd - 0.0029375 | fabs) < 1e-9' "$r"
+	# 1300 uncached at $1.25, 1700 cached at $0.125, 110 out at $10 per
+	# million: as the gateway metered it, and as lc-agents reckons codex's
+	jq -e '(.spend_usd - 0.0029375 | fabs) < 1e-9 and .gateway_spend_usd == .spend_usd and .gateway_requests == 2' "$r"
+	jq -e '(.agent.spend_usd - 0.0029375 | fabs) < 1e-6' "$r"
 	[ "$(branch_file agent/issue-7 calc.py | head -2 | tail -1)" = "    return a + b" ]
+	# the double saw the real key, which the sandbox never had
 	[ "$(jq -r '"\(.path) \(.headers.authorization) \(.body.model)"' "$W/openai.jsonl" | sort -u)" = "/v1/responses Bearer sk-openai-test-key gpt-5" ]
 }
 
@@ -364,7 +381,9 @@ EOF
 	[ "$(pulls | jq length)" = 1 ]
 	# the title came from the API (no title in the arguments)
 	[ "$(pulls | jq -r '.[0].title')" = "Fix #7: add() subtracts" ]
-	[ "$(jq -r '"\(.turns) \(.spend_usd) \(.tests_passed)"' "$W/r2.json")" = "3 0.42 true" ]
+	# the scripted agent says it spent $0.42; the gateway metered what it
+	# asked the model: nothing, and that is the run's spend
+	[ "$(jq -r '"\(.turns) \(.agent.spend_usd) \(.spend_usd) \(.gateway_requests) \(.tests_passed)"' "$W/r2.json")" = "3 0.42 0 0 true" ]
 }
 
 @test "20 redeliveries and 5 concurrent relabels start one run" {
@@ -389,6 +408,28 @@ EOF
 	# released at the end: a relabel now starts a run again
 	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#13"
 	[ "$status" -ne 0 ]
+}
+
+@test "the default MODEL_ACCESS=gateway on an lcd without a gateway: one line says what to do, nothing is left" {
+	need_agent_image
+	start_world --no-anthropic --no-gateway AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	solve '{"issue": 7}'
+	[ "$RC" -eq 117 ]
+	local msg='MODEL_ACCESS=gateway, but this lcd serves no model gateway: configure "gateway" in lcd.json, or deploy with MODEL_ACCESS=direct'
+	[ "$(jq -r .error "$W/res.json")" = "$msg" ]
+	id=$(tasks solve-issue | jq -r '.[0].id')
+	[ "$("$LCCTL" task logs "$id" | grep -c '^lc-agents solve-issue: ')" = 1 ]
+	"$LCCTL" task logs "$id" | grep -qxF "lc-agents solve-issue: $msg"
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	[ "$(pulls | jq length)" = 0 ]
+	[ "$(comments 7 | jq length)" = 0 ]
+	# MODEL_ACCESS=direct on the same lcd: the seed's way, the run goes through
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config "AGENT_COMMAND=python3 tools/scripted-agent --script tools/agent.json" --config MODEL_ACCESS=direct >/dev/null
+	solve '{"issue": 7}'
+	[ "$RC" -eq 0 ]
+	[ "$(jq -r '"\(.outcome) \(.gateway_spend_usd)"' "$W/res.json")" = "pull-request null" ]
 }
 
 @test "a bad or missing signature is 401 and starts nothing; other events, actions and labels are ignored" {
@@ -441,7 +482,7 @@ EOF
 	[[ "$b" == *"**Tests:** failed — \`python3 -m unittest -q\` exited 1"* ]]
 	[[ "$b" == *"AssertionError: 7 != 6"* ]]
 	[[ "$b" == *"FAILED (failures=2)"* ]]   # add() is still the seed's, and mul() is now off
-	[[ "$b" == *"· 2 turns · \$0.1000 spent ·"* ]]
+	[[ "$b" == *"· 2 turns · \$0.0000 spent ·"* ]]   # the gateway's: the scripted agent asked no model
 }
 
 @test "no change: a comment on the issue instead of a pull request" {
@@ -463,7 +504,10 @@ EOF
 
 @test "over time: the agent is killed and it is reported; over budget: reported; a change with the model key: not pushed" {
 	need_agent_image
-	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=3
+	# MODEL_ACCESS=direct: the model key is in the agent's environment,
+	# where the scripted agent of issue 14 writes it into the change
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=3 \
+		MODEL_ACCESS=direct
 	use_snapshot
 	local t0=$SECONDS
 	solve '{"issue": 10}'

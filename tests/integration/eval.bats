@@ -107,7 +107,10 @@ EOF
 	dbl_start github-double.py gh --listen "$DBL4" --state "$W/gh" --seed "$W/seed.json"
 	GHPORT=$DBL_PORT
 	write_policies "$GHPORT"
-	printf '{"workloads_dir": "%s", "apps_dir": "%s"}\n' "$WORKLOADS" "$BATS_FILE_TMPDIR/apps" >"$T/lcd.json"
+	# a model gateway (the app's default MODEL_ACCESS): the scripted agent
+	# asks no model, so its upstream is port 9, where nothing listens
+	printf '{"workloads_dir": "%s", "apps_dir": "%s", "gateway": {"upstreams": {"anthropic": "https://%s:9"}}}\n' \
+		"$WORKLOADS" "$BATS_FILE_TMPDIR/apps" "$DBL4" >"$T/lcd.json"
 	start_lcd
 	printf '%s' "$GH_TOKEN_VALUE" | "$LCCTL" secret set GITHUB_TOKEN
 	printf '%s' sk-ant-test-key | "$LCCTL" secret set ANTHROPIC_API_KEY

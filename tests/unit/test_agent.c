@@ -194,8 +194,9 @@ START_TEST(test_config)
 	ck_assert_int_eq(c.timeout_s, 1800);
 	ck_assert_str_eq(c.image, "agent-cli");
 	ck_assert_str_eq(c.user, "1000:1000");
-	ck_assert_str_eq(c.net, "model-api");
-	ck_assert_int_eq(c.access, AGENT_ACCESS_DIRECT);
+	/* the gateway by default: no network but lcd's rule to it */
+	ck_assert_str_eq(c.net, "none");
+	ck_assert_int_eq(c.access, AGENT_ACCESS_GATEWAY);
 	ck_assert_str_eq(c.key_secret, "ANTHROPIC_API_KEY");
 	ck_assert_ptr_null(c.base_url);
 	agent_config_clear(&c);
@@ -204,13 +205,20 @@ START_TEST(test_config)
 	setenv("OPENAI_BASE_URL", "http://192.0.2.10:8080/v1", 1);
 	setenv("ANTHROPIC_BASE_URL", "http://elsewhere", 1);
 	setenv("AGENT_MAX_BUDGET_USD", "0.25", 1);
-	setenv("MODEL_ACCESS", "gateway", 1);
+	setenv("MODEL_ACCESS", "direct", 1);
 	ck_assert_int_eq(agent_config_from_env(&c, &err), 0);
 	ck_assert_int_eq(c.format, AGENT_FORMAT_CODEX);
 	ck_assert_str_eq(c.key_secret, "OPENAI_API_KEY");
 	ck_assert_str_eq(c.base_url, "http://192.0.2.10:8080/v1");
 	ck_assert(c.max_budget_usd == 0.25);
+	ck_assert_int_eq(c.access, AGENT_ACCESS_DIRECT);
+	ck_assert_str_eq(c.net, "model-api"); /* direct: the model API's range */
+	agent_config_clear(&c);
+	setenv("AGENT_NET", "my-proxy", 1);
+	setenv("MODEL_ACCESS", "gateway", 1);
+	ck_assert_int_eq(agent_config_from_env(&c, &err), 0);
 	ck_assert_int_eq(c.access, AGENT_ACCESS_GATEWAY);
+	ck_assert_str_eq(c.net, "my-proxy"); /* AGENT_NET wins in either mode */
 	agent_config_clear(&c);
 
 	struct { const char *key, *value, *msg; } bad[] = {
@@ -218,7 +226,7 @@ START_TEST(test_config)
 		{ "AGENT_MAX_BUDGET_USD", "-1", "AGENT_MAX_BUDGET_USD=-1: expected a positive number of dollars" },
 		{ "AGENT_MAX_BUDGET_USD", "5$", "AGENT_MAX_BUDGET_USD=5$: expected a positive number of dollars" },
 		{ "AGENT_TIMEOUT_SECONDS", "0", "AGENT_TIMEOUT_SECONDS=0: expected seconds (1 to 604800)" },
-		{ "MODEL_ACCESS", "proxy", "MODEL_ACCESS=proxy: expected direct or gateway" },
+		{ "MODEL_ACCESS", "proxy", "MODEL_ACCESS=proxy: expected gateway or direct" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		for (int k = 0; keys[k]; k++)
