@@ -292,8 +292,17 @@ void lc_netpool_drop_inherited(void)
 {
 	ino_t ino = lock_ino;
 	dev_t dev = lock_dev;
-	if (!ino)
-		return;
+	if (!ino) {
+		/* no lock taken by this process before the fork ended: another
+		 * thread may be taking the first one right now */
+		_cleanup_free_ char *dir = lc_netpool_dir();
+		_cleanup_free_ char *path = lc_strdup_printf("%s/pool.lock", dir);
+		struct stat pst;
+		if (stat(path, &pst) < 0)
+			return;
+		ino = pst.st_ino;
+		dev = pst.st_dev;
+	}
 	_cleanup_dir_ DIR *d = opendir("/proc/self/fd");
 	if (!d)
 		return;
