@@ -58,12 +58,6 @@ static int fail_errno(const char *what, const char *path)
 	return fail(err);
 }
 
-static const char *s_or(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "-";
-}
-
 static char *home_dir(void)
 {
 	const char *h = getenv("HOME");
@@ -281,7 +275,7 @@ static int v_ssh(const char *name, int argc, char **argv)
 	_cleanup_free_ char *o_proxy = lc_strdup_printf("ProxyCommand=%s", proxy);
 	_cleanup_free_ char *o_alias = lc_strdup_printf("HostKeyAlias=%s", alias);
 	_cleanup_free_ char *o_known = lc_strdup_printf("UserKnownHostsFile=%s", known);
-	_cleanup_free_ char *o_user = lc_strdup_printf("User=%s", s_or(box, "user"));
+	_cleanup_free_ char *o_user = lc_strdup_printf("User=%s", lcctl_str(box, "user"));
 	char **args = NULL;
 	lc_strv_push(&args, "ssh");
 	int i = 0;
@@ -326,7 +320,7 @@ static bool in_list(json_t *boxes, const char *name)
 	size_t i;
 	json_t *b;
 	json_array_foreach(boxes, i, b)
-		if (!strcmp(s_or(b, "name"), name))
+		if (!strcmp(lcctl_str(b, "name"), name))
 			return true;
 	return false;
 }
@@ -388,7 +382,7 @@ static int v_ssh_config(int argc, char **argv)
 	size_t i;
 	json_t *b;
 	json_array_foreach(boxes, i, b) {
-		_cleanup_free_ char *blk = block(s_or(b, "name"), s_or(b, "user"), known);
+		_cleanup_free_ char *blk = block(lcctl_str(b, "name"), lcctl_str(b, "user"), known);
 		char *n = lc_strdup_printf("%s%s", text, blk);
 		free(text);
 		text = n;
@@ -531,8 +525,8 @@ static int v_ls(int argc, char **argv)
 		fmt_size(json_object_get(b, "disk_size"), size, sizeof(size));
 		snprintf(du, sizeof(du), "%s/%s", used, size);
 		lcctl_fmt_time(json_object_get(b, "stops_at"), stops, sizeof(stops));
-		printf("%-20s %-16s %-8s %-16s %-15s %-8lld %s\n", s_or(b, "name"), s_or(b, "app"), s_or(b, "state"),
-		       s_or(b, "image"), du, (long long)json_integer_value(json_object_get(b, "sessions")), stops);
+		printf("%-20s %-16s %-8s %-16s %-15s %-8lld %s\n", lcctl_str(b, "name"), lcctl_str(b, "app"), lcctl_str(b, "state"),
+		       lcctl_str(b, "image"), du, (long long)json_integer_value(json_object_get(b, "sessions")), stops);
 	}
 	return 0;
 }
@@ -554,8 +548,8 @@ static int v_simple(const char *verb, int argc, char **argv)
 	else if (rm)
 		printf("removed devbox %s (its disk is kept: lcctl disk delete %s)\n", name, name);
 	else if (!strcmp(verb, "start"))
-		printf("devbox %s is running (sandbox %s, host key %s)\n", name, s_or(out, "sandbox"),
-		       s_or(out, "host_key_fingerprint"));
+		printf("devbox %s is running (sandbox %s, host key %s)\n", name, lcctl_str(out, "sandbox"),
+		       lcctl_str(out, "host_key_fingerprint"));
 	else
 		printf("stopped devbox %s\n", name);
 	return 0;
@@ -585,8 +579,8 @@ static int v_disk(int argc, char **argv)
 			fmt_size(json_object_get(d, "size"), size, sizeof(size));
 			fmt_size(json_object_get(d, "allocated"), alloc, sizeof(alloc));
 			fmt_size(json_object_get(d, "fs_used"), used, sizeof(used));
-			printf("%-20s %-8s %-10s %-8s %-8s %-20s %s\n", s_or(d, "name"), size, alloc, used,
-			       json_is_true(json_object_get(d, "mounted")) ? "yes" : "no", s_or(d, "devbox"), s_or(d, "state"));
+			printf("%-20s %-8s %-10s %-8s %-8s %-20s %s\n", lcctl_str(d, "name"), size, alloc, used,
+			       json_is_true(json_object_get(d, "mounted")) ? "yes" : "no", lcctl_str(d, "devbox"), lcctl_str(d, "state"));
 		}
 		return 0;
 	}

@@ -169,7 +169,7 @@ void lcctl_print_json(json_t *j)
 	free(s);
 }
 
-static const char *str(json_t *o, const char *k)
+const char *lcctl_str(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 	return s ? s : "-";
@@ -257,7 +257,7 @@ static int v_deploy(struct opts *o)
 	if (request("POST", "/apps", m, NULL, &out, false, &err) < 0)
 		return fail(err);
 	printf("%s app %s (%zu functions, %zu schedules%s)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
-	       str(out, "name"), json_array_size(json_object_get(out, "functions")),
+	       lcctl_str(out, "name"), json_array_size(json_object_get(out, "functions")),
 	       json_array_size(json_object_get(out, "schedules")), json_is_object(boxes) ? ", devboxes" : "");
 	return 0;
 }
@@ -299,7 +299,7 @@ static int v_app(struct opts *o)
 			join_names(json_object_get(a, "functions"), f, sizeof(f));
 			join_names(json_object_get(a, "schedules"), s, sizeof(s));
 			join_names(json_object_get(a, "maps"), m, sizeof(m));
-			printf("%-20s %-30s %-20s %s\n", str(a, "name"), f, s, m);
+			printf("%-20s %-30s %-20s %s\n", lcctl_str(a, "name"), f, s, m);
 		}
 		return 0;
 	}
@@ -346,13 +346,13 @@ static bool in_list(json_t *arr, const char *s)
 
 static int task_exit(json_t *t)
 {
-	const char *state = str(t, "state");
+	const char *state = lcctl_str(t, "state");
 	json_t *ec = json_object_get(t, "exit_code");
 	int code = json_is_integer(ec) ? (int)json_integer_value(ec) : 0;
 	if (!strcmp(state, "succeeded"))
 		return 0;
-	fprintf(stderr, "lcctl: task %s %s%s%s\n", str(t, "id"), state, json_is_string(json_object_get(t, "error")) ? ": " : "",
-		json_is_string(json_object_get(t, "error")) ? str(t, "error") : "");
+	fprintf(stderr, "lcctl: task %s %s%s%s\n", lcctl_str(t, "id"), state, json_is_string(json_object_get(t, "error")) ? ": " : "",
+		json_is_string(json_object_get(t, "error")) ? lcctl_str(t, "error") : "");
 	if (!strcmp(state, "timed-out"))
 		return LC_EXIT_TIMEOUT;
 	if (!strcmp(state, "cancelled"))
@@ -396,7 +396,7 @@ static int v_run(struct opts *o)
 	}
 	if (request("POST", path, body, NULL, &out, false, &err) < 0)
 		return fail(err);
-	const char *id = str(out, "id");
+	const char *id = lcctl_str(out, "id");
 	if (o->detach) {
 		puts(id);
 		return 0;
@@ -446,13 +446,13 @@ static int v_task(struct opts *o)
 		json_array_foreach(tasks, i, t) {
 			char created[32], fn[128], secs[32] = "-", ec[16] = "-";
 			lcctl_fmt_time(json_object_get(t, "created_at"), created, sizeof(created));
-			snprintf(fn, sizeof(fn), "%s:%s", str(t, "app"), str(t, "function"));
+			snprintf(fn, sizeof(fn), "%s:%s", lcctl_str(t, "app"), lcctl_str(t, "function"));
 			json_t *s0 = json_object_get(t, "started_at"), *s1 = json_object_get(t, "finished_at");
 			if (json_is_integer(s0) && json_is_integer(s1))
 				snprintf(secs, sizeof(secs), "%.1f", (double)(json_integer_value(s1) - json_integer_value(s0)) / 1000);
 			if (json_is_integer(json_object_get(t, "exit_code")))
 				snprintf(ec, sizeof(ec), "%lld", (long long)json_integer_value(json_object_get(t, "exit_code")));
-			printf("%-12s %-30s %-10s %-4s %-20s %s\n", str(t, "id"), fn, str(t, "state"), ec, created, secs);
+			printf("%-12s %-30s %-10s %-4s %-20s %s\n", lcctl_str(t, "id"), fn, lcctl_str(t, "state"), ec, created, secs);
 		}
 		return 0;
 	}
@@ -517,7 +517,7 @@ static int v_map(struct opts *o)
 		size_t i;
 		json_t *k;
 		json_array_foreach(keys, i, k)
-			printf("%-30s %s\n", str(k, "key"), str(k, "value"));
+			printf("%-30s %s\n", lcctl_str(k, "key"), lcctl_str(k, "value"));
 		return 0;
 	}
 	if (o->n < 3)
@@ -529,7 +529,7 @@ static int v_map(struct opts *o)
 			return LC_EXIT_USAGE;
 		if (request("GET", path, NULL, NULL, &out, false, &err) < 0)
 			return fail(err);
-		puts(str(out, "value"));
+		puts(lcctl_str(out, "value"));
 		return 0;
 	}
 	if (!strcmp(sub, "del") || !strcmp(sub, "delete") || !strcmp(sub, "rm")) {
@@ -575,7 +575,7 @@ static int v_secret(struct opts *o)
 		size_t i;
 		json_t *e;
 		json_array_foreach(s, i, e)
-			puts(str(e, "name"));
+			puts(lcctl_str(e, "name"));
 		return 0;
 	}
 	if (!strcmp(sub, "set")) {
@@ -651,11 +651,11 @@ static int v_deployment(struct opts *o)
 		json_t *s;
 		json_array_foreach(list, i, s) {
 			char name[128], next[32] = "-";
-			snprintf(name, sizeof(name), "%s:%s", str(s, "app"), str(s, "name"));
+			snprintf(name, sizeof(name), "%s:%s", lcctl_str(s, "app"), lcctl_str(s, "name"));
 			json_t *nx = json_object_get(s, "next");
 			if (json_is_integer(nx))
 				lcctl_fmt_time(json_integer(json_integer_value(nx) * 1000), next, sizeof(next));
-			printf("%-30s %-20s %-20s %-8s %s\n", name, str(s, "cron"), str(s, "function"),
+			printf("%-30s %-20s %-20s %-8s %s\n", name, lcctl_str(s, "cron"), lcctl_str(s, "function"),
 			       json_is_true(json_object_get(s, "paused")) ? "stopped" : "active", next);
 		}
 		return 0;
@@ -671,8 +671,8 @@ static int v_deployment(struct opts *o)
 	json_t *s;
 	json_array_foreach(list, i, s) {
 		char full[256];
-		snprintf(full, sizeof(full), "%s:%s", str(s, "app"), str(s, "name"));
-		if (colon ? !strcmp(full, want) : !strcmp(str(s, "name"), want)) {
+		snprintf(full, sizeof(full), "%s:%s", lcctl_str(s, "app"), lcctl_str(s, "name"));
+		if (colon ? !strcmp(full, want) : !strcmp(lcctl_str(s, "name"), want)) {
 			hit = s;
 			hits++;
 		}
@@ -683,12 +683,12 @@ static int v_deployment(struct opts *o)
 	}
 	if (hits > 1)
 		return usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
-	_cleanup_free_ char *a = esc(str(hit, "app")), *n = esc(str(hit, "name"));
+	_cleanup_free_ char *a = esc(lcctl_str(hit, "app")), *n = esc(lcctl_str(hit, "name"));
 	_cleanup_free_ char *path = lc_strdup_printf("/apps/%s/schedules/%s/%s", a, n, sub);
 	_cleanup_json_ json_t *r = NULL;
 	if (request("POST", path, NULL, NULL, &r, false, &err) < 0)
 		return fail(err);
-	printf("%s %s:%s\n", !strcmp(sub, "stop") ? "stopped" : "started", str(hit, "app"), str(hit, "name"));
+	printf("%s %s:%s\n", !strcmp(sub, "stop") ? "stopped" : "started", lcctl_str(hit, "app"), lcctl_str(hit, "name"));
 	return 0;
 }
 
@@ -703,7 +703,7 @@ static int v_status(struct opts *o)
 	if (o->json)
 		lcctl_print_json(out);
 	else
-		printf("lcd %s is up on %s\n", str(out, "version"), lcc_endpoint(cli));
+		printf("lcd %s is up on %s\n", lcctl_str(out, "version"), lcc_endpoint(cli));
 	return 0;
 }
 

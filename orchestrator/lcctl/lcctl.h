@@ -15,6 +15,8 @@ int lcctl_fail(lc_error_t *err);
 /* Print "lcctl: message" and return LC_EXIT_USAGE. */
 int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void lcctl_print_json(json_t *j);
+/* o[k] when it is a string, else "-" (for tables). */
+const char *lcctl_str(json_t *o, const char *k);
 /* A time in ms since the epoch as YYYY-MM-DDTHH:MM:SSZ ("-" when not a number). */
 void lcctl_fmt_time(json_t *v, char *buf, size_t len);
 /* lcctl sandbox VERB …: argv holds what follows "sandbox". */

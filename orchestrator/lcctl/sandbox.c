@@ -211,12 +211,6 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 	return 0;
 }
 
-static const char *s_or(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "-";
-}
-
 static int v_create(int argc, char **argv)
 {
 	static const int longs[] = { O_IMAGE, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_NET, O_SECRET, O_TTL, O_IDLE,
@@ -280,15 +274,15 @@ static int v_ls(int argc, char **argv)
 		char created[32], owner[64], mem[32] = "-";
 		lcctl_fmt_time(json_object_get(s, "created"), created, sizeof(created));
 		json_t *ow = json_object_get(s, "owner");
-		if (!strcmp(s_or(ow, "kind"), "task"))
-			snprintf(owner, sizeof(owner), "%s:%s", s_or(ow, "app"), s_or(ow, "task"));
+		if (!strcmp(lcctl_str(ow, "kind"), "task"))
+			snprintf(owner, sizeof(owner), "%s:%s", lcctl_str(ow, "app"), lcctl_str(ow, "task"));
 		else
 			snprintf(owner, sizeof(owner), "operator");
 		json_t *m = json_object_get(s, "memory_bytes");
 		if (json_is_integer(m))
 			snprintf(mem, sizeof(mem), "%.1f MiB", (double)json_integer_value(m) / (1 << 20));
-		printf("%-12s %-16s %-24s %-9s %-24s %-20s %s\n", s_or(s, "id"), s_or(s, "name"), s_or(s, "image"),
-		       s_or(s, "state"), owner, created, mem);
+		printf("%-12s %-16s %-24s %-9s %-24s %-20s %s\n", lcctl_str(s, "id"), lcctl_str(s, "name"), lcctl_str(s, "image"),
+		       lcctl_str(s, "state"), owner, created, mem);
 	}
 	return 0;
 }
