@@ -449,9 +449,7 @@ static int errno_code(int e)
  * pid 1; *spec gets its spec (for the user's ids). */
 static int reachable(const char *id_or_name, char **id, lc_spec_t **spec, lc_error_t **err)
 {
-	if (lc_state_resolve(id_or_name, id, err) < 0)
-		return -1;
-	_cleanup_json_ json_t *st = lc_state_read(*id, err);
+	_cleanup_json_ json_t *st = lc_state_open(id_or_name, id, err);
 	if (!st)
 		return -1;
 	const char *status = lc_state_status(st, *id);

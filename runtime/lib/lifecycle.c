@@ -776,9 +776,7 @@ json_t *lc_sandbox_list(lc_error_t **err)
 json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (lc_state_resolve(id_or_name, &id, err) < 0)
-		return NULL;
-	json_t *st = lc_state_read(id, err);
+	json_t *st = lc_state_open(id_or_name, &id, err);
 	if (!st)
 		return NULL;
 	json_object_set_new(st, "status", json_string(lc_state_status(st, id)));
@@ -820,9 +818,7 @@ int lc_sandbox_logs(const char *id_or_name, int out, bool follow, lc_error_t **e
 int lc_sandbox_netns(const char *id_or_name, lc_error_t **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (lc_state_resolve(id_or_name, &id, err) < 0)
-		return -1;
-	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	_cleanup_json_ json_t *st = lc_state_open(id_or_name, &id, err);
 	if (!st)
 		return -1;
 	if (strcmp(lc_state_status(st, id), "running"))

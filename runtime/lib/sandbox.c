@@ -1036,9 +1036,7 @@ json_t *lc_result_to_json(const lc_result_t *res)
 int lc_sandbox_kill(const char *id_or_name, lc_error_t **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (lc_state_resolve(id_or_name, &id, err) < 0)
-		return -1;
-	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	_cleanup_json_ json_t *st = lc_state_open(id_or_name, &id, err);
 	if (!st)
 		return -1;
 	const char *cg = json_string_value(json_object_get(st, "cgroup"));

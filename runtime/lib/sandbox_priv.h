@@ -68,6 +68,8 @@ char *lc_trash_dir(void);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
+/* Resolve an id or a name (*id) and read its state. */
+json_t *lc_state_open(const char *id_or_name, char **id, lc_error_t **err);
 
 /* ---- sync.c: messages between lcrun, the staging process and pid 1 */
 enum {

@@ -38,9 +38,7 @@ static int sync_uppers(const lc_upper_t *uppers, size_t n, lc_error_t **err)
 int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (lc_state_resolve(id_or_name, &id, err) < 0)
-		return -1;
-	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	_cleanup_json_ json_t *st = lc_state_open(id_or_name, &id, err);
 	if (!st)
 		return -1;
 	json_t *ups = json_object_get(st, "uppers");

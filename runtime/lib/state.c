@@ -130,3 +130,10 @@ int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)
 	}
 	return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id_or_name);
 }
+
+json_t *lc_state_open(const char *id_or_name, char **id, lc_error_t **err)
+{
+	if (lc_state_resolve(id_or_name, id, err) < 0)
+		return NULL;
+	return lc_state_read(*id, err);
+}
