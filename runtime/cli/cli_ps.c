@@ -1,4 +1,4 @@
-/* cli_ps.c — lcrun ps [--json], inspect ID, logs [-f] ID, gc [--json] */
+/* cli_ps.c — lcrun ps [--json], inspect ID, logs [-f] ID, gc [--json] [--wait] */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -108,12 +108,19 @@ int lc_cmd_logs(int argc, char **argv)
 
 int lc_cmd_gc(int argc, char **argv)
 {
-	int bad;
-	bool json = want_json(argc, argv, &bad);
-	if (bad)
-		return lc_cli_usage_error("gc: unknown option '%s' (lcrun gc [--json])", argv[bad]);
+	bool json = false, wait = false;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = true;
+		else if (!strcmp(argv[i], "--wait"))
+			wait = true;
+		else
+			return lc_cli_usage_error("gc: unknown option '%s' (lcrun gc [--json] [--wait])", argv[i]);
+	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *removed = NULL;
+	if (wait && lc_gc_wait(10000, &err) < 0)
+		return lc_cli_fail(err);
 	if (lc_gc(&removed, &err) < 0)
 		return lc_cli_fail(err);
 	if (json) {

@@ -160,6 +160,36 @@ static bool net_is_live(const char *id, void *ud)
 	return lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st);
 }
 
+/* A trash entry lcrun-rm is still removing (it holds the flock). */
+static bool trash_busy(const char *trash)
+{
+	_cleanup_dir_ DIR *d = opendir(trash);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_close_ int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+			return true;
+	}
+	return false;
+}
+
+int lc_gc_wait(int timeout_ms, lc_error_t **err)
+{
+	long long deadline = lc_now_ms() + timeout_ms;
+	if (geteuid() == 0 && lc_net_wait_pending(timeout_ms, err) < 0)
+		return -1;
+	_cleanup_free_ char *trash = lc_trash_dir();
+	while (trash_busy(trash)) {
+		if (lc_now_ms() >= deadline)
+			return lc_error_set(err, LC_EXIT_BUSY, 0, "%s: a sandbox directory is still being removed after %d ms",
+					    trash, timeout_ms);
+		usleep(2000);
+	}
+	return 0;
+}
+
 int lc_gc(json_t **removed_out, lc_error_t **err)
 {
 	(void)err;

@@ -270,5 +270,11 @@ int lc_tar_to_host(int fd, const char *dir, lc_error_t **err);
  * sandbox dirs, state dirs, names of sandboxes that are not alive.  Never
  * touches a live sandbox.  removed (optional) gets one string per item. */
 int lc_gc(json_t **removed, lc_error_t **err);
+/* Wait for the background removals that runs leave for a moment (the
+ * network remainders of lc_net_teardown_exited, the sandbox directories
+ * lcrun-rm removes) to finish, at most timeout_ms (then LC_EXIT_BUSY).
+ * Removes nothing itself: lc_gc() after it collects what a dead helper
+ * left. */
+int lc_gc_wait(int timeout_ms, lc_error_t **err);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
@@ -23,6 +24,7 @@
 #include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
+#include "sandbox_priv.h"
 #include "util.h"
 
 #define MAX_PORTS (sizeof(((lc_net_rule_t *)0)->ports) / sizeof(unsigned short))
@@ -741,22 +743,25 @@ fail:
 	return lc_error_wrap(err, "cannot set up the network of sandbox %s", id);
 }
 
+/* The veth first (waiting for it to go with the namespace when the
+ * sandbox's processes are gone), so that its chains stay in force for as
+ * long as it exists; then the chains; the lease last: while anything else
+ * might remain, gc can still find the sandbox by it, and its slot is
+ * handed out again only when nothing of it is left. */
 static int teardown(const char *id, bool exited, lc_error_t **err)
 {
 	if (!lc_is_sandbox_id(id))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
 	int ret = 0;
-	lc_fw_target_t t = {.id = id};
-	if (fw_locked(fw_remove_cb, &t, NULL, err) < 0)
-		ret = -1;
-	lc_trace("net: chains removed");
 	char veth[IF_NAMESIZE];
 	snprintf(veth, sizeof(veth), "lc%s", id);
-	if ((!exited || outlives_namespace(veth)) && delete_link(veth, ret < 0 ? NULL : err) < 0)
+	if ((!exited || outlives_namespace(veth)) && delete_link(veth, err) < 0)
 		ret = -1;
 	lc_trace("net: veth gone");
-	/* The lease goes last: while anything else might remain, gc can
-	 * still find the sandbox by it. */
+	lc_fw_target_t t = {.id = id};
+	if (fw_locked(fw_remove_cb, &t, NULL, ret < 0 ? NULL : err) < 0)
+		ret = -1;
+	lc_trace("net: chains removed");
 	if (ret == 0 && lc_netpool_release(id, err) < 0)
 		ret = -1;
 	return ret;
@@ -767,17 +772,103 @@ int lc_net_teardown(const char *id, lc_error_t **err)
 	return teardown(id, false, err);
 }
 
+/* ---- the remainder: what a run leaves behind for a moment ------------------ */
+
+/* When pid 1 is gone, what is left of the network is the veth pair,
+ * which the kernel frees with the namespace (1-15 ms, up to 100 ms and
+ * more under load), the chains and the lease.  None of it can carry a
+ * packet of the sandbox any more, and the lease keeps its slot from
+ * anyone else, so a helper takes it over and the caller returns at once.
+ * The helper holds an flock on one of LC_NET_PENDING_MAX files
+ * lc_run_dir()/net/pending.N holding the id: gc leaves that id alone
+ * while the lock is held, and lc_net_wait_pending() waits for it.  All
+ * taken: the caller does it itself, as it did before. */
+static char *pending_path(unsigned k)
+{
+	return lc_strdup_printf("%s/net/pending.%u", lc_run_dir(), k);
+}
+
+/* A free pending file, locked, with id written into it; -1 if none. */
+static int pending_take(const char *id)
+{
+	for (unsigned k = 0; k < LC_NET_PENDING_MAX; k++) {
+		_cleanup_free_ char *path = pending_path(k);
+		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return -1;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			if (ftruncate(fd, 0) == 0 && pwrite(fd, id, LC_ID_LEN, 0) == LC_ID_LEN)
+				return fd;
+			close(fd);
+			return -1;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+/* The id a live helper holds pending file k for, into id; false if none. */
+static bool pending_held(unsigned k, char id[LC_ID_LEN + 1])
+{
+	_cleanup_free_ char *path = pending_path(k);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_SH | LOCK_NB) == 0)
+		return false;
+	ssize_t n = pread(fd, id, LC_ID_LEN, 0);
+	id[n == LC_ID_LEN ? LC_ID_LEN : 0] = '\0';
+	return lc_is_sandbox_id(id);
+}
+
 int lc_net_teardown_exited(const char *id, lc_error_t **err)
 {
+	if (!lc_is_sandbox_id(id))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
+	int slot = lc_single_threaded() ? pending_take(id) : -1;
+	int r = slot >= 0 ? lc_fork_detached(slot) : -1;
+	if (r == 0) {
+		lc_proc_title("lcrun-net");
+		/* stderr is /dev/null here: whatever fails stays for gc,
+		 * under a lease nobody holds. */
+		int ret = teardown(id, true, NULL);
+		if (ret == 0 && ftruncate(slot, 0) < 0)
+			ret = -1;
+		_exit(ret < 0 ? 1 : 0);
+	}
+	if (slot >= 0)
+		close(slot); /* the lock stays with the helper */
+	if (r > 0)
+		return 0;
 	return teardown(id, true, err);
+}
+
+int lc_net_wait_pending(int timeout_ms, lc_error_t **err)
+{
+	long long deadline = lc_now_ms() + timeout_ms;
+	char id[LC_ID_LEN + 1];
+	for (unsigned k = 0; k < LC_NET_PENDING_MAX; k++) {
+		while (pending_held(k, id)) {
+			if (lc_now_ms() >= deadline)
+				return lc_error_set(err, LC_EXIT_BUSY, 0,
+						    "the network of sandbox %s is still being removed after %d ms", id,
+						    timeout_ms);
+			usleep(1000);
+		}
+	}
+	return 0;
+}
+
+static bool strv_has(char *const *v, const char *s)
+{
+	for (size_t i = 0; v[i]; i++)
+		if (!strcmp(v[i], s))
+			return true;
+	return false;
 }
 
 static void push_unique(char ***v, const char *s)
 {
-	for (size_t i = 0; (*v)[i]; i++)
-		if (!strcmp((*v)[i], s))
-			return;
-	lc_strv_push(v, s);
+	if (!strv_has(*v, s))
+		lc_strv_push(v, s);
 }
 
 int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **err)
@@ -800,9 +891,18 @@ int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **
 	if (ifs)
 		if_freenameindex(ifs);
 
+	_cleanup_strv_ char **pending = lc_xmalloc0(sizeof(char *));
+	char held[LC_ID_LEN + 1];
+	for (unsigned k = 0; k < LC_NET_PENDING_MAX; k++)
+		if (pending_held(k, held))
+			lc_strv_push(&pending, held);
+
 	int cleaned = 0, ret = 0;
 	for (size_t i = 0; ids[i]; i++) {
 		if (is_live && is_live(ids[i], ud))
+			continue;
+		/* Its remainder, being removed by a live helper. */
+		if (strv_has(pending, ids[i]))
 			continue;
 		/* A sandbox still being set up by another running lcrun has a
 		 * lease before it has state; leave it to its owner. */

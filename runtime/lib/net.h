@@ -52,10 +52,22 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 /* Remove the chain, the veth and the lease of a sandbox.  Idempotent; works
  * from the id alone (after a crash). */
 int lc_net_teardown(const char *id, lc_error_t **err);
-/* The same once every process of the sandbox is gone (pid 1 reaped): waits
- * up to 100 ms for the veth to go with the dying network namespace before
- * deleting it, which is cheaper than deleting it (see net.c). */
+/* The same once every process of the sandbox is gone (pid 1 reaped).
+ * What is left then (the veth pair, which goes with the dying network
+ * namespace, the chains, the lease) can no longer carry a packet of the
+ * sandbox; from a single-threaded process a background helper
+ * ("lcrun-net") takes it over and this returns at once.  The helper waits
+ * up to 100 ms for the veth to vanish (then deletes it), removes the
+ * chains and releases the lease last, so the slot is not handed out again
+ * before it is clean.  At most LC_NET_PENDING_MAX helpers at a time; past
+ * that, or from a threaded process, it is done here as lc_net_teardown()
+ * does.  gc leaves a remainder alone while its helper lives and collects
+ * it if the helper died. */
+#define LC_NET_PENDING_MAX 16
 int lc_net_teardown_exited(const char *id, lc_error_t **err);
+/* Wait until no helper of lc_net_teardown_exited() is at work (at most
+ * timeout_ms: then LC_EXIT_BUSY naming a sandbox still pending). */
+int lc_net_wait_pending(int timeout_ms, lc_error_t **err);
 /* Load libnl and libnftables now (netlibs.c; otherwise done on first use):
  * before forking a process that will need them from a threaded one. */
 int lc_netlibs_load(lc_error_t **err);

@@ -627,31 +627,15 @@ static int remove_later(const char *dir, const char *id)
 		remove_now(dst);
 		return 0;
 	}
-	pid_t mid = fork();
-	if (mid == 0) {
-		if (fork() != 0)
-			_exit(0);
-		/* Nothing of the caller's but the lock: not its stdio (a
-		 * reader of lcrun's output waits for every writer). */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		for (int i = 0; i < 3 && null >= 0; i++)
-			dup2(null, i);
-		int keep = fd > 2 ? fd : -1;
-		if (keep > 3)
-			syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0U);
-		syscall(SYS_close_range, (unsigned)(keep > 2 ? keep + 1 : 3), ~0U, 0U);
-		setsid();
+	int r = lc_fork_detached(fd);
+	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		remove_now(dst);
 		_exit(0);
 	}
 	close(fd); /* the lock stays with the grandchild */
-	if (mid < 0) {
+	if (r < 0)
 		remove_now(dst);
-		return 0;
-	}
-	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
-		;
 	return 0;
 }
 

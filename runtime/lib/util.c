@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,28 @@ void lc_close_fds_except(const int *keep, size_t n)
 			from = (unsigned int)sorted[i] + 1;
 	}
 	syscall(SYS_close_range, from, ~0U, 0);
+}
+
+int lc_fork_detached(int keep)
+{
+	pid_t mid = fork();
+	if (mid < 0)
+		return -1;
+	if (mid == 0) {
+		if (fork() != 0)
+			_exit(0);
+		/* Nothing of the caller's but keep: not its stdio (a reader of
+		 * the caller's output waits for every writer). */
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		for (int i = 0; i < 3 && null >= 0; i++)
+			dup2(null, i);
+		lc_close_fds_except(&keep, keep >= 0 ? 1 : 0);
+		setsid();
+		return 0;
+	}
+	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return 1;
 }
 
 int lc_write_all(int fd, const void *buf, size_t len)
