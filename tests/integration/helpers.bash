@@ -39,7 +39,21 @@ host_snapshot() {
 	host_state > "$BATS_TEST_TMPDIR/host.before"
 }
 
+# Wait (without collecting anything) for the helpers that remove what
+# runs left of their networks for a moment: each holds an flock on a file
+# net/pending.N of the state directory it ran with (see README, Network).
+# flock -w bounds the wait; a helper that never finishes is a failure of
+# the check that follows.
+net_settle() {
+	local f
+	for f in "${LCRUN_STATE_DIR:-/run/lcrun}"/net/pending.* "$LCRUN_RUN"/net/pending.* "$@"; do
+		[ -e "$f" ] && flock -s -w 10 "$f" true
+	done
+	true
+}
+
 assert_host_clean() {
+	net_settle
 	host_state > "$BATS_TEST_TMPDIR/host.after"
 	if ! diff -u "$BATS_TEST_TMPDIR/host.before" "$BATS_TEST_TMPDIR/host.after"; then
 		echo "the host changed (see the diff above)" >&2

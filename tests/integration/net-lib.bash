@@ -169,6 +169,7 @@ leases() {
 
 no_leftovers() {
 	local l
+	net_settle
 	l=$(leftovers)
 	[ -z "$l" ] || {
 		echo "left behind:" $l

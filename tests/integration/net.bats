@@ -3,6 +3,7 @@
 # named policies, the address pool, teardown and gc.  Runs as root.  Every
 # address probed is a test host in lcnt-world (see net-lib.bash).
 
+load helpers
 load net-lib
 
 setup_file() {
@@ -120,10 +121,14 @@ teardown() {
 }
 
 @test "a sandbox's veth, chains and lease exist while it runs and vanish after" {
-	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- sleep 30 &
+	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- sleep 30 2>"$BATS_TEST_TMPDIR/run.err" &
 	local pid=$!
 	echo $pid >>"$BATS_TEST_TMPDIR/bg.pids"
 	for _ in $(seq 100); do [ "$(leases)" = 1 ] && break; sleep 0.05; done
+	[ "$(leases)" = 1 ] || {
+		echo "leases: $(leases); run: $(cat "$BATS_TEST_TMPDIR/run.err")"
+		false
+	}
 	local id
 	id=$(basename "$(ls "$LCRUN_STATE_DIR"/net/*.json)" .json)
 	# The chains come last in setup.
@@ -136,6 +141,87 @@ teardown() {
 	kill -TERM $pid
 	wait $pid || true
 	no_leftovers
+}
+
+# A sandbox ended (TERM, which run forwards to its command) while this
+# shell holds the pool lock on fd 8: its helper cannot remove the chains
+# and release the lease (that needs the lock), so run returns without
+# waiting for its remainder.  Sets id and pending (the file its helper
+# holds).
+end_with_remainder_held() {
+	"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- sleep 30 &
+	local pid=$!
+	echo $pid >>"$BATS_TEST_TMPDIR/bg.pids"
+	for _ in $(seq 100); do [ "$(leases)" = 1 ] && break; sleep 0.05; done
+	id=$(basename "$(ls "$LCRUN_STATE_DIR"/net/*.json)" .json)
+	for _ in $(seq 100); do nft list chain inet lcrun "host_$id" >/dev/null 2>&1 && break; sleep 0.05; done
+	exec 8>>"$LCRUN_STATE_DIR/net/pool.lock"
+	flock 8
+	kill -TERM $pid
+	# run returns although its helper waits for the lock
+	wait $pid || true
+	[ -e "$LCRUN_STATE_DIR/net/$id.json" ]
+	pending=$(grep -lx "$id" "$LCRUN_STATE_DIR"/net/pending.*)
+	! flock -n -s "$pending" true
+}
+
+@test "run returns before its network's remainder is removed; the lease is held until it is; the next run is not held up" {
+	need_lcrun
+	local id pending first
+	end_with_remainder_held
+	first=$(jq -r .address "$LCRUN_STATE_DIR/net/$id.json")
+	# Its chains are still in force while the lease is held.
+	nft list chain inet lcrun "out_$id" | grep -q 'counter packets .* drop'
+	exec 8>&-
+	# The next run starts while the helper may still be at work, and
+	# gets an address of its own.
+	run sb --net allow --allow 198.51.100.0/28:443 -- ip -o -4 addr show dev eth0
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"inet 10.213."* ]]
+	[[ "$output" != *"inet $first/"* ]]
+	# gc --wait waits for the helpers: it finds nothing to collect, the
+	# helper removed it all.
+	run env LCRUN_ROOT="$BATS_TEST_TMPDIR/root" "$LCRUN" gc --wait --json
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"removed the network"* ]]
+	[ -z "$(leftovers)" ]
+	flock -n -s "$pending" true
+}
+
+@test "a remainder whose helper was killed is collected by gc" {
+	need_lcrun
+	local id pending helper
+	end_with_remainder_held
+	helper=$(fuser "$pending" 2>/dev/null | tr -s ' ' '\n' | grep -E '^[0-9]+$' | head -n1)
+	[ -n "$helper" ]
+	[ "$(cat /proc/"$helper"/comm)" = lcrun-net ]
+	kill -9 "$helper"
+	exec 8>&-
+	for _ in $(seq 100); do kill -0 "$helper" 2>/dev/null || break; sleep 0.05; done
+	[ -e "$LCRUN_STATE_DIR/net/$id.json" ]
+	run env LCRUN_ROOT="$BATS_TEST_TMPDIR/root" "$LCRUN" gc --wait
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed the network (veth, firewall chains, address lease) of 1 sandbox"* ]]
+	no_leftovers
+}
+
+@test "with every pending slot taken, run removes its network itself before it returns" {
+	need_lcrun
+	local k fds=()
+	mkdir -p "$LCRUN_STATE_DIR/net"
+	# LC_NET_PENDING_MAX (net.h) helpers at most
+	for k in $(seq 0 15); do
+		exec {fd}>>"$LCRUN_STATE_DIR/net/pending.$k"
+		flock -n "$fd"
+		fds+=("$fd")
+	done
+	run sb --net allow --allow 198.51.100.0/28:443 -- true
+	[ "$status" -eq 0 ]
+	# nothing left the moment it returned, no helper to wait for
+	local l
+	l=$(leftovers)
+	for fd in "${fds[@]}"; do exec {fd}>&-; done
+	[ -z "$l" ]
 }
 
 @test "drops are counted, and describe reports the lease and the count" {
