@@ -361,6 +361,16 @@ int lc_fw_check(lc_error_t **err)
 	return lc_error_set(err, LC_EXIT_RUNTIME, 0, "this host has no usable nftables (nf_tables): %s", line);
 }
 
+/* What the last command listed, as JSON. */
+static json_t *listing(struct nft_ctx *ctx, lc_error_t **err)
+{
+	json_error_t jerr;
+	json_t *doc = json_loads(nft_ctx_get_output_buffer(ctx), 0, &jerr);
+	if (!doc)
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "nftables: unreadable listing: %s", jerr.text);
+	return doc;
+}
+
 /* The table as libnftables lists it, or NULL (with *absent) when there is
  * no table. */
 static json_t *list_table(struct nft_ctx *ctx, bool *absent, lc_error_t **err)
@@ -376,11 +386,7 @@ static json_t *list_table(struct nft_ctx *ctx, bool *absent, lc_error_t **err)
 			     "nftables: cannot list table inet %s: %s", LC_FW_TABLE, line);
 		return NULL;
 	}
-	json_error_t jerr;
-	json_t *doc = json_loads(nft_ctx_get_output_buffer(ctx), 0, &jerr);
-	if (!doc)
-		lc_error_set(err, LC_EXIT_RUNTIME, 0, "nftables: unreadable listing: %s", jerr.text);
-	return doc;
+	return listing(ctx, err);
 }
 
 /* libnftables opened and the table listed: 0 with *doc, 1 when there is
@@ -591,13 +597,23 @@ int lc_fw_list_ids(char ***ids, lc_error_t **err)
 	return 0;
 }
 
+/* Every inet chain (no rules, sets or elements), or NULL. */
+static json_t *list_chains(struct nft_ctx *ctx, lc_error_t **err)
+{
+	if (nft_run(ctx, "list chains inet", "list the chains of table inet " LC_FW_TABLE, err) < 0)
+		return NULL;
+	return listing(ctx, err);
+}
+
 static bool has_chain(json_t *doc, const char *name)
 {
 	size_t i;
 	json_t *it;
 	json_array_foreach(json_object_get(doc, "nftables"), i, it) {
-		const char *n = json_string_value(json_object_get(json_object_get(it, "chain"), "name"));
-		if (n && !strcmp(n, name))
+		json_t *c = json_object_get(it, "chain");
+		const char *t = json_string_value(json_object_get(c, "table"));
+		const char *n = json_string_value(json_object_get(c, "name"));
+		if (t && n && !strcmp(t, LC_FW_TABLE) && !strcmp(n, name))
 			return true;
 	}
 	return false;
@@ -607,18 +623,19 @@ int lc_fw_add(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **e
 {
 	_cleanup_nft_ struct nft_ctx *ctx = NULL;
 	_cleanup_json_ json_t *doc = NULL;
-	int listed = open_and_list(&ctx, &doc, err);
-	if (listed < 0)
+	ctx = nft_open(err);
+	/* The chains only: listing the whole table (rules, maps, their
+	 * elements) cost 1 ms more, and grows with the sandboxes. */
+	if (!ctx || !(doc = list_chains(ctx, err)))
 		return -1;
-	bool absent = listed > 0;
 	/* A new table, or one whose base chains someone deleted: add what
 	 * is missing, leaving the other sandboxes' chains as they are. */
 	unsigned missing = 0;
-	if (absent || !has_chain(doc, "forward"))
+	if (!has_chain(doc, "forward"))
 		missing |= LC_FW_FORWARD;
-	if (absent || !has_chain(doc, "input"))
+	if (!has_chain(doc, "input"))
 		missing |= LC_FW_INPUT;
-	if (absent || !has_chain(doc, "postrouting"))
+	if (!has_chain(doc, "postrouting"))
 		missing |= LC_FW_POSTROUTING;
 	if (missing) {
 		_cleanup_json_ json_t *skel = lc_fw_skeleton_json(missing);

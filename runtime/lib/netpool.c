@@ -514,12 +514,15 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 
 	_cleanup_json_ json_t *doc = lease_to_json(&l);
 	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
-	if (!text || lc_write_file_atomic(path, text, strlen(text), 0600, err) < 0)
+	/* No fsync: a lease means nothing after a reboot (its veth and
+	 * chains are gone too), and one a crash left unreadable holds
+	 * nothing (gc removes it). */
+	if (!text || lc_write_file_replace(path, text, strlen(text), 0600, err) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
 	char next[16];
 	int n = snprintf(next, sizeof(next), "%u\n", (slot + 1) % g.nslots);
 	/* Only a hint: losing it just restarts the round at slot 0. */
-	lc_write_file_atomic(next_path, next, (size_t)n, 0600, NULL);
+	lc_write_file_replace(next_path, next, (size_t)n, 0600, NULL);
 	*out = l;
 	return 0;
 }

@@ -148,13 +148,13 @@ ssize_t lc_read_all(int fd, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err)
+static int write_replace(const char *path, const void *buf, size_t len, mode_t mode, bool sync, lc_error_t **err)
 {
 	_cleanup_free_ char *tmp = lc_strdup_printf("%s.tmp.%d", path, getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
 	if (fd < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", tmp);
-	if (lc_write_all(fd, buf, len) < 0 || fsync(fd) < 0) {
+	if (lc_write_all(fd, buf, len) < 0 || (sync && fsync(fd) < 0)) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
@@ -167,6 +167,16 @@ int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t m
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot rename %s into place", path);
 	}
 	return 0;
+}
+
+int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err)
+{
+	return write_replace(path, buf, len, mode, true, err);
+}
+
+int lc_write_file_replace(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err)
+{
+	return write_replace(path, buf, len, mode, false, err);
 }
 
 int lc_write_file(const char *path, const char *s, lc_error_t **err)
