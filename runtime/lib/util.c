@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +109,10 @@ int lc_fork_detached(int keep)
 			dup2(null, i);
 		lc_close_fds_except(&keep, keep >= 0 ? 1 : 0);
 		setsid();
+		/* Not the signals the caller blocked to forward them. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		return 0;
 	}
 	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)

@@ -69,7 +69,7 @@ void lc_close_fds_except(const int *keep, size_t n);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
 /* Fork a grandchild that outlives the caller (init reaps it): stdio on
  * /dev/null, every other fd closed but keep (-1: none), a session of its
- * own.  0 in the grandchild, 1 in the caller (the middle process already
+ * own, no signal blocked.  0 in the grandchild, 1 in the caller (the middle process already
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
 int lc_fork_detached(int keep);
