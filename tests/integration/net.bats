@@ -212,7 +212,13 @@ end_with_remainder_held() {
 	# LC_NET_PENDING_MAX (net.h) helpers at most
 	for k in $(seq 0 15); do
 		exec {fd}>>"$LCRUN_STATE_DIR/net/pending.$k"
-		flock -n "$fd"
+		flock -n "$fd" || {
+			local p
+			for p in $(fuser "$LCRUN_STATE_DIR/net/pending.$k" 2>/dev/null); do
+				echo "pending.$k held by $p: $(tr '\0' ' ' </proc/"$p"/cmdline)"
+			done
+			false
+		}
 		fds+=("$fd")
 	done
 	run sb --net allow --allow 198.51.100.0/28:443 -- true
@@ -245,6 +251,8 @@ end_with_remainder_held() {
 	[ "$(jq -r .dropped_packets <<<"$output")" -ge 2 ]
 	kill -TERM $pid
 	wait $pid || true
+	# the lease goes last, when its helper has removed the rest
+	net_settle
 	run "$NET_HARNESS" describe "$id"
 	[ "$status" -ne 0 ]
 	no_leftovers
