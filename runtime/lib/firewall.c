@@ -549,14 +549,42 @@ static int release_elsewhere(void)
 	return p[1];
 }
 
+/* Everything lc_fw_sandbox_json() adds for id, as one deleting batch: it
+ * fails as a whole when any of it is missing. */
+static json_t *removal_of_all(const char *id)
+{
+	struct removal r = {.id = id, .cmds = json_array(), .chains = json_array()};
+	char veth[LC_ID_LEN + 3], names[3][64];
+	snprintf(veth, sizeof(veth), "lc%s", id);
+	static const char *const maps[] = {"fwd_out", "fwd_in", "host_in", "masq"};
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		collect_removal("element", maps[i], veth, &r);
+	chain_names(id, names[0], names[1], names[2]);
+	for (size_t i = 0; i < 3; i++)
+		collect_removal("chain", NULL, names[i], &r);
+	json_array_extend(r.cmds, r.chains);
+	json_decref(r.chains);
+	return json_pack("{s:o}", "nftables", r.cmds);
+}
+
 int lc_fw_remove(const char *id, lc_error_t **err)
 {
 	_cleanup_close_ int release = -1; /* closed after ctx (declared first) */
-	_cleanup_nft_ struct nft_ctx *ctx = NULL;
-	_cleanup_json_ json_t *doc = NULL;
-	int listed = open_and_list(&ctx, &doc, err);
-	if (listed != 0)
-		return listed > 0 ? 0 : -1;
+	_cleanup_nft_ struct nft_ctx *ctx = nft_open(err);
+	if (!ctx)
+		return -1;
+	/* A whole sandbox, as teardown finds it: no listing of the table
+	 * (1-2 ms, growing with the sandboxes).  Only what a failed set-up or
+	 * a crash left in part needs the listing below. */
+	_cleanup_json_ json_t *all = removal_of_all(id);
+	if (nft_run_json(ctx, all, "remove the chains of sandbox", NULL) == 0) {
+		release = release_elsewhere();
+		return 0;
+	}
+	bool absent;
+	_cleanup_json_ json_t *doc = list_table(ctx, &absent, err);
+	if (!doc)
+		return absent ? 0 : -1;
 	struct removal r = {.id = id, .cmds = json_array(), .chains = json_array()};
 	walk_table(doc, collect_removal, &r);
 	json_array_extend(r.cmds, r.chains);
