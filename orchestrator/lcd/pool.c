@@ -53,6 +53,19 @@ struct lcd_pool {
 	bool started;
 };
 
+static void kick_locked(struct lcd_pool *p)
+{
+	p->kicked = true;
+	pthread_cond_signal(&p->wake);
+}
+
+static void kick(struct lcd_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	kick_locked(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
 int lcd_pool_config(json_t *v, const char *path, json_t **out, lc_error_t **err)
 {
 	static const char *const keys[] = { "image", "size", NULL };
@@ -289,7 +302,7 @@ void lcd_pool_stop(lcd_t *lcd)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
-	pthread_cond_signal(&p->wake);
+	kick_locked(p);
 	pthread_mutex_unlock(&p->lock);
 	if (p->started)
 		pthread_join(p->filler, NULL);
@@ -334,8 +347,8 @@ bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, char id[LC
 			break;
 		}
 	}
-	p->kicked = true; /* taken or missed: the filler looks */
-	pthread_cond_signal(&p->wake);
+	if (!got) /* a miss: the filler looks (a member taken: once it is claimed) */
+		kick_locked(p);
 	pthread_mutex_unlock(&p->lock);
 	return got;
 }
@@ -363,11 +376,13 @@ void lcd_pool_claimed(lcd_t *lcd, const char *id)
 {
 	_cleanup_free_ char *f = member_file(lcd->pool, id);
 	unlink(f);
+	kick(lcd->pool);
 }
 
 void lcd_pool_discard(lcd_t *lcd, const char *id)
 {
 	member_remove(lcd->pool, id);
+	kick(lcd->pool);
 }
 
 json_t *lcd_pool_status(lcd_t *lcd)

@@ -18,7 +18,8 @@ int lcd_pool_start(lcd_t *lcd, json_t *cfg, lc_error_t **err);
 /* Stop filling and remove every member. */
 void lcd_pool_stop(lcd_t *lcd);
 /* Take a member made from image at digest (NULL: the host image) out of
- * the pool; false when there is none.  Either way the filler looks. */
+ * the pool; false when there is none (the filler then looks; after a take
+ * it looks once the member is claimed or discarded). */
 bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, char id[LC_ID_LEN + 1]);
 /* A taken member that was not handed out after all (the request was
  * refused before it was touched): back into the pool. */
