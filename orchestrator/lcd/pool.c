@@ -384,17 +384,3 @@ void lcd_pool_discard(lcd_t *lcd, const char *id)
 	member_remove(lcd->pool, id);
 	kick(lcd->pool);
 }
-
-json_t *lcd_pool_status(lcd_t *lcd)
-{
-	struct lcd_pool *p = lcd->pool;
-	json_t *a = json_array();
-	if (!p)
-		return a;
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < p->n_shapes; i++)
-		json_array_append_new(a, json_pack("{s:s, s:i, s:i}", "image", p->shapes[i].image, "size", p->shapes[i].size,
-						   "ready", p->shapes[i].n_ready));
-	pthread_mutex_unlock(&p->lock);
-	return a;
-}

@@ -28,8 +28,6 @@ void lcd_pool_put_back(lcd_t *lcd, const char *image, const char *digest, const 
 void lcd_pool_claimed(lcd_t *lcd, const char *id);
 /* The taken member could not be claimed: remove it. */
 void lcd_pool_discard(lcd_t *lcd, const char *id);
-/* [{image, size, ready}] */
-json_t *lcd_pool_status(lcd_t *lcd);
 
 /* sandboxes.c: the spec a member of image is made with (a create request
  * {"image": image} of the operator) and the image's digest (NULL: host). */

@@ -97,7 +97,6 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	grep -q "sandbox $b created for the operator (image host, from the pool)" "$T/lcd.log"
 	grep -q "sandbox $c created for the operator (image host)$" "$T/lcd.log"
 	echo "$pool" | grep -qx "$a"
-	echo "$pool" | grep -qx "$b"
 	# their own ids, namespaces, cgroups and upper layers
 	[ "$(printf '%s\n' "$a" "$b" "$c" | sort -u | wc -l)" -eq 3 ]
 	for ns in user mnt pid net uts ipc cgroup; do
