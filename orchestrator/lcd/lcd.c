@@ -494,6 +494,7 @@ int main(int argc, char **argv)
 	/* The pool before the API: a create may take from it at once. */
 	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0) {
 		lcd_pool_stop(&lcd);
+		lcd_gateway_stop(&lcd);
 		lcd_webhook_stop(hooks);
 		unlink(sock);
 		unlink(lcd.task_socket);
@@ -501,20 +502,25 @@ int main(int argc, char **argv)
 	}
 	json_decref(cfg.sandbox_pool);
 
+	/* The API and the devboxes before the dispatcher and the scheduler:
+	 * a listen address that cannot be bound ends lcd here, with no task
+	 * started and no thread of ours to stop.  (A spawn answered before
+	 * the dispatcher runs waits in the queue for it.) */
+	lcd_api_t *api = NULL;
+	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0 ||
+	    lcd_devboxes_start(&lcd, &err) < 0) {
+		lcd_api_stop(api);
+		lcd_devboxes_stop(&lcd);
+		lcd_pool_stop(&lcd);
+		lcd_gateway_stop(&lcd);
+		lcd_webhook_stop(hooks);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
-	if (lcd_devboxes_start(&lcd, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
-	lcd_api_t *api = NULL;
-	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
 	if (token)
 		explicit_bzero(token, strlen(token));
 
