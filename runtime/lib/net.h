@@ -49,7 +49,9 @@ int lc_net_validate(const lc_net_spec_t *spec, lc_error_t **err);
  * (host "lc<id>", sandbox "eth0"), addresses, routes, NAT and the firewall
  * chain.  On error everything it made is removed again. */
 int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err);
-/* Remove the chain, the veth and the lease of a sandbox.  Idempotent; works
+/* Remove the veth, the chains and the lease of a sandbox, in that order
+ * (its rules apply as long as its interface exists; its addresses are
+ * handed out again only when nothing of it is left).  Idempotent; works
  * from the id alone (after a crash). */
 int lc_net_teardown(const char *id, lc_error_t **err);
 /* The same once every process of the sandbox is gone (pid 1 reaped).
