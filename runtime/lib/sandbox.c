@@ -155,6 +155,11 @@ static void pid1_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_NOENT, ENOTDIR, "workdir %s", wd);
 		staging_fail(c, e);
 	}
+	/* The network, set up meanwhile (lc_sb_start): nothing of the
+	 * command runs before its veth and its chains are in place. */
+	lc_msg_t m;
+	if (c->spec->net.mode != LC_NET_NONE && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
+		_exit(LC_EXIT_RUNTIME);
 	lc_msg_send(c->sp[1], LC_MSG_READY, 0, 0, NULL);
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
@@ -841,24 +846,34 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			if (!got_pid)
 				learn_pid1(c);
 			return -1;
-		case LC_MSG_USERNS:
+		case LC_MSG_USERNS: {
 			trace("staged");
 			c->idmapped = m.a != 0;
 			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
-			if (c->spec->net.mode != LC_NET_NONE) {
-				char nsp[64];
-				snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", (int)c->staging);
-				_cleanup_close_ int nsfd = open(nsp, O_RDONLY | O_CLOEXEC);
-				if (nsfd < 0)
-					return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
-				if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0)
-					return -1;
-				c->net_up = true;
-				trace("network set up");
+			if (c->spec->net.mode == LC_NET_NONE) {
+				lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+				break;
 			}
+			/* The network is set up while the staging process and
+			 * pid 1 make the rest: pid 1 waits for a second GO
+			 * before the command (pid1_main), sent only once the
+			 * veth, its addresses and its chains are in place. */
+			char nsp[64];
+			snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", (int)c->staging);
+			_cleanup_close_ int nsfd = open(nsp, O_RDONLY | O_CLOEXEC);
+			if (nsfd < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
+			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+			if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0) {
+				learn_pid1(c);
+				return -1;
+			}
+			c->net_up = true;
+			trace("network set up");
 			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 			break;
+		}
 		case LC_MSG_PID:
 			/* pid 1's READY may come first: staging sends this after
 			 * clone returns, pid 1 runs meanwhile.  Both are needed. */
