@@ -320,7 +320,10 @@ static int listener_sync(gw_t *gw, const char *id, char addr[INET_ADDRSTRLEN], l
 	}
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	int one = 1;
+	/* IP_FREEBIND: a task's sandbox gets its listener before lc_run()
+	 * puts the address on its veth (lcd_gateway_task_begin) */
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
 		r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: cannot listen on %s:%d for sandbox %s", addr,
 				 gw->cfg.port, id);
@@ -1420,6 +1423,67 @@ int lcd_gateway_env(lcd_t *lcd, const char *id, char ***env, lc_error_t **err)
 	explicit_bzero(key, strlen(key));
 	explicit_bzero(tok, sizeof(tok));
 	return 0;
+}
+
+int lcd_gateway_check_app(lcd_t *lcd, const lcd_app_t *app, lc_error_t **err)
+{
+	const lcd_caller_t op = { .operator = true };
+	for (size_t i = 0; i < app->n_functions; i++) {
+		const lcd_function_t *f = &app->functions[i];
+		if (!f->model_gateway)
+			continue;
+		if (!gw_of(lcd)) {
+			_cleanup_free_ char *how = f->gateway_access_key
+				? lc_strdup_printf("deploy with --config %s=direct", f->gateway_access_key)
+				: strdup("set its \"access\" to \"direct\"");
+			return lc_error_set(err, LC_EXIT_STATE, 0,
+					    "functions.%s.model_gateway: this lcd serves no model gateway: configure "
+					    "\"gateway\" in lcd.json, or %s", f->name, how);
+		}
+		lc_net_spec_t net = { 0 };
+		lcd_gw_spec_t g;
+		int r = lcd_gateway_parse(lcd, &op, f->model_gateway, NULL, &g, &net, err);
+		lcd_gw_spec_clear(&g);
+		lc_net_spec_clear(&net);
+		if (r < 0)
+			return lc_error_wrap(err, "functions.%s", f->name);
+	}
+	return 0;
+}
+
+int lcd_gateway_task_begin(lcd_t *lcd, const lcd_caller_t *task, const lcd_function_t *fn, const char *sandbox_id,
+			   lc_spec_t *spec, lc_error_t **err)
+{
+	const lcd_caller_t op = { .operator = true }; /* the manifest's, checked at deploy: the operator's */
+	lcd_gw_spec_t g;
+	if (lcd_gateway_parse(lcd, &op, fn->model_gateway, NULL, &g, &spec->net, err) < 0) {
+		lcd_gw_spec_clear(&g);
+		return lc_error_wrap(err, "functions.%s", fn->name);
+	}
+	lc_net_pool_t pool;
+	lc_lease_t lease;
+	int r = -1;
+	if (lc_netpool_config(&pool, err) < 0 ||
+	    lc_netpool_alloc(sandbox_id, &pool, lc_net_mode_name(spec->net.mode), spec->net.policy, &lease, err) < 0)
+		goto out;
+	if (lcd_gateway_attach(lcd, task, sandbox_id, &g, err) < 0 || lcd_gateway_env(lcd, sandbox_id, &spec->secret_env, err) < 0) {
+		lcd_gateway_task_end(lcd, sandbox_id);
+		goto out;
+	}
+	r = 0;
+out:
+	lcd_gw_spec_clear(&g);
+	return r;
+}
+
+void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id)
+{
+	lcd_gateway_forget(lcd, sandbox_id);
+	lc_error_t *e = NULL;
+	if (lc_netpool_release(sandbox_id, &e) < 0) {
+		lcd_log("sandbox %s: %s", sandbox_id, e->msg);
+		lc_error_free(e);
+	}
 }
 
 void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
