@@ -1479,8 +1479,11 @@ out:
 void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id)
 {
 	lcd_gateway_forget(lcd, sandbox_id);
+	/* Only a lease lc_run() never used (it failed before the network's
+	 * set-up): one it used is released by its teardown, the last step. */
+	lc_lease_t lease;
 	lc_error_t *e = NULL;
-	if (lc_netpool_release(sandbox_id, &e) < 0) {
+	if (lc_netpool_adopt(sandbox_id, &lease, NULL) == 0 && lc_netpool_release(sandbox_id, &e) < 0) {
 		lcd_log("sandbox %s: %s", sandbox_id, e->msg);
 		lc_error_free(e);
 	}

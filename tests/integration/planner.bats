@@ -412,8 +412,8 @@ $(good_calc)")")"
 	echo "$t" | jq -e '.model_requests == 1 and .budget_exceeded == false'
 	[ "$(echo "$t" | jq -c .tokens)" = '{"input":900,"output":150,"cache_read":0,"cache_write":0}' ]
 	[ "$(echo "$t" | jq -r .spend_usd)" = 0.0006 ]
-	[ "$(ledger "task_id = '$pt'" | jq -r '"\(.outcome) \(.status) \(.input_tokens) \(.output_tokens) \(.cost_pusd) \(.app) \(.function)"')" = \
-		"ok 200 900 150 600000000 $APP plan-patch" ]
+	[ "$(ledger "task_id = '$pt'" | jq -r '"\(.outcome) \(.status) \(.input_tokens) \(.output_tokens) \(.cost_pusd) \(.app) \(.sandbox_id)"')" = \
+		"ok 200 900 150 600000000 $APP $(echo "$t" | jq -r .sandbox_id)" ]
 	# the provider got the real key, never the token; one request
 	[ "$(gw_requests)" -eq 1 ]
 	[ "$(auth_of)" = "Bearer $KEY" ]
@@ -461,7 +461,8 @@ PY
 		| .config.DOUBLE = $d | .config.DOUBLE_PORT = $p' "$APPDIR/app.json" >"$W/app.json"
 	"$LCCTL" deploy "$W/app.json" >/dev/null
 	run --separate-stderr "$LCCTL" run --json "$APP:probe"
-	[ "$status" -eq 0 ] || { echo "$output"; "$LCCTL" task logs "$(echo "$output" | jq -r .id)"; false; }
+	"$LCCTL" task logs "$(echo "$output" | jq -r .id)"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	res=$(echo "$output" | jq .result)
 	echo "$res" | jq -e '.answer == "ok"'
 	echo "$res" | jq -e '.env.OPENAI_BASE_URL | test("^http://10\\.231\\.[0-9]+\\.[0-9]+:7071/v1$")'
