@@ -419,7 +419,7 @@ $(good_calc)")")"
 	[ "$(auth_of)" = "Bearer $KEY" ]
 	! grep -q lcgw- "$W/req.jsonl"
 	jq -e '.path == "/v1/chat/completions" and .body.model == "gpt-4.1-mini"' "$W/req.jsonl"
-	grep -q "model gateway: sandbox [0-9a-f]* openai /v1/chat/completions model gpt-4.1-mini: 200 ok" "$T/lcd.log"
+	grep -q "model gateway: sandbox $(echo "$t" | jq -r .sandbox_id) task $pt openai /v1/chat/completions model gpt-4.1-mini: 200 ok, tokens in 900 out 150 " "$T/lcd.log"
 	# the key is in no log or record; the task's token died with it: no lease, no sandbox left
 	! grep -q -- "$KEY" "$T/lcd.log"
 	! "$LCCTL" task logs "$pt" | grep -q -- "$KEY"
@@ -439,7 +439,7 @@ import glob, json, os, socket, urllib.request
 procs = []
 for p in sorted(glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline")):
     try:
-        procs.append(open(p, "rb").read().decode("latin-1"))
+        procs.append(open(p, "rb").read().decode("latin-1").replace("\0", "\n"))
     except OSError:
         pass
 def reach(host, port):
@@ -477,7 +477,7 @@ PY
 	# the token is dead once the task ended
 	tok=$(echo "$res" | jq -r .env.OPENAI_API_KEY)
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
-	grep -q "model gateway: sandbox $(echo "$output" | jq -r .sandbox_id) openai" "$T/lcd.log"
+	grep -q "model gateway: sandbox $(echo "$output" | jq -r .sandbox_id) task $(echo "$output" | jq -r .id) openai /v1/chat/completions" "$T/lcd.log"
 	! grep -q -- "$tok" "$T/lcd.log"
 	no_lease_left
 	no_sandbox_left
