@@ -553,8 +553,11 @@ EOF
 	solve '{"issue": 15}'
 	[ "$RC" -ne 0 ]
 	[ "$(jq -r '"\(.agent.status) \(.outcome) \(.budget_exceeded) \(.gateway_requests) \(.pr_url)"' "$W/res.json")" = \
-		"over-budget agent-failed true 2 null" ]
+		"over-budget agent-failed true 1 null" ]
 	jq -e '(.spend_usd - 0.0045 | fabs) < 1e-9' "$W/res.json"
+	# its second request was the gateway's 402 (the agent's stderr, in the task's log)
+	"$LCCTL" task logs "$(tasks solve-issue | jq -r '.[0].id')" | grep -q "request 1: 200"
+	"$LCCTL" task logs "$(tasks solve-issue | jq -r '.[0].id')" | grep -q "request 2: 402"
 	[ "$(jq -r .error "$W/res.json")" = "the model gateway stopped the agent: its budget of \$0.001 is spent; the agent reported an error: error_during_execution: API Error: 402" ]
 	[[ "$(comments 15 | jq -r '.[0].body')" == *"status over-budget"* ]]
 	# the double heard the first request only
