@@ -61,7 +61,7 @@
 enum api { API_MESSAGES, API_COUNT, API_MODELS, API_CHAT, API_RESPONSES };
 
 typedef struct listener {
-	char addr[INET_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN];
 	char owner[LC_ID_LEN + 1];
 	int fd;
 	bool dead; /* closed by the acceptor at its next turn */
@@ -123,7 +123,7 @@ struct gw {
 	lcd_t *lcd;
 	lcd_gateway_cfg_t cfg;
 	lcd_prices_t *prices;
-	char pool4[LC_CIDR_STRLEN];
+	char pool4[LC_CIDR_STRLEN], pool6[LC_CIDR_STRLEN]; /* pool6: "" without IPv6 */
 	struct MHD_Daemon *d;
 	CURLSH *share;
 	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
@@ -283,8 +283,45 @@ static void wake(gw_t *gw)
 	(void)!write(gw->wake[1], "x", 1);
 }
 
-/* Listen on the host side of the sandbox's veth (its lease may have
- * changed since: a stopped sandbox gets a new one when started). */
+/* A listening socket on addr (IPv4 or IPv6) and port, or -1 with errno.
+ * IP_FREEBIND: a task's sandbox gets its listener before lc_run() puts
+ * the address on its veth (lcd_gateway_task_begin). */
+static int listen_on(const char *addr, int port)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		len = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		len = sizeof(*s6);
+	} else {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
+	    (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Listen on the host side of the sandbox's veth, its IPv4 address and its
+ * IPv6 one when the lease has one (the lease may have changed since: a
+ * stopped sandbox gets a new one when started).  addr: the IPv4 one. */
 static int listener_sync(gw_t *gw, const char *id, char addr[INET_ADDRSTRLEN], lc_error_t **err)
 {
 	lc_lease_t lease;
@@ -294,54 +331,40 @@ static int listener_sync(gw_t *gw, const char *id, char addr[INET_ADDRSTRLEN], l
 	if (r != 0)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has no network address (is it running?)", id);
 	snprintf(addr, INET_ADDRSTRLEN, "%s", lease.gw4);
+	const char *want[2] = { lease.gw4, lease.gw6[0] ? lease.gw6 : NULL };
+	bool have[2] = { false, false };
 	pthread_mutex_lock(&gw->lock);
-	listener_t *mine = NULL;
 	for (size_t i = 0; i < gw->n_ls; i++) {
 		listener_t *l = &gw->ls[i];
-		if (!strcmp(l->addr, addr)) {
-			mine = l;
+		int k = !strcmp(l->addr, want[0]) ? 0 : want[1] && !strcmp(l->addr, want[1]) ? 1 : -1;
+		if (k >= 0) {
+			have[k] = true;
+			snprintf(l->owner, sizeof(l->owner), "%s", id);
+			l->dead = false;
 		} else if (!strcmp(l->owner, id)) {
 			l->dead = true; /* its old address */
 			l->owner[0] = '\0';
 		}
 	}
-	if (mine) {
-		snprintf(mine->owner, sizeof(mine->owner), "%s", id);
-		mine->dead = false;
-		pthread_mutex_unlock(&gw->lock);
-		wake(gw);
-		return 0;
-	}
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)gw->cfg.port) };
-	int fd = -1;
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		r = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: bad gateway address '%s'", id, addr);
-		goto out;
-	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int one = 1;
-	/* IP_FREEBIND: a task's sandbox gets its listener before lc_run()
-	 * puts the address on its veth (lcd_gateway_task_begin) */
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
-		r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: cannot listen on %s:%d for sandbox %s", addr,
-				 gw->cfg.port, id);
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	gw->ls = realloc(gw->ls, (gw->n_ls + 1) * sizeof(*gw->ls));
-	listener_t *l = &gw->ls[gw->n_ls++];
-	memset(l, 0, sizeof(*l));
-	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	snprintf(l->owner, sizeof(l->owner), "%s", id);
-	l->fd = fd;
 	r = 0;
-out:
+	for (int k = 0; k < 2 && r == 0; k++) {
+		if (!want[k] || have[k])
+			continue;
+		int fd = listen_on(want[k], gw->cfg.port);
+		if (fd < 0) {
+			r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: cannot listen on %s%s%s:%d for sandbox %s",
+					 k ? "[" : "", want[k], k ? "]" : "", gw->cfg.port, id);
+			break;
+		}
+		gw->ls = realloc(gw->ls, (gw->n_ls + 1) * sizeof(*gw->ls));
+		listener_t *l = &gw->ls[gw->n_ls++];
+		memset(l, 0, sizeof(*l));
+		snprintf(l->addr, sizeof(l->addr), "%s", want[k]);
+		snprintf(l->owner, sizeof(l->owner), "%s", id);
+		l->fd = fd;
+	}
 	pthread_mutex_unlock(&gw->lock);
-	if (r == 0)
-		wake(gw);
+	wake(gw);
 	return r;
 }
 
@@ -984,7 +1007,9 @@ static bool addr_is(const struct sockaddr *sa, const char *want)
 	char s[INET6_ADDRSTRLEN] = "";
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, s, sizeof(s));
-	return !strcmp(s, want);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, s, sizeof(s));
+	return want[0] && !strcmp(s, want);
 }
 
 /* Who sends this: a gateway sandbox's token, from that sandbox, on its
@@ -1027,7 +1052,8 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	if (lr != 0 || !ci || !fi || getsockname(fi->connect_fd, (struct sockaddr *)&local, &ll) < 0 ||
-	    !addr_is(ci->client_addr, lease.addr4) || !addr_is((struct sockaddr *)&local, lease.gw4))
+	    !((addr_is(ci->client_addr, lease.addr4) && addr_is((struct sockaddr *)&local, lease.gw4)) ||
+	      (addr_is(ci->client_addr, lease.addr6) && addr_is((struct sockaddr *)&local, lease.gw6))))
 		return false;
 	r->client_fd = fi->connect_fd;
 	if (r->prov < 0 || !gw->cfg.upstream[r->prov]) {
@@ -1344,9 +1370,11 @@ int lcd_gateway_parse(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t *se
 	/* the gateway's port on the host side of any sandbox of the pool: lcd
 	 * listens only on this sandbox's own */
 	_cleanup_free_ char *rule = lc_strdup_printf("%s:%d", gw->pool4, gw->cfg.port);
+	_cleanup_free_ char *rule6 = gw->pool6[0] ? lc_strdup_printf("[%s]:%d", gw->pool6, gw->cfg.port) : NULL;
 	if (net->mode == LC_NET_NONE)
 		net->mode = LC_NET_ALLOW;
-	if (lc_net_spec_add_allow(net, rule, err) < 0 || lc_net_validate(net, err) < 0)
+	if (lc_net_spec_add_allow(net, rule, err) < 0 || (rule6 && lc_net_spec_add_allow(net, rule6, err) < 0) ||
+	    lc_net_validate(net, err) < 0)
 		return lc_error_wrap(err, "model_gateway");
 	return 0;
 }
@@ -1580,6 +1608,7 @@ int lcd_gateway_start(lcd_t *lcd, const lcd_gateway_cfg_t *cfg, lc_error_t **err
 	if (lcd_prices_load(&gw->prices, &src, err) < 0 || lc_netpool_config(&pool, err) < 0)
 		goto fail;
 	snprintf(gw->pool4, sizeof(gw->pool4), "%s", pool.pool4);
+	snprintf(gw->pool6, sizeof(gw->pool6), "%s", pool.pool6);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		lc_error_set(err, LC_EXIT_RUNTIME, 0, "model gateway: cannot initialise libcurl");
 		goto fail;

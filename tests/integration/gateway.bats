@@ -155,6 +155,15 @@ EOF
 	[[ "${lines[0]}" == *"model: required"* ]]
 	n=$(jq -s length "$W/req.jsonl")
 	[ "$n" -eq 2 ]
+	# the gateway listens on A's IPv6 host address too (its lease has one), for A only
+	gw6=$(jq -r .gateway6 "$LCRUN_STATE_DIR/net/$A.json")
+	[[ "$gw6" == *::1 ]]
+	run call "$A" "x-api-key: $tokA" "http://[$gw6]:7071/v1/messages" -g -d "$body"
+	[ "${lines[-1]}" = 200 ]
+	run call "$B" "x-api-key: $tokA" "http://[$gw6]:7071/v1/messages" -g -d "$body"
+	[ "${lines[-1]}" = 401 ]
+	n=$(jq -s length "$W/req.jsonl")
+	[ "$n" -eq 3 ]
 	# A is removed: its token dies with it
 	"$LCCTL" sandbox rm "$A"
 	run call "$B" "x-api-key: $tokA" "$urlB/v1/messages" -d "$body"

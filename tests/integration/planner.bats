@@ -105,6 +105,14 @@ auth_of() { # the Authorization header of each request the double received
 	jq -r '.headers | to_entries | map(select(.key | ascii_downcase == "authorization")) | .[0].value' "$W/req.jsonl"
 }
 
+# Python: reach(host, port) is "reached" or "blocked (WHY)"
+PY_REACH='def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return "reached"
+    except OSError as e:
+        return "blocked (%s)" % type(e).__name__'
+
 no_lease_left() { [ -z "$(ls "$LCRUN_STATE_DIR/net/" 2>/dev/null | grep '\.json$')" ] || { ls -l "$LCRUN_STATE_DIR/net/"; return 1; }; }
 
 requests() { [ -f "$W/openai.log" ] && wc -l <"$W/openai.log" || echo 0; }
@@ -291,15 +299,10 @@ seed_unchanged() {
 	# calculator.py that probes the network at import, then adds correctly
 	probe=$(cat <<EOF
 import socket, os
-def _probe(host, port):
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        return "reached"
-    except OSError as e:
-        return "blocked (%s)" % type(e).__name__
-print("PROBE double", _probe("$DBL4", PORT_HERE))
-print("PROBE host", _probe("198.18.7.1", 22))
-print("PROBE public", _probe("1.1.1.1", 443))
+$PY_REACH
+print("PROBE double", reach("$DBL4", PORT_HERE))
+print("PROBE host", reach("198.18.7.1", 22))
+print("PROBE public", reach("1.1.1.1", 443))
 print("PROBE ifaces", sorted(os.listdir("/sys/class/net")))
 EOF
 	)
@@ -434,20 +437,16 @@ $(good_calc)")")"
 	gw_planner_up "$(text_turn ok)"
 	# a function of the app with plan-patch's model_gateway and secrets that
 	# reports what its sandbox holds, and calls the gateway with its token
-	cat >"$W/probe.py" <<'PY'
-import glob, json, os, socket, urllib.request
+	{
+		echo "import glob, json, os, socket, urllib.request"
+		echo "$PY_REACH"
+		cat <<'PY'
 procs = []
 for p in sorted(glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline")):
     try:
         procs.append(open(p, "rb").read().decode("latin-1").replace("\0", "\n"))
     except OSError:
         pass
-def reach(host, port):
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        return "reached"
-    except OSError as e:
-        return "blocked (%s)" % type(e).__name__
 req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
                              data=json.dumps({"model": os.environ["CODING_AGENT_MODEL"], "messages": []}).encode(),
                              headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
@@ -456,6 +455,7 @@ answer = json.load(urllib.request.urlopen(req, timeout=10))
 json.dump({"env": dict(os.environ), "proc": "\n".join(procs), "direct": reach(os.environ["DOUBLE"], int(os.environ["DOUBLE_PORT"])),
            "answer": answer["choices"][0]["message"]["content"]}, open(os.environ["LC_TASK_RESULT"], "w"))
 PY
+	} >"$W/probe.py"
 	jq --rawfile code "$W/probe.py" --arg d "$DBL4" --arg p "$DBL_PORT" '.functions.probe = {command: ["/usr/bin/python3", "-c", $code],
 		net: "$PLANNER_NET_POLICY", secrets: .functions["plan-patch"].secrets, model_gateway: .functions["plan-patch"].model_gateway}
 		| .config.DOUBLE = $d | .config.DOUBLE_PORT = $p' "$APPDIR/app.json" >"$W/app.json"
