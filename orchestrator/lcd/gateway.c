@@ -878,7 +878,11 @@ static bool check_end(gw_req_t *r)
 			on_usage(r);
 		if (r->result == CURLE_OK) {
 			r->flush_all = true;
-			finalize(r, "ok", r->status);
+			/* a billable answer without usage (not JSON, a stream whose
+			 * usage never came) costs nothing here: said so, and counted */
+			bool unmetered = r->billable && r->status >= 200 && r->status < 300 &&
+					 (!r->meter || !lcd_meter_usage(r->meter)->seen);
+			finalize(r, unmetered ? "unmetered" : "ok", r->status);
 		} else {
 			snprintf(msg, sizeof(msg), "the provider's answer broke off: %s", curl_easy_strerror(r->result));
 			_cleanup_free_ char *ev = err_event(r, 502, msg);
@@ -1528,9 +1532,10 @@ void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 		return;
 	}
 	gw_t *gw = gw_of(lcd);
-	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
-			      json_object_get(row, "secret"), "requests", json_object_get(sum, "requests"),
-			      "budget_exceeded", json_object_get(sum, "budget_exceeded"), "budget_usd", json_null());
+	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
+			      json_object_get(row, "secret"), "requests", json_object_get(sum, "requests"), "unmetered",
+			      json_object_get(sum, "unmetered"), "budget_exceeded", json_object_get(sum, "budget_exceeded"),
+			      "budget_usd", json_null());
 	long long b = json_integer_value(json_object_get(row, "budget_pusd"));
 	if (b)
 		json_object_set_new(g, "budget_usd", lcd_usd_json(b));
@@ -1554,6 +1559,7 @@ void lcd_gateway_task_view(lcd_t *lcd, json_t *task)
 	json_object_set(task, "spend_usd", json_object_get(sum, "spend_usd"));
 	json_object_set(task, "tokens", json_object_get(sum, "tokens"));
 	json_object_set(task, "model_requests", json_object_get(sum, "requests"));
+	json_object_set(task, "model_unmetered", json_object_get(sum, "unmetered"));
 	json_object_set(task, "budget_exceeded", json_object_get(sum, "budget_exceeded"));
 }
 

@@ -344,7 +344,10 @@ EOF2
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	[ "${lines[-1]}" = 200 ]
 	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = fine ]
-	[ "$(ledger "sandbox_id = '$SB'" | jq -r .outcome | tr '\n' ,)" = "client_gone,timeout,timeout,upstream_error,ok,ok," ]
+	# the garbage answer: a request recorded as unmetered (no usage, no cost), counted in the views
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r .outcome | tr '\n' ,)" = "client_gone,timeout,timeout,upstream_error,unmetered,ok," ]
+	"$LCCTL" sandbox show "$SB" | jq -e '.model_gateway.unmetered == 1 and .model_gateway.requests == 6'
+	grep -q "model gateway: sandbox $SB anthropic /v1/messages model $S4: 200 unmetered, tokens in 0 out 0" "$T/lcd.log"
 	kill -0 "$LCD_PID"
 }
 
