@@ -395,6 +395,13 @@ $(good_calc)")")"
 	run_agent '{"instruction": 5}'
 	[ "$status" -eq 4 ]
 	echo "$output" | jq -e '.result.error == "args.instruction: expected a non-empty string of at most 16384 bytes"'
+	# MODEL_ACCESS=gateway for a plan-patch whose function has no model_gateway: one line, exit 4
+	for v in CODING_AGENT_BASE_URL CODING_AGENT_MODEL CODING_AGENT_API_KEY; do echo x | "$LCCTL" secret set "$v"; done
+	jq 'del(.functions["plan-patch"].model_gateway)' "$APPDIR/app.json" >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json" >/dev/null
+	run_agent
+	[ "$status" -eq 4 ]
+	echo "$output" | jq -e '.result.error | contains("MODEL_ACCESS=gateway, but this task has no model gateway (OPENAI_BASE_URL is not set): give its function \"model_gateway\", or deploy with MODEL_ACCESS=direct")'
 	[ "$(made_sandboxes)" -eq 0 ]
 	no_sandbox_left
 }
