@@ -81,7 +81,10 @@ static enum MHD_Result h_create(call_t *call)
 	_cleanup_json_ json_t *row = lcd_sandbox_find(call->lcd, call->who, json_string_value(json_array_get(ids, 0)), &err);
 	if (!row)
 		return api_fail_err(call->c, err);
-	return view_reply(call, MHD_HTTP_CREATED, row);
+	lc_trace("lcd create: row read back");
+	enum MHD_Result r = view_reply(call, MHD_HTTP_CREATED, row);
+	lc_trace("lcd create: answer queued");
+	return r;
 }
 
 static enum MHD_Result h_verb(call_t *call, json_t *row, const char *verb)

@@ -23,6 +23,7 @@
 
 #include "gateway.h"
 #include "lcd.h"
+#include "pool.h"
 #include "netlibs.h"
 #include "util.h"
 
@@ -90,6 +91,7 @@ struct config {
 	long long webhook_max_body;
 	char *workloads_dir, *apps_dir;
 	lcd_gateway_cfg_t gateway;
+	json_t *sandbox_pool;
 };
 
 /* "bind_roots": absolute directories, resolved where they exist. */
@@ -155,6 +157,10 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->apps_dir;
 		else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
+				return -1;
+			continue;
+		} else if (!strcmp(key, "sandbox_pool")) {
+			if (lcd_pool_config(v, path, &c->sandbox_pool, err) < 0)
 				return -1;
 			continue;
 		} else if (!strcmp(key, "gateway")) {
@@ -485,20 +491,36 @@ int main(int argc, char **argv)
 	}
 	lcd_gateway_cfg_clear(&cfg.gateway);
 
+	/* The pool before the API: a create may take from it at once. */
+	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0) {
+		lcd_pool_stop(&lcd);
+		lcd_gateway_stop(&lcd);
+		lcd_webhook_stop(hooks);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
+	json_decref(cfg.sandbox_pool);
+
+	/* The API and the devboxes before the dispatcher and the scheduler:
+	 * a listen address that cannot be bound ends lcd here, with no task
+	 * started and no thread of ours to stop.  (A spawn answered before
+	 * the dispatcher runs waits in the queue for it.) */
+	lcd_api_t *api = NULL;
+	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0 ||
+	    lcd_devboxes_start(&lcd, &err) < 0) {
+		lcd_api_stop(api);
+		lcd_devboxes_stop(&lcd);
+		lcd_pool_stop(&lcd);
+		lcd_gateway_stop(&lcd);
+		lcd_webhook_stop(hooks);
+		unlink(sock);
+		unlink(lcd.task_socket);
+		return fail(err);
+	}
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
-	if (lcd_devboxes_start(&lcd, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
-	lcd_api_t *api = NULL;
-	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
 	if (token)
 		explicit_bzero(token, strlen(token));
 
@@ -523,6 +545,7 @@ int main(int argc, char **argv)
 	lcd_api_stop(api);
 	unlink(sock);
 	unlink(lcd.task_socket);
+	lcd_pool_stop(&lcd); /* no create can take from it now */
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
 	/* Running tasks end now: failed (or queued again, per retries).  Kill

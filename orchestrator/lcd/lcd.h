@@ -51,6 +51,7 @@ typedef struct lcd {
 	struct lcd_session *sessions; /* sbexec.c: persistent shells */
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
+	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
 } lcd_t;
 
 /* The network policy loader (runtime/net.h) is used once liblcrun has it;

@@ -18,6 +18,7 @@
 #include "layer.h"
 #include "lcd.h"
 #include "net.h"
+#include "pool.h"
 #include "util.h"
 
 #define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at"
@@ -35,6 +36,7 @@ static int bad(lc_error_t **err, int code, const char *path, const char *what)
 typedef struct sbreq {
 	lc_spec_t *spec;
 	char *image;    /* as asked: "host" or a stored image's name */
+	char *digest;   /* its manifest digest as resolved now; NULL: host */
 	json_t *labels; /* {K: V} */
 	json_t *secrets;/* [NAME] */
 	char *name;
@@ -46,6 +48,7 @@ static void sbreq_clear(sbreq_t *r)
 {
 	lc_spec_free(r->spec);
 	free(r->image);
+	free(r->digest);
 	json_decref(r->labels);
 	json_decref(r->secrets);
 	free(r->name);
@@ -346,6 +349,8 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 		int rc = lc_image_resolve(image, &ir, err);
 		if (rc == 0)
 			rc = lc_image_apply_config(s, ir, err);
+		if (rc == 0)
+			r->digest = strdup(ir->manifest_digest);
 		lc_image_resolved_free(ir);
 		if (rc < 0)
 			return lc_error_wrap(err, "image");
@@ -441,9 +446,10 @@ static void prune_vanished(lcd_t *lcd, const char *app)
 	}
 }
 
-/* Write n 'creating' rows, inside the app's quota, all or none. */
+/* Write n 'creating' rows, inside the app's quota, all or none; the
+ * first has the id preset when one is given (a member of the pool). */
 static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t *req, char (*ids)[LC_ID_LEN + 1],
-		   int n, lc_error_t **err)
+		   int n, const char *preset, lc_error_t **err)
 {
 	int max = -1;
 	if (!who->operator) {
@@ -487,7 +493,10 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 		goto fail;
 	}
 	for (int i = 0; i < n; i++) {
-		lc_random_hex(ids[i], LC_ID_LEN);
+		if (preset && i == 0)
+			memcpy(ids[i], preset, LC_ID_LEN + 1);
+		else
+			lc_random_hex(ids[i], LC_ID_LEN);
 		if (lcd_db_exec(lcd->db, err,
 				"INSERT INTO sandboxes (id, name, app, task_id, function, state, image, request, labels, secrets, "
 				"created_at) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
@@ -522,30 +531,106 @@ static const char *owner_text(const lcd_caller_t *who, char *buf, size_t len)
 	return buf;
 }
 
+lc_spec_t *lcd_sandbox_pool_spec(lcd_t *lcd, const char *image, char **digest, lc_error_t **err)
+{
+	static const lcd_caller_t op = { .operator = true };
+	_cleanup_json_ json_t *req = json_pack("{s:s}", "image", image);
+	sbreq_t r;
+	if (parse_create(lcd, &op, req, NULL, &r, err) < 0) {
+		sbreq_clear(&r);
+		return NULL;
+	}
+	lc_spec_t *spec = r.spec;
+	*digest = r.digest;
+	r.spec = NULL;
+	r.digest = NULL;
+	sbreq_clear(&r);
+	return spec;
+}
+
+/* What a member of the pool can still be given (lc_sandbox_claim): a
+ * request with nothing fixed when a sandbox is made -- no limits, net
+ * other than none, mounts, user, workdir or model gateway. */
+static bool pool_fits(json_t *req)
+{
+	static const char *const keys[] = { "image", "env", "secrets", "labels", "name", "ttl", "idle_timeout", "net", NULL };
+	const char *k;
+	json_t *v;
+	json_object_foreach(req, k, v) {
+		bool fit = false;
+		for (size_t i = 0; keys[i]; i++)
+			fit |= !strcmp(k, keys[i]);
+		if (!fit || (!strcmp(k, "net") && strcmp(json_string_value(v) ?: "", "none")))
+			return false;
+	}
+	return true;
+}
+
+/* Give the pool's member id to the request r; on failure the member is
+ * back in the pool (its name is taken: the request's error) or removed. */
+static int claim_pooled(lcd_t *lcd, const sbreq_t *r, const char *id, lc_error_t **err)
+{
+	lc_error_t *e = NULL;
+	int rc = lc_sandbox_claim(id, r->spec, &e);
+	if (rc == 0) {
+		lcd_pool_claimed(lcd, id);
+		return 0;
+	}
+	lcd_db_exec(lcd->db, NULL, "DELETE FROM sandboxes WHERE id = ?", "s", id);
+	if (e && e->exit_code == LC_EXIT_BUSY) {
+		lcd_pool_put_back(lcd, r->image, r->digest, id);
+		*err = e;
+		return -1;
+	}
+	lcd_log("sandbox pool: %s could not be claimed (%s); making one the usual way", id, e ? e->msg : "?");
+	lc_error_free(e);
+	lcd_pool_discard(lcd, id);
+	return 1;
+}
+
+static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+		lcd_sandbox_tune_t tune, void *ud, bool use_pool, lc_error_t **err);
+
 int lcd_sandbox_make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
 		     lc_error_t **err)
 {
-	return lcd_sandbox_make_tuned(lcd, who, req, n, image, ids, NULL, NULL, err);
+	return make(lcd, who, req, n, image, ids, NULL, NULL, true, err);
 }
 
 int lcd_sandbox_make_tuned(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
 			   lcd_sandbox_tune_t tune, void *ud, lc_error_t **err)
 {
+	return make(lcd, who, req, n, image, ids, tune, ud, true, err);
+}
+
+static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const char *image, json_t *ids,
+		lcd_sandbox_tune_t tune, void *ud, bool use_pool, lc_error_t **err)
+{
 	sbreq_t r;
+	lc_trace("lcd create: start");
 	if (parse_create(lcd, who, req, image, &r, err) < 0) {
 		sbreq_clear(&r);
 		return -1;
 	}
+	lc_trace("lcd create: request parsed");
 	if (r.name && n > 1) {
 		sbreq_clear(&r);
 		return bad(err, LC_EXIT_INVALID, "name", "only one sandbox can have a name");
 	}
 	_cleanup_free_ char(*made)[LC_ID_LEN + 1] = lc_xmalloc0((size_t)n * sizeof(*made));
 	_cleanup_json_ json_t *empty = json_object();
-	if (reserve(lcd, who, &r, req ? req : empty, made, n, err) < 0) {
+	/* A member of the pool, when one fits: its row is written as a new
+	 * one's would be, then it gets the request's name, env and ttl. */
+	char pooled[LC_ID_LEN + 1];
+	bool from_pool = use_pool && n == 1 && !image && !tune && pool_fits(req ? req : empty) &&
+			 lcd_pool_take(lcd, r.image, r.digest, pooled);
+	if (reserve(lcd, who, &r, req ? req : empty, made, n, from_pool ? pooled : NULL, err) < 0) {
+		if (from_pool)
+			lcd_pool_put_back(lcd, r.image, r.digest, pooled);
 		sbreq_clear(&r);
 		return -1;
 	}
+	lc_trace(from_pool ? "lcd create: row written (a pool member taken)" : "lcd create: row written");
 	char owner[256];
 	owner_text(who, owner, sizeof(owner));
 	int rc = 0;
@@ -557,9 +642,18 @@ int lcd_sandbox_make_tuned(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int
 		char got[LC_ID_LEN + 1];
 		if (tune && (rc = tune(r.spec, made[i], ud, err)) < 0)
 			break;
-		rc = lc_sandbox_create(r.spec, got, err);
+		if (from_pool) {
+			rc = claim_pooled(lcd, &r, made[i], err);
+			if (rc != 0) {
+				sbreq_clear(&r);
+				return rc < 0 ? -1 : make(lcd, who, req, n, image, ids, tune, ud, false, err);
+			}
+		} else {
+			rc = lc_sandbox_create(r.spec, got, err);
+		}
 		if (rc < 0)
 			break; /* its row goes, and the rows of those not made yet */
+		lc_trace(from_pool ? "lcd create: member claimed" : "lcd create: sandbox made");
 		/* Live only if the owner did not end meanwhile (then its row is
 		 * 'deleting' or gone, and this sandbox is removed here). */
 		int live = lcd_db_exec(lcd->db, err, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'creating'",
@@ -572,7 +666,8 @@ int lcd_sandbox_make_tuned(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int
 		}
 		if (r.has_gw && (rc = lcd_gateway_attach(lcd, who, made[i], &r.gw, err)) < 0)
 			break;
-		lcd_log("sandbox %s created for %s (image %s)", made[i], owner, r.image);
+		lc_trace("lcd create: row live");
+		lcd_log("sandbox %s created for %s (image %s%s)", made[i], owner, r.image, from_pool ? ", from the pool" : "");
 	}
 	if (rc < 0) {
 		undo(lcd, made, n);

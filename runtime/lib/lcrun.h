@@ -182,6 +182,12 @@ int lc_sandbox_kill(const char *id_or_name, lc_error_t **err);
 /* Start spec (no argv; spec->ttl, spec->idle_timeout, spec->name apply)
  * and return once its pid 1 is up; id receives its id. */
 int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err);
+/* Give a running sandbox made by lc_sandbox_create without a name, that
+ * nothing has run in yet (lcd's pool), what a create sets without making
+ * a namespace, mount or cgroup: spec's name, env, ttl and idle_timeout.
+ * Its "created" becomes now and the ttl counts from then.  Nothing else
+ * of spec is looked at.  LC_EXIT_BUSY: the name is taken. */
+int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err);
 /* Start a stopped sandbox again on its kept upper layer. */
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err);
 /* Kill its processes, keep its files (upper layer) and state. */

@@ -10,7 +10,8 @@
  * --idle-timeout, and tears the sandbox down when told to:
  *
  *   SIGTERM  stop: processes killed, cgroup removed, upper layer kept;
- *   SIGUSR1  release: the same, and no ttl timer is left behind (rm, start).
+ *   SIGUSR1  release: the same, and no ttl timer is left behind (rm, start);
+ *   SIGUSR2  read ttl and idle_timeout again from the state (lc_sandbox_claim).
  *
  * A stopped sandbox with a ttl keeps a small timer process (the monitor's
  * child) that removes it when the ttl expires.  Commands that change a
@@ -222,6 +223,7 @@ typedef struct monitor {
 	bool restart;
 	int sfd;        /* signalfd: TERM, USR1, INT, HUP */
 	long long expires_ms; /* wall clock; 0: no ttl */
+	int idle_timeout;     /* seconds; 0: none */
 } monitor_t;
 
 /* How many processes run in the sandbox besides its pid 1. */
@@ -271,6 +273,19 @@ static int signal_event(int sig)
 	return sig == SIGUSR1 ? EV_RELEASE : EV_STOP;
 }
 
+/* SIGUSR2: lc_sandbox_claim wrote a ttl and an idle_timeout (counted from
+ * the claim) into the state; the state is written whole by rename. */
+static void monitor_reload(monitor_t *m, long long *last_busy)
+{
+	_cleanup_json_ json_t *st = lc_state_read(m->c.id, NULL);
+	if (!st)
+		return;
+	m->idle_timeout = (int)jint(st, "idle_timeout");
+	m->expires_ms = jint(st, "expires") > 0 ? jint(st, "expires") : 0;
+	if (last_busy)
+		*last_busy = lc_now_ms();
+}
+
 /* Take the state lock for an action of the monitor's own; a command that
  * holds it will signal us: then its request wins.  Returns the lock fd, or
  * -1 with *ev set to the command's request. */
@@ -283,7 +298,9 @@ static int monitor_lock(monitor_t *m, int *ev)
 		struct pollfd p = { m->sfd, POLLIN, 0 };
 		if (poll(&p, 1, 20) > 0) {
 			int sig = read_signal(m->sfd);
-			if (sig) {
+			if (sig == SIGUSR2) {
+				monitor_reload(m, NULL);
+			} else if (sig) {
 				*ev = signal_event(sig);
 				return -1;
 			}
@@ -350,11 +367,10 @@ static void __attribute__((noreturn)) monitor_finish(monitor_t *m, int ev, const
 
 static void __attribute__((noreturn)) monitor_loop(monitor_t *m)
 {
-	const lc_spec_t *s = m->c.spec;
 	long long last_busy = lc_now_ms();
 	for (;;) {
 		int timeout = -1;
-		if (s->idle_timeout > 0)
+		if (m->idle_timeout > 0)
 			timeout = 1000;
 		if (m->expires_ms > 0) {
 			long long left = m->expires_ms - lc_wall_ms();
@@ -371,6 +387,10 @@ static void __attribute__((noreturn)) monitor_loop(monitor_t *m)
 		const char *why = NULL;
 		if (n > 0 && (p[1].revents & POLLIN)) {
 			int sig = read_signal(m->sfd);
+			if (sig == SIGUSR2) {
+				monitor_reload(m, &last_busy);
+				continue;
+			}
 			if (sig) {
 				/* a command holds the lock and waits for us */
 				monitor_finish(m, signal_event(sig), sig == SIGUSR1 ? "removed" : "stopped");
@@ -382,10 +402,10 @@ static void __attribute__((noreturn)) monitor_loop(monitor_t *m)
 		} else if (m->expires_ms > 0 && lc_wall_ms() >= m->expires_ms) {
 			ev = EV_EXPIRE;
 			why = "ttl expired";
-		} else if (s->idle_timeout > 0) {
+		} else if (m->idle_timeout > 0) {
 			if (busy_count(m) > 0)
 				last_busy = lc_now_ms();
-			else if (lc_now_ms() - last_busy >= (long long)s->idle_timeout * 1000) {
+			else if (lc_now_ms() - last_busy >= (long long)m->idle_timeout * 1000) {
 				ev = EV_IDLE;
 				why = "idle timeout";
 			}
@@ -433,6 +453,7 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigprocmask(SIG_BLOCK, &set, NULL);
@@ -455,6 +476,7 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 	redirect_stdio(log);
 	if (c->spec->ttl > 0)
 		m->expires_ms = c->created_ms + (long long)c->spec->ttl * 1000;
+	m->idle_timeout = c->spec->idle_timeout;
 	json_t *p = json_pack("{s:i, s:I, s:I, s:I, s:b}", "monitor_pid", (int)getpid(),
 			      "monitor_start", (json_int_t)lc_proc_starttime(getpid()),
 			      "pid_start", (json_int_t)lc_proc_starttime(c->init),
@@ -630,6 +652,54 @@ int lc_sandbox_stop(const char *id_or_name, lc_error_t **err)
 		return lc_state_patch(id, p, err);
 	}
 	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is already %s", id, status);
+}
+
+int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id, &h, err) < 0)
+		return -1;
+	const char *status = lc_state_status(h.st, h.id);
+	if (strcmp(status, "running"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not running", h.id, status);
+	if (jstr(h.st, "name") || !json_object_get(h.st, "monitor_pid"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s was not made to be claimed", h.id);
+	/* Its monitor records "confirmed" once create has returned, by a
+	 * write of the whole state: wait for it, or that write would undo ours. */
+	for (int i = 0; !json_is_true(json_object_get(h.st, "confirmed")); i++) {
+		if (i == 1000)
+			return lc_error_set(err, LC_EXIT_TIMEOUT, 0, "sandbox %s: its monitor did not confirm it", h.id);
+		usleep(1000);
+		json_decref(h.st);
+		if (!(h.st = lc_state_read(h.id, err)))
+			return -1;
+	}
+	int linked = spec->name ? lc_name_link(h.id, spec->name, err) : 0;
+	if (linked < 0)
+		return -1;
+	long long now = lc_wall_ms();
+	json_t *sj = json_object_get(h.st, "spec");
+	json_object_set_new(sj, "name", spec->name ? json_string(spec->name) : json_null());
+	json_object_set_new(sj, "env", lc_strv_to_json(spec->env));
+	json_object_set_new(sj, "ttl", json_integer(spec->ttl));
+	json_object_set_new(sj, "idle_timeout", json_integer(spec->idle_timeout));
+	json_object_set_new(h.st, "name", spec->name ? json_string(spec->name) : json_null());
+	json_object_set_new(h.st, "created", json_integer(now));
+	json_object_set_new(h.st, "ttl", json_integer(spec->ttl));
+	json_object_set_new(h.st, "idle_timeout", json_integer(spec->idle_timeout));
+	json_object_set_new(h.st, "expires", spec->ttl > 0 ? json_integer(now + (long long)spec->ttl * 1000) : json_null());
+	int r = lc_state_write(h.id, h.st, err);
+	if (r == 0 && (spec->ttl > 0 || spec->idle_timeout > 0)) {
+		pid_t m = (pid_t)jint(h.st, "monitor_pid");
+		_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, m, 0);
+		if (pfd < 0 || !lc_state_monitor_alive(h.st, h.id) || syscall(SYS_pidfd_send_signal, pfd, SIGUSR2, NULL, 0) < 0)
+			r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot hand its ttl to its monitor", h.id);
+	}
+	if (r < 0 && linked > 0) {
+		_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), spec->name);
+		unlink(link);
+	}
+	return r;
 }
 
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err)

@@ -70,6 +70,9 @@ bool lc_id_valid(const char *id);
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
 /* Resolve an id or a name (*id) and read its state. */
 json_t *lc_state_open(const char *id_or_name, char **id, lc_error_t **err);
+/* Record name for sandbox id ($run/names/NAME -> id): 1 made, 0 it was
+ * id's already; LC_EXIT_BUSY when another live sandbox has it. */
+int lc_name_link(const char *id, const char *name, lc_error_t **err);
 
 /* ---- sync.c: messages between lcrun, the staging process and pid 1 */
 enum {

@@ -432,6 +432,20 @@ count_fn() { # FN [STATE]
 	out=$(ip netns exec "$ns" curl -s -H "Authorization: Bearer $(cat "$T/token")" http://127.0.0.1:7070/v1/apps)
 	[ "$(echo "$out" | jq -r '.apps[0].name')" = demo ]
 	stop_lcd
+	# A TCP address that cannot be bound (taken) ends lcd at start with one
+	# line and exit 125, not a crash, and with nothing of it left running.
+	ip netns exec "$ns" socat TCP-LISTEN:7070,bind=127.0.0.1,reuseaddr,fork /dev/null &
+	socat_pid=$!
+	for _ in $(seq 50); do ip netns exec "$ns" ss -Hltn 'sport = :7070' | grep -q . && break; sleep 0.05; done
+	run ip netns exec "$ns" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	kill "$socat_pid"; wait "$socat_pid" 2>/dev/null || true
+	[ "$status" -eq 125 ]
+	[ "$output" = "lcd: cannot listen on 127.0.0.1:7070" ]
+	[ ! -e "$LCD_SOCKET" ]
+	echo '{}' >"$T/lcd.json"
+	start_lcd
+	"$LCCTL" app list --json | jq -e '.[0].name == "demo"'
+	stop_lcd
 	ip netns del "$ns"
 	NS=
 	# listen without a token file is refused at start
