@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gateway.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -142,7 +143,8 @@ int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc
 	lcd_app_t *app = NULL;
 	if (lcd_app_parse(manifest, &app, err) < 0)
 		return -1;
-	if (check_policies(app, err) < 0 || check_mounts(lcd, app, err) < 0 || lcd_devboxes_check_app(lcd, app, err) < 0) {
+	if (check_policies(app, err) < 0 || check_mounts(lcd, app, err) < 0 || lcd_devboxes_check_app(lcd, app, err) < 0 ||
+	    lcd_gateway_check_app(lcd, app, err) < 0) {
 		lcd_app_unref(app);
 		return -1;
 	}

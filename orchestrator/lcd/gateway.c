@@ -61,7 +61,7 @@
 enum api { API_MESSAGES, API_COUNT, API_MODELS, API_CHAT, API_RESPONSES };
 
 typedef struct listener {
-	char addr[INET_ADDRSTRLEN];
+	char addr[INET6_ADDRSTRLEN];
 	char owner[LC_ID_LEN + 1];
 	int fd;
 	bool dead; /* closed by the acceptor at its next turn */
@@ -123,7 +123,7 @@ struct gw {
 	lcd_t *lcd;
 	lcd_gateway_cfg_t cfg;
 	lcd_prices_t *prices;
-	char pool4[LC_CIDR_STRLEN];
+	char pool4[LC_CIDR_STRLEN], pool6[LC_CIDR_STRLEN]; /* pool6: "" without IPv6 */
 	struct MHD_Daemon *d;
 	CURLSH *share;
 	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
@@ -283,8 +283,45 @@ static void wake(gw_t *gw)
 	(void)!write(gw->wake[1], "x", 1);
 }
 
-/* Listen on the host side of the sandbox's veth (its lease may have
- * changed since: a stopped sandbox gets a new one when started). */
+/* A listening socket on addr (IPv4 or IPv6) and port, or -1 with errno.
+ * IP_FREEBIND: a task's sandbox gets its listener before lc_run() puts
+ * the address on its veth (lcd_gateway_task_begin). */
+static int listen_on(const char *addr, int port)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)port);
+		len = sizeof(*s4);
+	} else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)port);
+		len = sizeof(*s6);
+	} else {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one)) < 0 ||
+	    (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Listen on the host side of the sandbox's veth, its IPv4 address and its
+ * IPv6 one when the lease has one (the lease may have changed since: a
+ * stopped sandbox gets a new one when started).  addr: the IPv4 one. */
 static int listener_sync(gw_t *gw, const char *id, char addr[INET_ADDRSTRLEN], lc_error_t **err)
 {
 	lc_lease_t lease;
@@ -294,51 +331,40 @@ static int listener_sync(gw_t *gw, const char *id, char addr[INET_ADDRSTRLEN], l
 	if (r != 0)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has no network address (is it running?)", id);
 	snprintf(addr, INET_ADDRSTRLEN, "%s", lease.gw4);
+	const char *want[2] = { lease.gw4, lease.gw6[0] ? lease.gw6 : NULL };
+	bool have[2] = { false, false };
 	pthread_mutex_lock(&gw->lock);
-	listener_t *mine = NULL;
 	for (size_t i = 0; i < gw->n_ls; i++) {
 		listener_t *l = &gw->ls[i];
-		if (!strcmp(l->addr, addr)) {
-			mine = l;
+		int k = !strcmp(l->addr, want[0]) ? 0 : want[1] && !strcmp(l->addr, want[1]) ? 1 : -1;
+		if (k >= 0) {
+			have[k] = true;
+			snprintf(l->owner, sizeof(l->owner), "%s", id);
+			l->dead = false;
 		} else if (!strcmp(l->owner, id)) {
 			l->dead = true; /* its old address */
 			l->owner[0] = '\0';
 		}
 	}
-	if (mine) {
-		snprintf(mine->owner, sizeof(mine->owner), "%s", id);
-		mine->dead = false;
-		pthread_mutex_unlock(&gw->lock);
-		wake(gw);
-		return 0;
-	}
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)gw->cfg.port) };
-	int fd = -1;
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
-		r = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: bad gateway address '%s'", id, addr);
-		goto out;
-	}
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
-		r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: cannot listen on %s:%d for sandbox %s", addr,
-				 gw->cfg.port, id);
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	gw->ls = realloc(gw->ls, (gw->n_ls + 1) * sizeof(*gw->ls));
-	listener_t *l = &gw->ls[gw->n_ls++];
-	memset(l, 0, sizeof(*l));
-	snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	snprintf(l->owner, sizeof(l->owner), "%s", id);
-	l->fd = fd;
 	r = 0;
-out:
+	for (int k = 0; k < 2 && r == 0; k++) {
+		if (!want[k] || have[k])
+			continue;
+		int fd = listen_on(want[k], gw->cfg.port);
+		if (fd < 0) {
+			r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: cannot listen on %s%s%s:%d for sandbox %s",
+					 k ? "[" : "", want[k], k ? "]" : "", gw->cfg.port, id);
+			break;
+		}
+		gw->ls = realloc(gw->ls, (gw->n_ls + 1) * sizeof(*gw->ls));
+		listener_t *l = &gw->ls[gw->n_ls++];
+		memset(l, 0, sizeof(*l));
+		snprintf(l->addr, sizeof(l->addr), "%s", want[k]);
+		snprintf(l->owner, sizeof(l->owner), "%s", id);
+		l->fd = fd;
+	}
 	pthread_mutex_unlock(&gw->lock);
-	if (r == 0)
-		wake(gw);
+	wake(gw);
 	return r;
 }
 
@@ -852,7 +878,11 @@ static bool check_end(gw_req_t *r)
 			on_usage(r);
 		if (r->result == CURLE_OK) {
 			r->flush_all = true;
-			finalize(r, "ok", r->status);
+			/* a billable answer without usage (not JSON, a stream whose
+			 * usage never came) costs nothing here: said so, and counted */
+			bool unmetered = r->billable && r->status >= 200 && r->status < 300 &&
+					 (!r->meter || !lcd_meter_usage(r->meter)->seen);
+			finalize(r, unmetered ? "unmetered" : "ok", r->status);
 		} else {
 			snprintf(msg, sizeof(msg), "the provider's answer broke off: %s", curl_easy_strerror(r->result));
 			_cleanup_free_ char *ev = err_event(r, 502, msg);
@@ -981,7 +1011,9 @@ static bool addr_is(const struct sockaddr *sa, const char *want)
 	char s[INET6_ADDRSTRLEN] = "";
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, s, sizeof(s));
-	return !strcmp(s, want);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, s, sizeof(s));
+	return want[0] && !strcmp(s, want);
 }
 
 /* Who sends this: a gateway sandbox's token, from that sandbox, on its
@@ -1024,7 +1056,8 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	struct sockaddr_storage local;
 	socklen_t ll = sizeof(local);
 	if (lr != 0 || !ci || !fi || getsockname(fi->connect_fd, (struct sockaddr *)&local, &ll) < 0 ||
-	    !addr_is(ci->client_addr, lease.addr4) || !addr_is((struct sockaddr *)&local, lease.gw4))
+	    !((addr_is(ci->client_addr, lease.addr4) && addr_is((struct sockaddr *)&local, lease.gw4)) ||
+	      (addr_is(ci->client_addr, lease.addr6) && addr_is((struct sockaddr *)&local, lease.gw6))))
 		return false;
 	r->client_fd = fi->connect_fd;
 	if (r->prov < 0 || !gw->cfg.upstream[r->prov]) {
@@ -1341,9 +1374,11 @@ int lcd_gateway_parse(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t *se
 	/* the gateway's port on the host side of any sandbox of the pool: lcd
 	 * listens only on this sandbox's own */
 	_cleanup_free_ char *rule = lc_strdup_printf("%s:%d", gw->pool4, gw->cfg.port);
+	_cleanup_free_ char *rule6 = gw->pool6[0] ? lc_strdup_printf("[%s]:%d", gw->pool6, gw->cfg.port) : NULL;
 	if (net->mode == LC_NET_NONE)
 		net->mode = LC_NET_ALLOW;
-	if (lc_net_spec_add_allow(net, rule, err) < 0 || lc_net_validate(net, err) < 0)
+	if (lc_net_spec_add_allow(net, rule, err) < 0 || (rule6 && lc_net_spec_add_allow(net, rule6, err) < 0) ||
+	    lc_net_validate(net, err) < 0)
 		return lc_error_wrap(err, "model_gateway");
 	return 0;
 }
@@ -1422,6 +1457,70 @@ int lcd_gateway_env(lcd_t *lcd, const char *id, char ***env, lc_error_t **err)
 	return 0;
 }
 
+int lcd_gateway_check_app(lcd_t *lcd, const lcd_app_t *app, lc_error_t **err)
+{
+	const lcd_caller_t op = { .operator = true };
+	for (size_t i = 0; i < app->n_functions; i++) {
+		const lcd_function_t *f = &app->functions[i];
+		if (!f->model_gateway)
+			continue;
+		if (!gw_of(lcd)) {
+			_cleanup_free_ char *how = f->gateway_access_key
+				? lc_strdup_printf("deploy with --config %s=direct", f->gateway_access_key)
+				: strdup("set its \"access\" to \"direct\"");
+			return lc_error_set(err, LC_EXIT_STATE, 0,
+					    "functions.%s.model_gateway: this lcd serves no model gateway: configure "
+					    "\"gateway\" in lcd.json, or %s", f->name, how);
+		}
+		lc_net_spec_t net = { 0 };
+		lcd_gw_spec_t g;
+		int r = lcd_gateway_parse(lcd, &op, f->model_gateway, NULL, &g, &net, err);
+		lcd_gw_spec_clear(&g);
+		lc_net_spec_clear(&net);
+		if (r < 0)
+			return lc_error_wrap(err, "functions.%s", f->name);
+	}
+	return 0;
+}
+
+int lcd_gateway_task_begin(lcd_t *lcd, const lcd_caller_t *task, const lcd_function_t *fn, const char *sandbox_id,
+			   lc_spec_t *spec, lc_error_t **err)
+{
+	const lcd_caller_t op = { .operator = true }; /* the manifest's, checked at deploy: the operator's */
+	lcd_gw_spec_t g;
+	if (lcd_gateway_parse(lcd, &op, fn->model_gateway, NULL, &g, &spec->net, err) < 0) {
+		lcd_gw_spec_clear(&g);
+		return lc_error_wrap(err, "functions.%s", fn->name);
+	}
+	lc_net_pool_t pool;
+	lc_lease_t lease;
+	int r = -1;
+	if (lc_netpool_config(&pool, err) < 0 ||
+	    lc_netpool_alloc(sandbox_id, &pool, lc_net_mode_name(spec->net.mode), spec->net.policy, &lease, err) < 0)
+		goto out;
+	if (lcd_gateway_attach(lcd, task, sandbox_id, &g, err) < 0 || lcd_gateway_env(lcd, sandbox_id, &spec->secret_env, err) < 0) {
+		lcd_gateway_task_end(lcd, sandbox_id);
+		goto out;
+	}
+	r = 0;
+out:
+	lcd_gw_spec_clear(&g);
+	return r;
+}
+
+void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id)
+{
+	lcd_gateway_forget(lcd, sandbox_id);
+	/* Only a lease lc_run() never used (it failed before the network's
+	 * set-up): one it used is released by its teardown, the last step. */
+	lc_lease_t lease;
+	lc_error_t *e = NULL;
+	if (lc_netpool_adopt(sandbox_id, &lease, NULL) == 0 && lc_netpool_release(sandbox_id, &e) < 0) {
+		lcd_log("sandbox %s: %s", sandbox_id, e->msg);
+		lc_error_free(e);
+	}
+}
+
 void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 {
 	_cleanup_json_ json_t *rows = lcd_db_query(
@@ -1433,9 +1532,10 @@ void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 		return;
 	}
 	gw_t *gw = gw_of(lcd);
-	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
-			      json_object_get(row, "secret"), "requests", json_object_get(sum, "requests"),
-			      "budget_exceeded", json_object_get(sum, "budget_exceeded"), "budget_usd", json_null());
+	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
+			      json_object_get(row, "secret"), "requests", json_object_get(sum, "requests"), "unmetered",
+			      json_object_get(sum, "unmetered"), "budget_exceeded", json_object_get(sum, "budget_exceeded"),
+			      "budget_usd", json_null());
 	long long b = json_integer_value(json_object_get(row, "budget_pusd"));
 	if (b)
 		json_object_set_new(g, "budget_usd", lcd_usd_json(b));
@@ -1459,6 +1559,7 @@ void lcd_gateway_task_view(lcd_t *lcd, json_t *task)
 	json_object_set(task, "spend_usd", json_object_get(sum, "spend_usd"));
 	json_object_set(task, "tokens", json_object_get(sum, "tokens"));
 	json_object_set(task, "model_requests", json_object_get(sum, "requests"));
+	json_object_set(task, "model_unmetered", json_object_get(sum, "unmetered"));
 	json_object_set(task, "budget_exceeded", json_object_get(sum, "budget_exceeded"));
 }
 
@@ -1513,6 +1614,7 @@ int lcd_gateway_start(lcd_t *lcd, const lcd_gateway_cfg_t *cfg, lc_error_t **err
 	if (lcd_prices_load(&gw->prices, &src, err) < 0 || lc_netpool_config(&pool, err) < 0)
 		goto fail;
 	snprintf(gw->pool4, sizeof(gw->pool4), "%s", pool.pool4);
+	snprintf(gw->pool6, sizeof(gw->pool6), "%s", pool.pool6);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		lc_error_set(err, LC_EXIT_RUNTIME, 0, "model gateway: cannot initialise libcurl");
 		goto fail;

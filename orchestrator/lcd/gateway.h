@@ -55,6 +55,23 @@ void lcd_gateway_forget(lcd_t *lcd, const char *id);
 /* BASE_URL and API_KEY entries for a command run in the sandbox (none
  * when it does not use the gateway). */
 int lcd_gateway_env(lcd_t *lcd, const char *id, char ***env, lc_error_t **err);
+/* A function's "model_gateway" (lcd_function_t.model_gateway): the task's
+ * own sandbox gets the gateway as a sandbox made with it does.
+ *
+ * Deploy: every function of app that uses it can (the gateway, the
+ * provider's upstream, the secret set); one line naming the function
+ * otherwise. */
+int lcd_gateway_check_app(lcd_t *lcd, const lcd_app_t *app, lc_error_t **err);
+/* Before lc_run() makes the task's sandbox sandbox_id: the allow rule to
+ * the gateway in spec->net, the sandbox's network lease taken now (its
+ * address is the listener's; liblcrun's set-up adopts it), its token,
+ * record and listener, and the base URL and token in spec->secret_env.
+ * All undone on error. */
+int lcd_gateway_task_begin(lcd_t *lcd, const lcd_caller_t *task, const lcd_function_t *fn, const char *sandbox_id,
+			   lc_spec_t *spec, lc_error_t **err);
+/* The task's sandbox is gone (or was never made): its token dies, and its
+ * lease goes if lc_run() left it.  Idempotent. */
+void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id);
 /* Add "model_gateway", "spend_usd", "tokens" to a sandbox's view, and
  * "spend_usd", "tokens", "model_requests", "budget_exceeded" to a task's. */
 void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view);

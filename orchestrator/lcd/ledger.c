@@ -512,6 +512,7 @@ json_t *lcd_ledger_summary(lcd_db_t *db, int scope, const char *key, lc_error_t 
 		"SELECT coalesce(sum(cost_pusd), 0) AS c, coalesce(sum(input_tokens), 0) AS i, "
 		"coalesce(sum(output_tokens), 0) AS o, coalesce(sum(cache_read_tokens), 0) AS r, "
 		"coalesce(sum(cache_write_tokens), 0) AS w, coalesce(sum(outcome != 'refused'), 0) AS n, "
+		"coalesce(sum(outcome = 'unmetered'), 0) AS um, "
 		"coalesce(max(budget_exceeded), 0) AS b FROM gateway_ledger WHERE %s = ?",
 		scope_column(scope));
 	_cleanup_json_ json_t *rows = lcd_db_query(db, err, sql, "s", key);
@@ -524,7 +525,8 @@ json_t *lcd_ledger_summary(lcd_db_t *db, int scope, const char *key, lc_error_t 
 		.cache_read = json_integer_value(json_object_get(r, "r")),
 		.cache_write = json_integer_value(json_object_get(r, "w")),
 	};
-	return json_pack("{s:o, s:o, s:I, s:b}", "spend_usd", lcd_usd_json(json_integer_value(json_object_get(r, "c"))),
-			 "tokens", lcd_usage_json(&u), "requests", json_integer_value(json_object_get(r, "n")),
-			 "budget_exceeded", json_integer_value(json_object_get(r, "b")) != 0);
+	return json_pack("{s:o, s:o, s:I, s:I, s:b}", "spend_usd", lcd_usd_json(json_integer_value(json_object_get(r, "c"))),
+			 "tokens", lcd_usage_json(&u), "requests", json_integer_value(json_object_get(r, "n")), "unmetered",
+			 json_integer_value(json_object_get(r, "um")), "budget_exceeded",
+			 json_integer_value(json_object_get(r, "b")) != 0);
 }

@@ -268,10 +268,50 @@ static int parse_mounts(json_t *v, const char *path, lcd_function_t *f, lc_error
 	return 0;
 }
 
+static bool config_ref(json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && s[0] == '$' && lcd_secret_name_valid(s + 1);
+}
+
+/* A function's "model_gateway", its shape only: what lcd must have (the
+ * gateway, the provider's upstream, the secret) is checked at deploy
+ * (lcd_gateway_parse), the "$KEY"s once the config is read. */
+static int parse_gateway(json_t *v, const char *path, lc_error_t **err)
+{
+	static const char *const keys[] = { "provider", "secret", "budget_usd", "access", NULL };
+	if (!json_is_object(v))
+		return bad(err, path,
+			   "expected {\"provider\": \"openai\", \"secret\": NAME, \"budget_usd\": N, \"access\": \"gateway\"}");
+	if (lcd_check_keys(v, path, keys, err) < 0)
+		return -1;
+	_cleanup_free_ char *pp = lc_strdup_printf("%s.provider", path);
+	if (lcd_provider_parse(json_string_value(json_object_get(v, "provider"))) < 0)
+		return bad(err, pp, "expected \"anthropic\" or \"openai\"");
+	_cleanup_free_ char *sp = lc_strdup_printf("%s.secret", path);
+	json_t *sec = json_object_get(v, "secret");
+	if (!sec)
+		return bad(err, sp, "required (the secret holding the provider's key)");
+	if (!lcd_secret_name_valid(json_string_value(sec)))
+		return bad(err, sp, "expected a secret name");
+	json_t *b = json_object_get(v, "budget_usd");
+	_cleanup_free_ char *bp = lc_strdup_printf("%s.budget_usd", path);
+	long long pusd;
+	if (b && !config_ref(b) && lcd_usd_parse(b, bp, LCD_BUDGET_MAX_USD, &pusd, err) < 0)
+		return -1;
+	json_t *a = json_object_get(v, "access");
+	const char *as = json_string_value(a);
+	if (a && !config_ref(a) && (!as || (strcmp(as, "gateway") && strcmp(as, "direct")))) {
+		_cleanup_free_ char *ap = lc_strdup_printf("%s.access", path);
+		return bad(err, ap, "expected \"gateway\", \"direct\" or \"$CONFIG_KEY\"");
+	}
+	return 0;
+}
+
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
-		"concurrency", "queue", "secrets", "mounts", "budget_usd", "description", NULL };
+		"concurrency", "queue", "secrets", "mounts", "budget_usd", "model_gateway", "description", NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
 	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
@@ -359,6 +399,13 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 		_cleanup_free_ char *p = lc_strdup_printf("%s.budget_usd", path);
 		if (lcd_usd_parse(budget, p, LCD_BUDGET_MAX_USD, &f->budget_pusd, err) < 0)
 			return -1;
+	}
+	json_t *gw = json_object_get(v, "model_gateway");
+	if (gw) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.model_gateway", path);
+		if (parse_gateway(gw, p, err) < 0)
+			return -1;
+		f->gateway_raw = json_incref(gw);
 	}
 	return 0;
 }
@@ -478,6 +525,15 @@ static int parse_config(lcd_app_t *app, json_t *cfg, lc_error_t **err)
 	return 0;
 }
 
+static const char *config_value(const lcd_app_t *app, const char *key)
+{
+	size_t klen = strlen(key);
+	for (char **c = app->config; c && *c; c++)
+		if (!strncmp(*c, key, klen) && (*c)[klen] == '=')
+			return *c + klen + 1;
+	return NULL;
+}
+
 /* A function's "net": "$KEY" names the policy in the app's config, so
  * that a deploy (--config KEY=POLICY) chooses it. */
 static int resolve_net(lcd_app_t *app, lc_error_t **err)
@@ -487,11 +543,7 @@ static int resolve_net(lcd_app_t *app, lc_error_t **err)
 		if (f->net[0] != '$')
 			continue;
 		_cleanup_free_ char *p = lc_strdup_printf("functions.%s.net", f->name);
-		size_t klen = strlen(f->net + 1);
-		const char *val = NULL;
-		for (char **c = app->config; c && *c; c++)
-			if (!strncmp(*c, f->net + 1, klen) && (*c)[klen] == '=')
-				val = *c + klen + 1;
+		const char *val = config_value(app, f->net + 1);
 		if (!val) {
 			_cleanup_free_ char *m = lc_strdup_printf("%s is not a key of config", f->net);
 			return bad(err, p, m);
@@ -503,6 +555,69 @@ static int resolve_net(lcd_app_t *app, lc_error_t **err)
 		}
 		free(f->net);
 		f->net = strdup(val);
+	}
+	return 0;
+}
+
+/* A function's "model_gateway" with its "$KEY"s read from the config:
+ * "access" (gateway or direct) and "budget_usd" (a number of dollars; ""
+ * for none). */
+static int resolve_gateway(lcd_app_t *app, lc_error_t **err)
+{
+	for (size_t i = 0; i < app->n_functions; i++) {
+		lcd_function_t *f = &app->functions[i];
+		if (!f->gateway_raw)
+			continue;
+		_cleanup_free_ char *p = lc_strdup_printf("functions.%s.model_gateway", f->name);
+		const char *access = "gateway";
+		json_t *a = json_object_get(f->gateway_raw, "access");
+		if (config_ref(a)) {
+			const char *key = json_string_value(a) + 1;
+			access = config_value(app, key);
+			_cleanup_free_ char *ap = lc_strdup_printf("%s.access", p);
+			if (!access) {
+				_cleanup_free_ char *m = lc_strdup_printf("%s is not a key of config", json_string_value(a));
+				return bad(err, ap, m);
+			}
+			if (strcmp(access, "gateway") && strcmp(access, "direct")) {
+				_cleanup_free_ char *m = lc_strdup_printf("config.%s: expected gateway or direct, not '%s'", key, access);
+				return bad(err, ap, m);
+			}
+			f->gateway_access_key = strdup(key);
+		} else if (a) {
+			access = json_string_value(a);
+		}
+		if (strcmp(access, "gateway"))
+			continue;
+		json_t *g = json_pack("{s:O, s:O}", "provider", json_object_get(f->gateway_raw, "provider"), "secret",
+				      json_object_get(f->gateway_raw, "secret"));
+		f->model_gateway = g;
+		json_t *b = json_object_get(f->gateway_raw, "budget_usd");
+		if (config_ref(b)) {
+			const char *key = json_string_value(b) + 1;
+			const char *val = config_value(app, key);
+			_cleanup_free_ char *bp = lc_strdup_printf("%s.budget_usd", p);
+			if (!val) {
+				_cleanup_free_ char *m = lc_strdup_printf("%s is not a key of config", json_string_value(b));
+				return bad(err, bp, m);
+			}
+			if (!*val)
+				continue; /* no budget of its own */
+			char *end;
+			double d = strtod(val, &end);
+			_cleanup_free_ char *cp = lc_strdup_printf("%s: config.%s", bp, key);
+			long long pusd;
+			_cleanup_json_ json_t *num = json_real(d);
+			if (*end || end == val || lcd_usd_parse(num, cp, LCD_BUDGET_MAX_USD, &pusd, err) < 0) {
+				if (err && *err)
+					return -1;
+				_cleanup_free_ char *m = lc_strdup_printf("expected a number of dollars, not '%s'", val);
+				return bad(err, cp, m);
+			}
+			json_object_set(g, "budget_usd", num);
+		} else if (b) {
+			json_object_set(g, "budget_usd", b);
+		}
 	}
 	return 0;
 }
@@ -643,6 +758,7 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 	}
 
 	if (parse_config(app, json_object_get(m, "config"), err) < 0 || resolve_net(app, err) < 0 ||
+	    resolve_gateway(app, err) < 0 ||
 	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
 			parse_schedule, err) < 0 ||
 	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,
@@ -676,6 +792,9 @@ void lcd_app_unref(lcd_app_t *app)
 		free(f->image);
 		free(f->net);
 		lc_strv_free(f->secrets);
+		json_decref(f->model_gateway);
+		json_decref(f->gateway_raw);
+		free(f->gateway_access_key);
 		for (size_t k = 0; k < f->n_mounts; k++) {
 			free(f->mounts[k].src);
 			free(f->mounts[k].dst);

@@ -25,6 +25,13 @@ typedef struct lcd_function {
 	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
 	size_t n_mounts;
 	long long budget_pusd; /* budget_usd: what a task may spend through the model gateway (0: no cap) */
+	/* "model_gateway": {"provider", "secret", "budget_usd", "access"}: the
+	 * task's own sandbox reaches the model through lcd's gateway.  NULL
+	 * when not declared or when its access is "direct"; else the object
+	 * lcd_gateway_parse() takes ("$KEY"s resolved, "access" dropped). */
+	json_t *model_gateway;
+	char *gateway_access_key; /* the config key "access" named ("$KEY"), or NULL */
+	json_t *gateway_raw;      /* as the manifest says, until the config is read */
 } lcd_function_t;
 
 typedef struct lcd_schedule {

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway.h"
 #include "image.h"
 #include "lcd.h"
 #include "util.h"
@@ -230,7 +231,11 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 	lc_strv_push(&spec->env, "LC_TASK_RESULT=/run/task/result.json");
 	for (size_t i = 0; j->app->config && j->app->config[i]; i++) /* the manifest's config: not secret */
 		lc_strv_push(&spec->env, j->app->config[i]);
+	/* through the gateway, the key its model_gateway names stays in lcd */
+	const char *gw_secret = f->model_gateway ? json_string_value(json_object_get(f->model_gateway, "secret")) : NULL;
 	for (size_t i = 0; f->secrets && f->secrets[i]; i++) {
+		if (gw_secret && !strcmp(f->secrets[i], gw_secret))
+			continue;
 		_cleanup_free_ char *v = lcd_store_secret_get(j->lcd->db, f->secrets[i], err);
 		if (!v) {
 			lc_spec_free(spec);
@@ -356,6 +361,7 @@ static void *worker(void *arg)
 	char *note = NULL, *result = NULL;
 	const char *state = "failed";
 	int exit_code = 0;
+	bool gateway = false; /* the task's sandbox uses the model gateway */
 	_cleanup_free_ char *error = NULL;
 
 	_cleanup_free_ char *args = json_dumps(json_object_get(j->task, "args"), JSON_COMPACT | JSON_ENCODE_ANY);
@@ -387,6 +393,15 @@ static void *worker(void *arg)
 	pthread_mutex_unlock(&lcd->lock);
 	if (cancelled_early)
 		goto done; /* cancelled before its sandbox existed */
+	if (j->fn->model_gateway) {
+		lcd_caller_t who = { .operator = false };
+		snprintf(who.task, sizeof(who.task), "%s", j->id);
+		snprintf(who.app, sizeof(who.app), "%s", j->app->name);
+		snprintf(who.function, sizeof(who.function), "%s", j->fn->name);
+		if (lcd_gateway_task_begin(lcd, &who, j->fn, j->sandbox_id, spec, &err) < 0)
+			goto failed_to_run;
+		gateway = true;
+	}
 	if (lc_run(spec, &res, &err) < 0)
 		goto failed_to_run;
 
@@ -420,6 +435,8 @@ done:
 	/* Before its end is recorded: whoever waits for the task finds its
 	 * token dead and its sandboxes gone. */
 	lcd_task_release(lcd, j->id);
+	if (gateway)
+		lcd_gateway_task_end(lcd, j->sandbox_id);
 	pthread_mutex_lock(&lcd->lock);
 	lcd_running_t **pp = &lcd->running, *run = NULL;
 	while (*pp && strcmp((*pp)->id, j->id))

@@ -140,6 +140,17 @@ int agent_gateway_usage(lcc_t *c, const char *id, agent_gateway_usage_t *u, lc_e
 	return 0;
 }
 
+void agent_result_gateway_stop(agent_result_t *r, const agent_gateway_usage_t *u, double budget_usd)
+{
+	if (!u->budget_exceeded || r->status == AGENT_OK || r->status == AGENT_TIMED_OUT || r->status == AGENT_OVER_BUDGET)
+		return;
+	char *why = lc_strdup_printf("the model gateway stopped the agent: its budget of $%g is spent%s%s", budget_usd,
+				     r->error ? "; " : "", r->error ? r->error : "");
+	free(r->error);
+	r->error = why;
+	r->status = AGENT_OVER_BUDGET;
+}
+
 void agent_gateway_usage_clear(agent_gateway_usage_t *u)
 {
 	json_decref(u->tokens);

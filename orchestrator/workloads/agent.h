@@ -132,6 +132,10 @@ typedef struct agent_result {
 } agent_result_t;
 
 const char *agent_status_name(agent_status_t s); /* "ok", "error", "over-budget", "timed-out", … */
+/* The gateway stopped the agent (u->budget_exceeded) and it did not finish
+ * (an error, a crash, no result; not a timeout): "over-budget", with the
+ * agent's own error kept after the reason. */
+void agent_result_gateway_stop(agent_result_t *r, const agent_gateway_usage_t *u, double budget_usd);
 
 /* Run the agent once in sandbox id (made by agent_sandbox_create), in
  * workdir, with the prompt written to a file ($AGENT_PROMPT_FILE, outside

@@ -613,8 +613,6 @@ static int fn_solve(void)
 	prompt = build_prompt(repo, (long)n, title, body, test_cmd);
 	if (agent_run(s.c, s.sandbox, &s.ac, dir, prompt, &ar, &err) < 0)
 		goto failed;
-	json_object_set_new(s.result, "agent", agent_result_json(&ar));
-	json_object_set_new(s.result, "turns", ar.turns >= 0 ? json_integer(ar.turns) : json_null());
 	/* the spend: what lcd's gateway metered, else what the agent says */
 	double spend = ar.spend_usd;
 	if (s.ac.access == AGENT_ACCESS_GATEWAY) {
@@ -622,12 +620,15 @@ static int fn_solve(void)
 		if (agent_gateway_usage(s.c, s.sandbox, &gu, &err) < 0)
 			goto failed;
 		spend = gu.spend_usd;
+		agent_result_gateway_stop(&ar, &gu, s.ac.max_budget_usd);
 		json_object_set_new(s.result, "gateway_spend_usd", json_real(gu.spend_usd));
 		json_object_set_new(s.result, "gateway_requests", json_integer(gu.requests));
 		json_object_set_new(s.result, "gateway_tokens", gu.tokens ? json_incref(gu.tokens) : json_null());
 		json_object_set_new(s.result, "budget_exceeded", json_boolean(gu.budget_exceeded));
 		agent_gateway_usage_clear(&gu);
 	}
+	json_object_set_new(s.result, "agent", agent_result_json(&ar));
+	json_object_set_new(s.result, "turns", ar.turns >= 0 ? json_integer(ar.turns) : json_null());
 	json_object_set_new(s.result, "spend_usd", spend >= 0 ? json_real(spend) : json_null());
 	fprintf(stderr, "lc-agents solve-issue: the agent ended: %s (%d turns, $%.4f%s, %.1f s)%s%s\n",
 		agent_status_name(ar.status), ar.turns, spend < 0 ? 0 : spend,

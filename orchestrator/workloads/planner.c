@@ -119,18 +119,32 @@ static int plan_patch(void)
 	_cleanup_free_ char *instruction = task_instruction(&err);
 	if (!instruction)
 		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
-	const char *base = wl_config("CODING_AGENT_BASE_URL", NULL), *model = wl_config("CODING_AGENT_MODEL", NULL);
+	/* MODEL_ACCESS=gateway (the default): lcd's model gateway, its base
+	 * URL and a token of this task's own in OPENAI_BASE_URL and
+	 * OPENAI_API_KEY (the function's "model_gateway"); direct: the
+	 * provider at CODING_AGENT_BASE_URL with the key CODING_AGENT_API_KEY */
+	const char *access = wl_config("MODEL_ACCESS", "gateway");
+	bool gateway = !strcmp(access, "gateway");
+	if (!gateway && strcmp(access, "direct"))
+		return wl_fail(WL_EXIT_USAGE, NULL, "MODEL_ACCESS=%s: expected gateway or direct", access);
+	const char *base_key = gateway ? "OPENAI_BASE_URL" : "CODING_AGENT_BASE_URL";
+	const char *key_key = gateway ? "OPENAI_API_KEY" : "CODING_AGENT_API_KEY";
+	const char *base = wl_config(base_key, NULL), *model = wl_config("CODING_AGENT_MODEL", NULL);
+	if (gateway && !base)
+		return wl_fail(WL_EXIT_USAGE, NULL,
+			       "MODEL_ACCESS=gateway, but this task has no model gateway (OPENAI_BASE_URL is not set): "
+			       "give its function \"model_gateway\", or deploy with MODEL_ACCESS=direct");
 	if (!base || !model)
 		return wl_fail(WL_EXIT_USAGE, NULL, "the secret %s is not set (lcctl secret set %s)",
-			       base ? "CODING_AGENT_MODEL" : "CODING_AGENT_BASE_URL",
-			       base ? "CODING_AGENT_MODEL" : "CODING_AGENT_BASE_URL");
-	/* The key: kept in this process's memory only; its copy in the
-	 * environment block (what /proc/PID/environ shows) is wiped. */
-	char *env_key = getenv("CODING_AGENT_API_KEY");
+			       base ? "CODING_AGENT_MODEL" : base_key, base ? "CODING_AGENT_MODEL" : base_key);
+	/* The key (through the gateway: the token): kept in this process's
+	 * memory only; its copy in the environment block (what
+	 * /proc/PID/environ shows) is wiped. */
+	char *env_key = getenv(key_key);
 	_cleanup_free_ char *key = strdup(env_key ? env_key : "");
 	if (env_key)
 		explicit_bzero(env_key, strlen(env_key));
-	unsetenv("CODING_AGENT_API_KEY");
+	unsetenv(key_key);
 	long long timeout = wl_config_int("PLANNER_TIMEOUT_SECONDS", 120, 1, 3600, &err);
 	long long backoff = timeout < 0 ? -1 : wl_config_int("PLANNER_RETRY_BACKOFF_MS", 1000, 0, 60000, &err);
 	if (timeout < 0 || backoff < 0)

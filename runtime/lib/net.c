@@ -714,8 +714,18 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 	if (lc_netpool_config(&pool, err) < 0)
 		return -1;
 	lc_lease_t l;
-	if (lc_netpool_alloc(id, &pool, lc_net_mode_name(spec->mode), spec->policy, &l, err) < 0)
-		return -1;
+	lc_error_t *busy = NULL;
+	if (lc_netpool_alloc(id, &pool, lc_net_mode_name(spec->mode), spec->policy, &l, &busy) < 0) {
+		/* a lease this process took for id beforehand (lcd) is used */
+		if (busy->exit_code != LC_EXIT_BUSY || lc_netpool_adopt(id, &l, NULL) < 0) {
+			if (err)
+				*err = busy;
+			else
+				lc_error_free(busy);
+			return -1;
+		}
+		lc_error_free(busy);
+	}
 	/* From here on what was made is undone on error: the chains (added
 	 * in one transaction, so all or nothing), the veth if this call
 	 * created it (never an interface someone else named so), the lease. */

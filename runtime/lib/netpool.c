@@ -527,6 +527,22 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 	return 0;
 }
 
+int lc_netpool_adopt(const char *id, lc_lease_t *out, lc_error_t **err)
+{
+	lc_lease_t l;
+	lc_error_t *e = NULL;
+	int r = lc_netpool_read(id, &l, &e);
+	lc_error_free(e);
+	/* Taken by this process (its pid and start time: not a pid reused),
+	 * and nothing made with it yet. */
+	if (r == 0 && l.pid == getpid() && lc_lease_owner_alive(&l) && if_nametoindex(l.veth) == 0) {
+		*out = l;
+		return 0;
+	}
+	return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox %s already holds a network lease%s", id,
+			    r == 0 ? "" : " (unreadable)");
+}
+
 int lc_netpool_release(const char *id, lc_error_t **err)
 {
 	if (!lc_is_sandbox_id(id))

@@ -60,6 +60,12 @@ void lc_netpool_drop_inherited(void);
  * exhausted or when id already has a lease. */
 int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode,
 		     const char *policy, lc_lease_t *out, lc_error_t **err);
+/* A lease this process took in advance for id (lcd, which must know a
+ * task's address before lc_run() sets up its network), handed to the
+ * network set-up instead of a new one: 0 and *out when id's lease was
+ * taken by this very process and no veth of id exists yet; else
+ * LC_EXIT_BUSY, as lc_netpool_alloc says for a lease that exists. */
+int lc_netpool_adopt(const char *id, lc_lease_t *out, lc_error_t **err);
 /* Read a lease; 0 when found, 1 when there is none, -1 on error. */
 int lc_netpool_read(const char *id, lc_lease_t *out, lc_error_t **err);
 int lc_netpool_release(const char *id, lc_error_t **err);

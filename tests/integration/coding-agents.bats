@@ -69,7 +69,9 @@ EOF
   {"match": "issue #14\\b", "steps": [{"run": "echo \"key: $ANTHROPIC_API_KEY\" > leak.txt"}],
    "result": {"result": "Wrote it down.", "num_turns": 1, "total_cost_usd": 0.01}},
   {"match": "issue #13\\b", "steps": [{"sleep": 6}, {"replace": "calc.py", "old": "a - b", "new": "a + b"}],
-   "result": {"result": "Fixed add() slowly.", "num_turns": 2, "total_cost_usd": 0.2}}
+   "result": {"result": "Fixed add() slowly.", "num_turns": 2, "total_cost_usd": 0.2}},
+  {"match": "issue #15\\b", "steps": [{"run": "sh tools/ask-twice.sh"}],
+   "result": {"is_error": true, "subtype": "error_during_execution", "result": "API Error: 402", "num_turns": 2, "total_cost_usd": 0}}
  ],
  "result": {"result": "Nothing to do."}}
 EOF
@@ -86,6 +88,14 @@ echo "proc: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0
 echo "files: $(grep -rls "$pat" /workspace /home /tmp /etc /run /root 2>/dev/null | grep -v '/tools/probe.sh$' | wc -l)"
 if curl -s -m 3 -o /dev/null "$GH_PROBE_URL/repos/octo/demo"; then echo "github: reachable"; else echo "github: unreachable"; fi
 echo "user: $(id -un)"
+EOF
+	# two requests to the model through the gateway, as an agent makes them
+	cat >"$d/tools/ask-twice.sh" <<'EOF'
+for i in 1 2; do
+	curl -s -o /dev/null -w "request $i: %{http_code}\n" -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' \
+		-H 'anthropic-version: 2023-06-01' -d '{"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}' \
+		"$ANTHROPIC_BASE_URL/v1/messages" >&2
+done
 EOF
 	git -C "$d" init -q -b main
 	git -C "$d" add -A
@@ -106,7 +116,8 @@ write_seed() {
      {"number": 11, "title": "expensive", "body": "Costs a lot.", "labels": [], "user": "bob"},
      {"number": 12, "title": "probe", "body": "What can you see?", "labels": [], "user": "eve"},
      {"number": 13, "title": "add() subtracts, again", "body": "add(2, 3) gives -1.", "labels": [], "user": "alice"},
-     {"number": 14, "title": "leak", "body": "Write the key down.", "labels": [], "user": "eve"}
+     {"number": 14, "title": "leak", "body": "Write the key down.", "labels": [], "user": "eve"},
+     {"number": 15, "title": "costly", "body": "Ask the model twice.", "labels": [], "user": "bob"}
    ]}}}
 EOF
 }
@@ -531,6 +542,28 @@ EOF
 	# no sandbox is left, whatever the ending
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
 	[ "$(tasks solve-issue | jq -r '[.[].state] | unique | join(" ")')" = failed ]
+}
+
+@test "through the gateway, a spent budget: the second request is refused, the agent reported over-budget, nothing pushed" {
+	need_agent_image
+	# $0.0045 a request at claude-sonnet-4-5's rates; the budget $0.001
+	echo '{"turns": [{"text": "a", "usage": {"input_tokens": 1000, "output_tokens": 100}}], "loop": true}' >"$W/turns.json"
+	start_world AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_MAX_BUDGET_USD=0.001
+	use_snapshot
+	solve '{"issue": 15}'
+	[ "$RC" -ne 0 ]
+	[ "$(jq -r '"\(.agent.status) \(.outcome) \(.budget_exceeded) \(.gateway_requests) \(.pr_url)"' "$W/res.json")" = \
+		"over-budget agent-failed true 1 null" ]
+	jq -e '(.spend_usd - 0.0045 | fabs) < 1e-9' "$W/res.json"
+	# its second request was the gateway's 402 (the agent's stderr, in the task's log)
+	"$LCCTL" task logs "$(tasks solve-issue | jq -r '.[0].id')" | grep -q "request 1: 200"
+	"$LCCTL" task logs "$(tasks solve-issue | jq -r '.[0].id')" | grep -q "request 2: 402"
+	[ "$(jq -r .error "$W/res.json")" = "the model gateway stopped the agent: its budget of \$0.001 is spent; the agent reported an error: error_during_execution: API Error: 402" ]
+	[[ "$(comments 15 | jq -r '.[0].body')" == *"status over-budget"* ]]
+	# the double heard the first request only
+	[ "$(jq -s length "$W/anth.jsonl")" -eq 1 ]
+	[ "$(pulls | jq length)" = 0 ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
 }
 
 @test "the agent's sandbox cannot reach the GitHub double and finds no GITHUB_TOKEN in its env, files or /proc" {

@@ -155,6 +155,15 @@ EOF
 	[[ "${lines[0]}" == *"model: required"* ]]
 	n=$(jq -s length "$W/req.jsonl")
 	[ "$n" -eq 2 ]
+	# the gateway listens on A's IPv6 host address too (its lease has one), for A only
+	gw6=$(jq -r .gateway6 "$LCRUN_STATE_DIR/net/$A.json")
+	[[ "$gw6" == *::1 ]]
+	run call "$A" "x-api-key: $tokA" "http://[$gw6]:7071/v1/messages" -g -d "$body"
+	[ "${lines[-1]}" = 200 ]
+	run call "$B" "x-api-key: $tokA" "http://[$gw6]:7071/v1/messages" -g -d "$body"
+	[ "${lines[-1]}" = 401 ]
+	n=$(jq -s length "$W/req.jsonl")
+	[ "$n" -eq 3 ]
 	# A is removed: its token dies with it
 	"$LCCTL" sandbox rm "$A"
 	run call "$B" "x-api-key: $tokA" "$urlB/v1/messages" -d "$body"
@@ -335,7 +344,10 @@ EOF2
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	[ "${lines[-1]}" = 200 ]
 	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = fine ]
-	[ "$(ledger "sandbox_id = '$SB'" | jq -r .outcome | tr '\n' ,)" = "client_gone,timeout,timeout,upstream_error,ok,ok," ]
+	# the garbage answer: a request recorded as unmetered (no usage, no cost), counted in the views
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r .outcome | tr '\n' ,)" = "client_gone,timeout,timeout,upstream_error,unmetered,ok," ]
+	"$LCCTL" sandbox show "$SB" | jq -e '.model_gateway.unmetered == 1 and .model_gateway.requests == 6'
+	grep -q "model gateway: sandbox $SB anthropic /v1/messages model $S4: 200 unmetered, tokens in 0 out 0" "$T/lcd.log"
 	kill -0 "$LCD_PID"
 }
 

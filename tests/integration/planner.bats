@@ -3,7 +3,10 @@
 # user runs it: deployed with its configure script (secrets from the
 # environment), a private lcd, the OpenAI-compatible double in a network
 # namespace of the test's own at 192.0.2.10, reached by plan-patch through a
-# site policy (LCRUN_ETC_DIR) that allows that address and port only.
+# site policy (LCRUN_ETC_DIR) that allows that address and port only
+# (MODEL_ACCESS=direct), or through lcd's model gateway, which talks HTTPS
+# to the double with a test CA (MODEL_ACCESS=gateway, the app's default;
+# gateway-lib.bash).
 # Needs root.  Nothing here needs a cgroup v2 controller: the VM suite skips
 # the file.
 
@@ -12,6 +15,7 @@ bats_require_minimum_version 1.5.0
 load helpers
 load lcd-lib
 load doubles-lib
+load gateway-lib
 
 APPDIR="$BATS_TEST_DIRNAME/../../contrib/apps/sandboxed-coding-agent"
 SEED="$APPDIR/seed"
@@ -77,11 +81,39 @@ double_up() { # TURN...: the double with these turns; the site policy for it; th
 	deploy
 }
 
-deploy() { # [--config K=V]...
+deploy() { # [--config K=V]...: MODEL_ACCESS=direct, the double through the site policy
 	CODING_AGENT_BASE_URL="http://$DBL4:$DBL_PORT/v1" CODING_AGENT_MODEL=gpt-test CODING_AGENT_API_KEY="$KEY" \
-		LCCTL="$LCCTL" "$APPDIR/configure" --config PLANNER_NET_POLICY=planner-double \
+		LCCTL="$LCCTL" "$APPDIR/configure" --config MODEL_ACCESS=direct --config PLANNER_NET_POLICY=planner-double \
 		--config PLANNER_RETRY_BACKOFF_MS=200 "$@" >/dev/null
 }
+
+gw_planner_up() { # TURN...: the double over TLS, a private lcd whose gateway points at it, the app deployed
+	# with its defaults (MODEL_ACCESS=gateway, PLANNER_NET_POLICY=none); more deploy arguments in DEPLOY_ARGS
+	printf '%s\n' "$@" | jq -s . >"$W/script.json"
+	stop_lcd
+	export GW_CA="$BATS_FILE_TMPDIR/ca"
+	gw_ca "$GW_CA"
+	REAL_KEY=$KEY
+	gw_up openai-double.py "$W/script.json"
+	CODING_AGENT_BASE_URL=https://provider.invalid/v1 CODING_AGENT_MODEL=gpt-4.1-mini CODING_AGENT_API_KEY="$KEY" \
+		LCCTL="$LCCTL" "$APPDIR/configure" "${DEPLOY_ARGS[@]}" >/dev/null
+}
+
+gw_requests() { [ -f "$W/req.jsonl" ] && wc -l <"$W/req.jsonl" || echo 0; }
+
+auth_of() { # the Authorization header of each request the double received
+	jq -r '.headers | to_entries | map(select(.key | ascii_downcase == "authorization")) | .[0].value' "$W/req.jsonl"
+}
+
+# Python: reach(host, port) is "reached" or "blocked (WHY)"
+PY_REACH='def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return "reached"
+    except OSError as e:
+        return "blocked (%s)" % type(e).__name__'
+
+no_lease_left() { [ -z "$(ls "$LCRUN_STATE_DIR/net/" 2>/dev/null | grep '\.json$')" ] || { ls -l "$LCRUN_STATE_DIR/net/"; return 1; }; }
 
 requests() { [ -f "$W/openai.log" ] && wc -l <"$W/openai.log" || echo 0; }
 
@@ -267,15 +299,10 @@ seed_unchanged() {
 	# calculator.py that probes the network at import, then adds correctly
 	probe=$(cat <<EOF
 import socket, os
-def _probe(host, port):
-    try:
-        socket.create_connection((host, port), timeout=2).close()
-        return "reached"
-    except OSError as e:
-        return "blocked (%s)" % type(e).__name__
-print("PROBE double", _probe("$DBL4", PORT_HERE))
-print("PROBE host", _probe("198.18.7.1", 22))
-print("PROBE public", _probe("1.1.1.1", 443))
+$PY_REACH
+print("PROBE double", reach("$DBL4", PORT_HERE))
+print("PROBE host", reach("198.18.7.1", 22))
+print("PROBE public", reach("1.1.1.1", 443))
 print("PROBE ifaces", sorted(os.listdir("/sys/class/net")))
 EOF
 	)
@@ -301,7 +328,7 @@ $(good_calc)")")"
 	jq --arg r "$(patch_json test_calculator.py 'import os')" \
 		'.functions["fake-plan"] = {"command": ["/bin/sh", "-c", "printf %s \"$FAKE\" > $LC_TASK_RESULT"]} | .config.FAKE = $r' \
 		"$APPDIR/app.json" >"$W/app.json"
-	"$LCCTL" deploy "$W/app.json" --config PLANNER_NET_POLICY=planner-double --config PLANNER_FUNCTION=fake-plan >/dev/null
+	"$LCCTL" deploy "$W/app.json" --config MODEL_ACCESS=direct --config PLANNER_NET_POLICY=planner-double --config PLANNER_FUNCTION=fake-plan >/dev/null
 	run_agent
 	[ "$status" -eq 3 ]
 	echo "$output" | jq -e '.result.rule == "test-file" and (.result.error | startswith("the planner'"'"'s result is refused: test-file: files[0] \"test_calculator.py\""))'
@@ -351,14 +378,142 @@ $(good_calc)")")"
 	run env -u CODING_AGENT_API_KEY CODING_AGENT_BASE_URL=x CODING_AGENT_MODEL=y LCCTL="$LCCTL" "$APPDIR/configure"
 	[ "$status" -eq 123 ]
 	[ "$output" = "configure: set CODING_AGENT_API_KEY in the environment first" ]
+	# the default MODEL_ACCESS=gateway on an lcd without a gateway: one line, nothing deployed
+	run "$LCCTL" deploy "$APPDIR/app.json"
+	[ "$status" -eq 117 ]
+	[ "$output" = 'lcctl: functions.plan-patch.model_gateway: this lcd serves no model gateway: configure "gateway" in lcd.json, or deploy with --config MODEL_ACCESS=direct' ]
+	run "$LCCTL" app list --json
+	[ "$(echo "$output" | jq length)" -eq 0 ]
+	run "$LCCTL" deploy "$APPDIR/app.json" --config MODEL_ACCESS=proxy
+	[ "$status" -eq 121 ]
+	[ "$output" = "lcctl: functions.plan-patch.model_gateway.access: config.MODEL_ACCESS: expected gateway or direct, not 'proxy'" ]
 	# deployed without secrets: the planner task cannot start, run-agent says so
-	"$LCCTL" deploy "$APPDIR/app.json" >/dev/null
+	"$LCCTL" deploy "$APPDIR/app.json" --config MODEL_ACCESS=direct >/dev/null
 	run_agent
 	[ "$status" -eq 5 ]
 	echo "$output" | jq -e '.result.error | contains("secret CODING_AGENT_BASE_URL (declared by plan-patch) is not set")'
 	run_agent '{"instruction": 5}'
 	[ "$status" -eq 4 ]
 	echo "$output" | jq -e '.result.error == "args.instruction: expected a non-empty string of at most 16384 bytes"'
+	# MODEL_ACCESS=gateway for a plan-patch whose function has no model_gateway: one line, exit 4
+	for v in CODING_AGENT_BASE_URL CODING_AGENT_MODEL CODING_AGENT_API_KEY; do echo x | "$LCCTL" secret set "$v"; done
+	jq 'del(.functions["plan-patch"].model_gateway)' "$APPDIR/app.json" >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json" >/dev/null
+	run_agent
+	[ "$status" -eq 4 ]
+	echo "$output" | jq -e '.result.error | contains("MODEL_ACCESS=gateway, but this task has no model gateway (OPENAI_BASE_URL is not set): give its function \"model_gateway\", or deploy with MODEL_ACCESS=direct")'
 	[ "$(made_sandboxes)" -eq 0 ]
+	no_sandbox_left
+}
+
+# gpt-4.1-mini: $0.40 / $1.60 per M input / output: 900 in, 150 out is $0.0006
+
+@test "planner through the gateway (the default): run-agent passes; the double gets the key, the planner a token; the task's spend is the usage priced" {
+	DEPLOY_ARGS=()
+	gw_planner_up "$(text_turn "$(patch_json calculator.py "$(good_calc)")")"
+	run_agent '{"instruction": "Fix calculator.add so that add(2, 3) is 5. Do not change the tests."}'
+	[ "$status" -eq 0 ] || { echo "$output"; cat "$T/lcd.log"; false; }
+	r=$(echo "$output" | jq .result)
+	echo "$r" | jq -e '.tests_passed == true and .changed_paths == ["calculator.py"]'
+	pt=$(echo "$r" | jq -r .planner_task_id)
+	t=$("$LCCTL" task show "$pt")
+	echo "$t" | jq -e '.state == "succeeded" and .result.model == "gpt-4.1-mini" and .result.usage.prompt_tokens == 900'
+	# lcd's record of the planner task: what the gateway metered
+	echo "$t" | jq -e '.model_requests == 1 and .budget_exceeded == false'
+	[ "$(echo "$t" | jq -c .tokens)" = '{"input":900,"output":150,"cache_read":0,"cache_write":0}' ]
+	[ "$(echo "$t" | jq -r .spend_usd)" = 0.0006 ]
+	[ "$(ledger "task_id = '$pt'" | jq -r '"\(.outcome) \(.status) \(.input_tokens) \(.output_tokens) \(.cost_pusd) \(.app) \(.sandbox_id)"')" = \
+		"ok 200 900 150 600000000 $APP $(echo "$t" | jq -r .sandbox_id)" ]
+	# the provider got the real key, never the token; one request
+	[ "$(gw_requests)" -eq 1 ]
+	[ "$(auth_of)" = "Bearer $KEY" ]
+	! grep -q lcgw- "$W/req.jsonl"
+	jq -e '.path == "/v1/chat/completions" and .body.model == "gpt-4.1-mini"' "$W/req.jsonl"
+	grep -q "model gateway: sandbox $(echo "$t" | jq -r .sandbox_id) task $pt openai /v1/chat/completions model gpt-4.1-mini: 200 ok, tokens in 900 out 150 " "$T/lcd.log"
+	# the key is in no log or record; the task's token died with it: no lease, no sandbox left
+	! grep -q -- "$KEY" "$T/lcd.log"
+	! "$LCCTL" task logs "$pt" | grep -q -- "$KEY"
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
+	no_lease_left
+	no_sandbox_left
+	seed_unchanged
+}
+
+@test "planner through the gateway: the function's sandbox has the gateway's URL and a token, no key in its env or /proc, and cannot reach the provider" {
+	DEPLOY_ARGS=()
+	gw_planner_up "$(text_turn ok)"
+	# a function of the app with plan-patch's model_gateway and secrets that
+	# reports what its sandbox holds, and calls the gateway with its token
+	{
+		echo "import glob, json, os, socket, urllib.request"
+		echo "$PY_REACH"
+		cat <<'PY'
+procs = []
+for p in sorted(glob.glob("/proc/[0-9]*/environ") + glob.glob("/proc/[0-9]*/cmdline")):
+    try:
+        procs.append(open(p, "rb").read().decode("latin-1").replace("\0", "\n"))
+    except OSError:
+        pass
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+                             data=json.dumps({"model": os.environ["CODING_AGENT_MODEL"], "messages": []}).encode(),
+                             headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"],
+                                      "Content-Type": "application/json"})
+answer = json.load(urllib.request.urlopen(req, timeout=10))
+json.dump({"env": dict(os.environ), "proc": "\n".join(procs), "direct": reach(os.environ["DOUBLE"], int(os.environ["DOUBLE_PORT"])),
+           "answer": answer["choices"][0]["message"]["content"]}, open(os.environ["LC_TASK_RESULT"], "w"))
+PY
+	} >"$W/probe.py"
+	jq --rawfile code "$W/probe.py" --arg d "$DBL4" --arg p "$DBL_PORT" '.functions.probe = {command: ["/usr/bin/python3", "-c", $code],
+		net: "$PLANNER_NET_POLICY", secrets: .functions["plan-patch"].secrets, model_gateway: .functions["plan-patch"].model_gateway}
+		| .config.DOUBLE = $d | .config.DOUBLE_PORT = $p' "$APPDIR/app.json" >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json" >/dev/null
+	run --separate-stderr "$LCCTL" run --json "$APP:probe"
+	"$LCCTL" task logs "$(echo "$output" | jq -r .id)"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	res=$(echo "$output" | jq .result)
+	echo "$res" | jq -e '.answer == "ok"'
+	echo "$res" | jq -e '.env.OPENAI_BASE_URL | test("^http://10\\.231\\.[0-9]+\\.[0-9]+:7071/v1$")'
+	echo "$res" | jq -e '.env.OPENAI_API_KEY | test("^lcgw-[0-9a-f]{64}$")'
+	echo "$res" | jq -e '.env | has("CODING_AGENT_API_KEY") | not'
+	echo "$res" | jq -e '.env.CODING_AGENT_MODEL == "gpt-4.1-mini"'
+	echo "$res" | jq -e '.direct | startswith("blocked (")'
+	# the key: nowhere in the sandbox's environment, its processes' or their command lines
+	! echo "$res" | grep -q -- "$KEY"
+	[ "$(echo "$res" | jq -r .proc | grep -c lcgw-)" -ge 1 ] # the probe saw its own environment
+	[ "$(auth_of)" = "Bearer $KEY" ]
+	# the token is dead once the task ended
+	tok=$(echo "$res" | jq -r .env.OPENAI_API_KEY)
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
+	grep -q "model gateway: sandbox $(echo "$output" | jq -r .sandbox_id) task $(echo "$output" | jq -r .id) openai /v1/chat/completions" "$T/lcd.log"
+	! grep -q -- "$tok" "$T/lcd.log"
+	no_lease_left
+	no_sandbox_left
+}
+
+@test "planner through the gateway: a spent budget is a 402, reported as the planner's provider failure; nothing is tested" {
+	# PLANNER_MAX_BUDGET_USD=0.0001: the one answer it pays for completes (its
+	# price is known only then) and spends the budget
+	DEPLOY_ARGS=(--config PLANNER_MAX_BUDGET_USD=0.0001)
+	gw_planner_up "$(text_turn "$(patch_json calculator.py "$(good_calc)")")" "$(text_turn "$(patch_json calculator.py "$(good_calc)")")"
+	run_agent
+	[ "$status" -eq 0 ]
+	pt=$(echo "$output" | jq -r .result.planner_task_id)
+	"$LCCTL" task show "$pt" | jq -e '.budget_exceeded == true and .spend_usd == 0.0006 and .model_requests == 1'
+	# the app's daily budget of $0.0005 is spent too: the next planner task's request is refused
+	jq '.budget = {daily_usd: 0.0005}' "$APPDIR/app.json" >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json" --config PLANNER_MAX_BUDGET_USD=0.0001 >/dev/null
+	run_agent
+	echo "$output" | jq .
+	[ "$status" -eq 2 ]
+	echo "$output" | jq -e '.result.status == 402 and .result.attempts == 1'
+	echo "$output" | jq -e '.result.error | contains("the provider answered 402: the app (daily)'"'"'s model budget of $0.0005 is spent (lcd model gateway)")'
+	echo "$output" | jq -e '.result | has("sandbox_id") | not'
+	pt=$(echo "$output" | jq -r .result.planner_task_id)
+	"$LCCTL" task show "$pt" | jq -e '.state == "failed" and .exit_code == 2 and .budget_exceeded == true and .spend_usd == 0'
+	[ "$(ledger "task_id = '$pt'" | jq -r '"\(.outcome) \(.status)"')" = "refused 402" ]
+	# the double heard one request in all; one test sandbox was made
+	[ "$(gw_requests)" -eq 1 ]
+	[ "$(made_sandboxes)" -eq 1 ]
+	no_lease_left
 	no_sandbox_left
 }

@@ -85,6 +85,38 @@ START_TEST(test_claude_errors)
 }
 END_TEST
 
+START_TEST(test_gateway_stop)
+{
+	/* the gateway's 402 makes the agent report an error: over-budget */
+	agent_gateway_usage_t u = { .budget_exceeded = true };
+	agent_result_t r;
+	parse(AGENT_FORMAT_CLAUDE, "", 3, false, 5, &r);
+	agent_result_gateway_stop(&r, &u, 0.01);
+	ck_assert_int_eq(r.status, AGENT_OVER_BUDGET);
+	ck_assert_str_eq(r.error, "the model gateway stopped the agent: its budget of $0.01 is spent; "
+				  "the agent exited with status 3 and printed no result");
+	json_t *j = agent_result_json(&r);
+	ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "over-budget");
+	json_decref(j);
+	agent_result_clear(&r);
+	/* finished, or killed at its timeout: that stays what it says */
+	parse(AGENT_FORMAT_CLAUDE, claude_ok, 0, false, 5, &r);
+	agent_result_gateway_stop(&r, &u, 0.01);
+	ck_assert_int_eq(r.status, AGENT_OK);
+	agent_result_clear(&r);
+	parse(AGENT_FORMAT_CLAUDE, "", 124, true, 5, &r);
+	agent_result_gateway_stop(&r, &u, 0.01);
+	ck_assert_int_eq(r.status, AGENT_TIMED_OUT);
+	agent_result_clear(&r);
+	/* an error while the budget lasts is an error */
+	u.budget_exceeded = false;
+	parse(AGENT_FORMAT_CLAUDE, "", 3, false, 5, &r);
+	agent_result_gateway_stop(&r, &u, 0.01);
+	ck_assert_int_eq(r.status, AGENT_FAILED);
+	agent_result_clear(&r);
+}
+END_TEST
+
 START_TEST(test_endings)
 {
 	agent_result_t r;
@@ -249,6 +281,7 @@ int main(void)
 	tcase_add_test(tc, test_claude_ok);
 	tcase_add_test(tc, test_claude_errors);
 	tcase_add_test(tc, test_endings);
+	tcase_add_test(tc, test_gateway_stop);
 	tcase_add_test(tc, test_codex);
 	tcase_add_test(tc, test_tail);
 	tcase_add_test(tc, test_config);

@@ -303,9 +303,11 @@ START_TEST(test_ledger_sums)
 	e.sandbox = "sb2";
 	e.at = 5000;
 	ck_assert_int_eq(lcd_ledger_add(db, &e, &err), 0);
-	e.outcome = "refused";
+	e.outcome = "unmetered"; /* an answer without usage: a request, at no cost */
 	e.cost = 0;
 	e.usage = (lcd_usage_t){ 0 };
+	ck_assert_int_eq(lcd_ledger_add(db, &e, &err), 0);
+	e.outcome = "refused";
 	e.budget_exceeded = true;
 	ck_assert_int_eq(lcd_ledger_add(db, &e, &err), 0);
 	ck_assert_int_eq(lcd_ledger_spend(db, LCD_LEDGER_SANDBOX, "sb1", 0, &err), 7000);
@@ -314,13 +316,15 @@ START_TEST(test_ledger_sums)
 	ck_assert_int_eq(lcd_ledger_spend(db, LCD_LEDGER_APP, "b", 0, &err), 0);
 	json_t *s = lcd_ledger_summary(db, LCD_LEDGER_TASK, "t1", &err);
 	ck_assert_ptr_nonnull(s);
-	ck_assert_int_eq(json_integer_value(json_object_get(s, "requests")), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "requests")), 3);
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "unmetered")), 1);
 	ck_assert(json_is_true(json_object_get(s, "budget_exceeded")));
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(s, "tokens"), "input")), 20);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(s, "tokens"), "cache_write")), 6);
 	json_decref(s);
 	s = lcd_ledger_summary(db, LCD_LEDGER_SANDBOX, "sb1", &err);
 	ck_assert(json_is_false(json_object_get(s, "budget_exceeded")));
+	ck_assert_int_eq(json_integer_value(json_object_get(s, "unmetered")), 0);
 	json_decref(s);
 	s = lcd_ledger_summary(db, LCD_LEDGER_SANDBOX, "none", &err);
 	ck_assert_int_eq(json_integer_value(json_object_get(s, "requests")), 0);

@@ -219,6 +219,90 @@ START_TEST(test_net_from_config)
 }
 END_TEST
 
+/* The good manifest with solve's "model_gateway" gw and config keys A
+ * (gateway), D (direct), B (0.25), X (x). */
+static char *with_gateway(const char *gw)
+{
+	char *fn = lc_strdup_printf("\"timeout\": 30, \"model_gateway\": %s,", gw);
+	char *a = mutate("\"timeout\": 30,", fn);
+	const char *from = "\"EMPTY\": \"\"}";
+	char *p = strstr(a, from);
+	ck_assert_ptr_nonnull(p);
+	*p = '\0';
+	char *out = lc_strdup_printf("%s\"EMPTY\": \"\", \"A\": \"gateway\", \"D\": \"direct\", \"B\": \"0.25\", \"X\": \"x\"}%s", a,
+				     p + strlen(from));
+	free(a);
+	free(fn);
+	return out;
+}
+
+static void gw_expect(const char *gw, const char *msg)
+{
+	char *text = with_gateway(gw);
+	char *m = parse_err(text);
+	ck_assert_str_eq(m, msg);
+	free(m);
+	free(text);
+}
+
+START_TEST(test_model_gateway)
+{
+	/* literal: on, with its budget */
+	char *text = with_gateway("{\"provider\": \"openai\", \"secret\": \"MODEL_KEY\", \"budget_usd\": 2}");
+	lcd_app_t *app = parse_ok(text);
+	json_t *g = app->functions[0].model_gateway;
+	ck_assert_ptr_nonnull(g);
+	ck_assert_str_eq(json_string_value(json_object_get(g, "provider")), "openai");
+	ck_assert_str_eq(json_string_value(json_object_get(g, "secret")), "MODEL_KEY");
+	ck_assert(json_number_value(json_object_get(g, "budget_usd")) == 2);
+	ck_assert_ptr_null(json_object_get(g, "access"));
+	ck_assert_ptr_null(app->functions[0].gateway_access_key);
+	ck_assert_ptr_null(app->functions[1].model_gateway);
+	lcd_app_unref(app);
+	free(text);
+	/* from the config: access and budget */
+	text = with_gateway("{\"provider\": \"anthropic\", \"secret\": \"MODEL_KEY\", \"budget_usd\": \"$B\", \"access\": \"$A\"}");
+	app = parse_ok(text);
+	g = app->functions[0].model_gateway;
+	ck_assert_ptr_nonnull(g);
+	ck_assert(json_number_value(json_object_get(g, "budget_usd")) == 0.25);
+	ck_assert_str_eq(app->functions[0].gateway_access_key, "A");
+	lcd_app_unref(app);
+	free(text);
+	/* "" for the budget: none; access direct: no gateway at all */
+	text = with_gateway("{\"provider\": \"openai\", \"secret\": \"MODEL_KEY\", \"budget_usd\": \"$EMPTY\"}");
+	app = parse_ok(text);
+	ck_assert_ptr_nonnull(app->functions[0].model_gateway);
+	ck_assert_ptr_null(json_object_get(app->functions[0].model_gateway, "budget_usd"));
+	lcd_app_unref(app);
+	free(text);
+	text = with_gateway("{\"provider\": \"openai\", \"secret\": \"MODEL_KEY\", \"access\": \"$D\"}");
+	app = parse_ok(text);
+	ck_assert_ptr_null(app->functions[0].model_gateway);
+	lcd_app_unref(app);
+	free(text);
+	/* errors name the path */
+	gw_expect("\"openai\"", "functions.solve.model_gateway: expected {\"provider\": \"openai\", \"secret\": NAME, "
+				"\"budget_usd\": N, \"access\": \"gateway\"}");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"budget\": 1}", "functions.solve.model_gateway.budget: unknown key");
+	gw_expect("{\"provider\": \"google\", \"secret\": \"K\"}",
+		  "functions.solve.model_gateway.provider: expected \"anthropic\" or \"openai\"");
+	gw_expect("{\"provider\": \"openai\"}",
+		  "functions.solve.model_gateway.secret: required (the secret holding the provider's key)");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"a-b\"}", "functions.solve.model_gateway.secret: expected a secret name");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"access\": \"proxy\"}",
+		  "functions.solve.model_gateway.access: expected \"gateway\", \"direct\" or \"$CONFIG_KEY\"");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"access\": \"$NOPE\"}",
+		  "functions.solve.model_gateway.access: $NOPE is not a key of config");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"access\": \"$X\"}",
+		  "functions.solve.model_gateway.access: config.X: expected gateway or direct, not 'x'");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"budget_usd\": \"$X\"}",
+		  "functions.solve.model_gateway.budget_usd: config.X: expected a number of dollars, not 'x'");
+	gw_expect("{\"provider\": \"openai\", \"secret\": \"K\", \"budget_usd\": \"$NOPE\"}",
+		  "functions.solve.model_gateway.budget_usd: $NOPE is not a key of config");
+}
+END_TEST
+
 START_TEST(test_paths)
 {
 	expect("\"timeout\": 30", "\"timeout\": 0", "functions.solve.timeout: expected a positive integer");
@@ -313,6 +397,7 @@ int main(void)
 	tcase_add_test(tc, test_webhook_events_optional);
 	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_net_from_config);
+	tcase_add_test(tc, test_model_gateway);
 	tcase_add_test(tc, test_schedule_due);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

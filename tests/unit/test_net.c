@@ -738,6 +738,40 @@ START_TEST(test_pool_distinct_and_exhausted)
 }
 END_TEST
 
+START_TEST(test_pool_adopt)
+{
+	/* lcd takes a task's lease before lc_run: the network set-up of this
+	 * process adopts it, never one another process took, nor one that
+	 * already has its veth, nor none at all. */
+	lc_net_pool_t pool = {.pool4 = "10.96.0.0/28", .pool6 = ""};
+	lc_lease_t mine, got;
+	lc_error_t *e = NULL;
+	ck_assert_int_eq(lc_netpool_alloc("aaaaaaaaaaaa", &pool, "allow", NULL, &mine, NULL), 0);
+	ck_assert_int_eq(lc_netpool_adopt("aaaaaaaaaaaa", &got, NULL), 0);
+	ck_assert_str_eq(got.addr4, mine.addr4);
+	ck_assert_str_eq(got.gw4, mine.gw4);
+	ck_assert_int_eq(lc_netpool_adopt("bbbbbbbbbbbb", &got, &e), -1);
+	ck_assert_int_eq(e->exit_code, LC_EXIT_BUSY);
+	lc_error_free(e);
+	e = NULL;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(lc_netpool_alloc("cccccccccccc", &pool, "allow", NULL, &got, NULL) == 0 ? 0 : 1);
+	int st;
+	waitpid(pid, &st, 0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_eq(lc_netpool_read("cccccccccccc", &got, NULL), 0);
+	ck_assert_int_eq(lc_netpool_adopt("cccccccccccc", &got, &e), -1);
+	ck_assert_int_eq(e->exit_code, LC_EXIT_BUSY);
+	lc_error_free(e);
+	/* adopting holds no second slot */
+	lc_lease_t next;
+	ck_assert_int_eq(lc_netpool_alloc("dddddddddddd", &pool, "allow", NULL, &next, NULL), 0);
+	ck_assert_str_ne(next.addr4, mine.addr4);
+	ck_assert_str_ne(next.addr4, got.addr4);
+}
+END_TEST
+
 START_TEST(test_pool_round_robin)
 {
 	/* A freed address is not the next one handed out while others are
@@ -849,6 +883,7 @@ int main(void)
 	tcase_add_checked_fixture(pool, tmp_setup, tmp_teardown);
 	tcase_add_test(pool, test_pool_distinct_and_exhausted);
 	tcase_add_test(pool, test_pool_round_robin);
+	tcase_add_test(pool, test_pool_adopt);
 	tcase_add_test(pool, test_pool_concurrent);
 	tcase_add_test(pool, test_pool_config);
 	suite_add_tcase(s, pool);
