@@ -1,5 +1,4 @@
 /* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
-#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,8 +59,6 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	/* libcrypto only hashes here: skip reading openssl.cnf at start-up. */
-	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 	if (argc < 2) {
 		usage(stderr);
 		return LC_EXIT_USAGE;

@@ -9,7 +9,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,29 +24,23 @@
 
 /* ---- sha256 ------------------------------------------------------------- */
 
-static EVP_MD_CTX *sha_new(void)
+/* libcrypto's SHA-256, through digest.c (loaded on first use). */
+static lc_sha256_t *sha_new(void)
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1)
-		abort();
-	return c;
+	return lc_sha256_new();
 }
 
-static void sha_end(EVP_MD_CTX *c, char *hex)
+static void sha_end(lc_sha256_t *c, char *hex)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned n = 0;
-	EVP_DigestFinal_ex(c, md, &n);
-	EVP_MD_CTX_free(c);
-	for (unsigned i = 0; i < n; i++)
-		sprintf(hex + 2 * i, "%02x", md[i]);
-	hex[2 * n] = '\0';
+	unsigned char md[32];
+	lc_sha256_final(c, md);
+	lc_sha256_hex(md, hex);
 }
 
 void lc_sha256_buf(const void *buf, size_t len, char *hex)
 {
-	EVP_MD_CTX *c = sha_new();
-	EVP_DigestUpdate(c, buf, len);
+	lc_sha256_t *c = sha_new();
+	lc_sha256_update(c, buf, len);
 	sha_end(c, hex);
 }
 
@@ -60,7 +53,7 @@ int lc_sha256_file(const char *path, char *hex, uint64_t *size, lc_error_t **err
 	_cleanup_free_ char *buf = malloc(IO_BUF);
 	if (!buf)
 		abort();
-	EVP_MD_CTX *c = sha_new();
+	lc_sha256_t *c = sha_new();
 	uint64_t total = 0;
 	for (;;) {
 		ssize_t r = read(fd, buf, IO_BUF);
@@ -73,7 +66,7 @@ int lc_sha256_file(const char *path, char *hex, uint64_t *size, lc_error_t **err
 		}
 		if (r == 0)
 			break;
-		EVP_DigestUpdate(c, buf, (size_t)r);
+		lc_sha256_update(c, buf, (size_t)r);
 		total += (uint64_t)r;
 	}
 	sha_end(c, hex);
@@ -221,7 +214,7 @@ static int clear_slot(int pfd, const char *base, bool want_dir, const char *entr
 
 struct reader {
 	int fd;
-	EVP_MD_CTX *md;
+	lc_sha256_t *md;
 	char buf[1 << 16];
 };
 
@@ -236,7 +229,7 @@ static la_ssize_t reader_read(struct archive *a, void *cd, const void **out)
 		archive_set_error(a, errno, "read error");
 		return -1;
 	}
-	EVP_DigestUpdate(r->md, r->buf, (size_t)n);
+	lc_sha256_update(r->md, r->buf, (size_t)n);
 	*out = r->buf;
 	return n;
 }
@@ -482,7 +475,7 @@ static int extract_entry(struct extract *x, struct archive_entry *e, lc_error_t 
 	return 0;
 }
 
-static void drain(int fd, EVP_MD_CTX *md)
+static void drain(int fd, lc_sha256_t *md)
 {
 	char buf[1 << 16];
 	for (;;) {
@@ -491,7 +484,7 @@ static void drain(int fd, EVP_MD_CTX *md)
 			continue;
 		if (n <= 0)
 			break;
-		EVP_DigestUpdate(md, buf, (size_t)n);
+		lc_sha256_update(md, buf, (size_t)n);
 	}
 }
 
@@ -570,7 +563,7 @@ int lc_layer_decompress(const char *path, int out_fd, char *hex, uint64_t *size,
 	archive_read_support_format_empty(a);
 	int ret = -1;
 	uint64_t total = 0;
-	EVP_MD_CTX *md = sha_new();
+	lc_sha256_t *md = sha_new();
 	char *buf = malloc(IO_BUF);
 	if (!buf)
 		abort();
@@ -590,7 +583,7 @@ int lc_layer_decompress(const char *path, int out_fd, char *hex, uint64_t *size,
 			}
 			if (n == 0)
 				break;
-			EVP_DigestUpdate(md, buf, (size_t)n);
+			lc_sha256_update(md, buf, (size_t)n);
 			total += (uint64_t)n;
 			if (out_fd >= 0 && lc_write_all(out_fd, buf, (size_t)n) < 0) {
 				lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write the decompressed %s", path);
@@ -623,7 +616,7 @@ out:
 struct writer {
 	struct archive *a;
 	struct archive_entry_linkresolver *lr;
-	EVP_MD_CTX *md;
+	lc_sha256_t *md;
 	int fd;
 	uint64_t size;
 	int write_errno;
@@ -644,7 +637,7 @@ static la_ssize_t writer_write(struct archive *a, void *cd, const void *buf, siz
 		archive_set_error(a, errno, "write error");
 		return -1;
 	}
-	EVP_DigestUpdate(w->md, buf, len);
+	lc_sha256_update(w->md, buf, len);
 	w->size += len;
 	return (la_ssize_t)len;
 }
