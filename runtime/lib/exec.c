@@ -222,7 +222,11 @@ static int prepare(exec_ctx_t *x, const char *id, json_t *st, lc_error_t **err)
 	if (o->workdir && o->workdir[0] != '/')
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "workdir '%s' must be an absolute path", o->workdir);
 	x->envp = lc_build_env(x->spec);
-	if (lc_seccomp_prepare_caps(x->spec->seccomp, x->spec->caps, &x->prog, err) < 0)
+	/* The filter the sandbox was created with (lifecycle.c saved it);
+	 * from the profile only for a sandbox made before that copy existed. */
+	_cleanup_free_ char *bpf = lc_strdup_printf("%s/%s/seccomp.bpf", lc_run_dir(), id);
+	if (!lc_seccomp_load_saved(bpf, &x->prog) &&
+	    lc_seccomp_prepare_caps(x->spec->seccomp, x->spec->caps, &x->prog, err) < 0)
 		return -1;
 	x->cgroup = json_string_value(json_object_get(st, "cgroup"));
 	x->pidfd = lc_state_pid1_pidfd(st, id, err);

@@ -39,6 +39,7 @@
 
 #include "lifecycle.h"
 #include "net.h"
+#include "seccomp.h"
 #include "util.h"
 
 /* ---- processes and state ----------------------------------------------- */
@@ -465,6 +466,12 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot create a signalfd");
 	if (!err && lc_sb_start(c, &err) < 0 && !err)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "sandbox could not be started");
+	if (!err) {
+		/* Its execs get the very filter pid 1 got, whatever becomes of
+		 * the profile, and read it back without hashing anything. */
+		_cleanup_free_ char *bpf = lc_strdup_printf("%s/%s/seccomp.bpf", lc_run_dir(), c->id);
+		lc_seccomp_save(&c->prog, bpf, &err);
+	}
 	if (err) {
 		lc_sb_teardown(c, m->restart);
 		if (m->restart)

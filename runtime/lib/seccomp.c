@@ -608,8 +608,11 @@ static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsign
 	return lc_strdup_printf("%s/seccomp/%s.bpf", lc_lib_dir(), hex);
 }
 
-/* 1 when path held a valid cache file (prog filled), 0 otherwise. */
-static int cache_load(const char *path, lc_seccomp_prog_t *prog)
+/* 1 when path held a valid program file (prog filled), 0 otherwise.  A
+ * header of no instructions stands for "unconfined" where allow_empty (the
+ * sandbox's own copy; never in the cache).  check_digest: compare the
+ * instructions with the header's SHA-256. */
+static int prog_load(const char *path, bool check_digest, bool allow_empty, lc_seccomp_prog_t *prog)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
@@ -621,21 +624,49 @@ static int cache_load(const char *path, lc_seccomp_prog_t *prog)
 	struct cache_header h;
 	if ((size_t)st.st_size < sizeof(h) || lc_read_all(fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
 		return 0;
-	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
+	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || (h.n_insns == 0 && !allow_empty) || h.n_insns > BPF_MAXINSNS ||
 	    (size_t)st.st_size != sizeof(h) + h.n_insns * sizeof(struct sock_filter))
 		return 0;
+	if (h.n_insns == 0) {
+		*prog = (lc_seccomp_prog_t){ .unconfined = true };
+		return 1;
+	}
 	size_t bytes = h.n_insns * sizeof(struct sock_filter);
 	_cleanup_free_ struct sock_filter *insns = lc_xmalloc0(bytes);
 	if (lc_read_all(fd, insns, bytes) != (ssize_t)bytes)
 		return 0;
 	unsigned char d[32];
 	const void *parts[] = { insns };
-	if (sha256(parts, &bytes, 1, d, NULL) < 0 || memcmp(d, h.digest, 32))
+	if (check_digest && (sha256(parts, &bytes, 1, d, NULL) < 0 || memcmp(d, h.digest, 32)))
 		return 0;
 	prog->filter = lc_steal(insns);
 	prog->len = (unsigned short)h.n_insns;
 	prog->unconfined = false;
 	return 1;
+}
+
+static int cache_load(const char *path, lc_seccomp_prog_t *prog)
+{
+	return prog_load(path, true, false, prog);
+}
+
+/* The file's bytes for prog: header (with the instructions' SHA-256 when
+ * with_digest) and instructions; *size set. */
+static char *prog_file(const lc_seccomp_prog_t *prog, bool with_digest, size_t *size)
+{
+	size_t n = prog->unconfined ? 0 : prog->len;
+	size_t bytes = n * sizeof(struct sock_filter);
+	struct cache_header h = { .n_insns = (uint32_t)n };
+	memcpy(h.magic, LC_SECCOMP_MAGIC, 8);
+	const void *parts[] = { prog->filter };
+	if (with_digest)
+		sha256(parts, &bytes, 1, h.digest, NULL);
+	char *buf = lc_xmalloc0(sizeof(h) + bytes);
+	memcpy(buf, &h, sizeof(h));
+	if (bytes)
+		memcpy(buf + sizeof(h), prog->filter, bytes);
+	*size = sizeof(h) + bytes;
+	return buf;
 }
 
 static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error_t **err)
@@ -649,16 +680,33 @@ static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", dir);
 	if (chmod(dir, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s private", dir);
-	size_t bytes = prog->len * sizeof(struct sock_filter);
-	struct cache_header h = { .n_insns = prog->len };
-	memcpy(h.magic, LC_SECCOMP_MAGIC, 8);
-	const void *parts[] = { prog->filter };
-	if (sha256(parts, &bytes, 1, h.digest, err) < 0)
-		return -1;
-	_cleanup_free_ char *buf = lc_xmalloc0(sizeof(h) + bytes);
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), prog->filter, bytes);
-	return lc_write_file_atomic(path, buf, sizeof(h) + bytes, 0600, err);
+	size_t size;
+	_cleanup_free_ char *buf = prog_file(prog, true, &size);
+	return lc_write_file_atomic(path, buf, size, 0600, err);
+}
+
+/* ---- a sandbox's own copy ---------------------------------------------------
+ *
+ * What its execs get: the program the sandbox was created with, whatever
+ * became of the profile since, read back without hashing anything (so an
+ * exec never loads libcrypto).  The file lives in the sandbox's private
+ * (0700) state directory, written whole by a rename at create: unlike the
+ * shared, long-lived cache it needs no digest to be trusted, only the
+ * checks that it is ours and well formed. */
+
+int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err)
+{
+	if (!prog->unconfined && (!prog->filter || !prog->len))
+		return lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "no seccomp filter was prepared");
+	size_t size;
+	_cleanup_free_ char *buf = prog_file(prog, false, &size);
+	return lc_write_file_atomic(path, buf, size, 0600, err);
+}
+
+int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog)
+{
+	*prog = (lc_seccomp_prog_t){ 0 };
+	return prog_load(path, false, true, prog);
 }
 
 /* ---- public ---------------------------------------------------------------- */

@@ -62,6 +62,14 @@ int lc_seccomp_compile_file(const char *path, lc_seccomp_prog_t *prog, lc_error_
  * bytes buf[0..len) and caps (malloc'd; tests and diagnostics). */
 char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error_t **err);
 
+/* A sandbox's own copy of the program it was created with (its execs use
+ * it): lc_seccomp_save writes prog (unconfined included) to path, mode
+ * 0600, atomically; lc_seccomp_load_saved reads it back without hashing:
+ * 1 (prog filled), or 0 when path holds no such file of ours (an older
+ * sandbox: prepare from the profile instead). */
+int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err);
+int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog);
+
 /* The `lcrun seccomp` verb (cli_seccomp.c): `check FILE…`. */
 int lc_cmd_seccomp(int argc, char **argv);
 
