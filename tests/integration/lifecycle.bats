@@ -129,6 +129,33 @@ wait_for() {
 	[[ "$output" == *"Seccomp:	2"* ]]
 }
 
+@test "exec gets the seccomp filter the sandbox was created with, not the profile as edited since" {
+	local p=$BATS_TEST_TMPDIR/profile.json
+	echo '{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}' >"$p"
+	new_sandbox --seccomp "$p"
+	run "$LCRUN" exec "$SB" -- mkdir /tmp/a
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Operation not permitted"* ]]
+	# the profile on disk now allows mkdir: the running sandbox's execs still may not
+	echo '{"defaultAction": "SCMP_ACT_ALLOW"}' >"$p"
+	run "$LCRUN" exec "$SB" -- mkdir /tmp/b
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"Operation not permitted"* ]]
+	local first=$SB
+	# a sandbox created now gets the edited profile
+	new_sandbox --seccomp "$p"
+	run "$LCRUN" exec "$SB" -- mkdir /tmp/c
+	[ "$status" -eq 0 ]
+	# a sandbox made before exec had its own copy still gets a filter (from the profile)
+	rm "$LCRUN_RUN/$first/seccomp.bpf"
+	run "$LCRUN" exec "$first" -- grep '^Seccomp:' /proc/self/status
+	[ "$output" = "Seccomp:	2" ]
+	# unconfined at create, unconfined in exec
+	new_sandbox --seccomp unconfined
+	run "$LCRUN" exec "$SB" -- grep '^Seccomp:' /proc/self/status
+	[ "$output" = "Seccomp:	0" ]
+}
+
 @test "HOME, USER and LOGNAME come from the sandbox's /etc/passwd unless given (run, create, exec)" {
 	run "$LCRUN" run -- sh -c 'echo "$HOME|$USER|$LOGNAME"'
 	[ "$output" = "/root|root|root" ]
