@@ -791,6 +791,11 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
+	/* The cgroup first, so that the state says it from its first
+	 * writing on (one write of state.json fewer). */
+	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
+		return -1;
+	trace("cgroup made");
 	if (lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (link_name(c, err) < 0)
@@ -798,11 +803,6 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (prepare_root(c, err) < 0)
 		return -1;
 	trace("root prepared");
-	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
-		return -1;
-	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
-		return -1;
-	trace("cgroup made");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
