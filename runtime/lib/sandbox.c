@@ -417,8 +417,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
 			return -1;
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
-		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
+		_cleanup_free_ char *etc = NULL;
+		if (lc_hostimage_etc(skel, s, ou, og, &etc, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);

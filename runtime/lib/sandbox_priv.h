@@ -53,8 +53,9 @@ char *lc_cgroup_path_for(const char *id);
 /* The cached skeleton of the host image (dirs, merged-usr links, a copy of
  * the parts of /etc that programs need), owned by uid_base. */
 int lc_hostimage_skel(char **dir, bool rootless, lc_error_t **err);
-/* Per-sandbox files: passwd, group, hosts, hostname, resolv.conf. */
-int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t gowner, lc_error_t **err);
+/* The lower layer above the skeleton with passwd and group for the spec's
+ * uid and gid (and its home), cached next to skel, owned by owner. */
+int lc_hostimage_etc(const char *skel, const lc_spec_t *spec, uid_t owner, gid_t gowner, char **out, lc_error_t **err);
 
 /* ---- state.c */
 int lc_state_write(const char *id, json_t *state, lc_error_t **err);
