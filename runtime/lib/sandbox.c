@@ -649,6 +649,57 @@ static int remove_later(const char *dir, const char *id)
 	return 0;
 }
 
+
+/* The fork of remove_later, done ahead: while the command runs, lcrun only
+ * waits, and the fork then costs nothing on the way out.  The remover
+ * waits for a byte on the pipe (the directory is in trash/ now), then
+ * does what remove_later's does; the pipe's end without it (kept, or lcrun
+ * gone) ends it with nothing removed. */
+static void remover_start(lc_sb_t *c)
+{
+	if (!c->sbdir || !lc_single_threaded())
+		return;
+	_cleanup_free_ char *trash = lc_trash_dir();
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		return;
+	char tag[9];
+	lc_random_hex(tag, 8);
+	_cleanup_free_ char *dst = lc_strdup_printf("%s/%s.%s", trash, c->id, tag);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return;
+	int r = lc_fork_detached(p[0]);
+	if (r == 0) {
+		lc_proc_title("lcrun-rm");
+		char go;
+		if (read(p[0], &go, 1) != 1)
+			_exit(0);
+		int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			flock(fd, LOCK_EX | LOCK_NB);
+		remove_now(dst);
+		_exit(0);
+	}
+	close(p[0]);
+	if (r < 0) {
+		close(p[1]);
+		return;
+	}
+	c->rm_pipe = p[1];
+	c->rm_dst = lc_steal(dst);
+}
+
+/* 0: the directory is in trash/ and its remover at work. */
+static int remover_go(lc_sb_t *c)
+{
+	if (c->rm_pipe < 0)
+		return -1;
+	int r = rename(c->sbdir, c->rm_dst) == 0 && write(c->rm_pipe, "y", 1) == 1 ? 0 : -1;
+	close(c->rm_pipe);
+	c->rm_pipe = -1;
+	return r;
+}
+
 void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
@@ -681,7 +732,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		trace("cgroup removed");
 	}
-	if (!keep && c->sbdir && remove_later(c->sbdir, c->id) < 0)
+	if (!keep && c->sbdir && remover_go(c) < 0 && remove_later(c->sbdir, c->id) < 0)
 		remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written)
@@ -712,6 +763,9 @@ void lc_sb_free(lc_sb_t *c)
 		close(c->sp[1]);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->rm_pipe >= 0)
+		close(c->rm_pipe); /* kept: the remover goes without a word */
+	free(c->rm_dst);
 }
 
 /* ---- lc_run ---------------------------------------------------------------- */
@@ -722,6 +776,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->spec = spec;
 	c->sp[0] = c->sp[1] = -1;
 	c->pidfd = -1;
+	c->rm_pipe = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -999,6 +1054,8 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
 		if (c.cg.not_applied)
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
+		if (!spec->keep)
+			remover_start(&c);
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

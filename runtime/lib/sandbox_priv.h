@@ -203,6 +203,8 @@ typedef struct lc_sb {
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
+	int rm_pipe;     /* to the remover forked while the command runs (-1: none) */
+	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
 /* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */
