@@ -68,11 +68,16 @@ static int attach_lower(const char *src, const char *dst, int userns_fd, lc_erro
 	return 0;
 }
 
+/* volatile: for uppers that are removed with the sandbox.  Without it the
+ * overlay's unmount, when pid 1's namespace goes, syncs the whole
+ * filesystem the upper is on (sync_filesystem of the upper's superblock),
+ * on the way out of every run and behind whatever else writes there. */
 static int mount_overlay(const char *target, const char *lowers, const char *upper, const char *work,
-			 bool rootless, lc_error_t **err)
+			 const lc_rootfs_plan_t *plan, lc_error_t **err)
 {
-	_cleanup_free_ char *opts = lc_strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s%s", lowers, upper, work,
-						     rootless ? ",userxattr" : "");
+	_cleanup_free_ char *opts = lc_strdup_printf("lowerdir=%s,upperdir=%s,workdir=%s%s%s", lowers, upper, work,
+						     plan->rootless ? ",userxattr" : "",
+						     plan->volatile_upper ? ",volatile" : "");
 	if (strlen(opts) >= 4000)
 		return lc_error_set(err, LC_EXIT_RUNTIME, E2BIG, "too many layers for one overlay mount");
 	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
@@ -123,7 +128,7 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 	/* The uppers: in ovl/, or on the directory the spec names (a disk). */
 	const char *ud = plan->upper_dir ? plan->upper_dir : "ovl";
 	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", ud), *work = lc_strdup_printf("%s/work", ud);
-	if (mount_overlay("../rootfs", lowers, upper, work, plan->rootless, err) < 0)
+	if (mount_overlay("../rootfs", lowers, upper, work, plan, err) < 0)
 		return -1;
 	if (plan->usr_overlay) {
 		const char *usr_lower = use_lower(plan, "/usr", "ovl/lower/usr", err);
@@ -142,7 +147,7 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 		}
 		_cleanup_free_ char *all = lc_strdup_printf("%s%s", ulowers, usr_lower);
 		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", ud), *uw = lc_strdup_printf("%s/usr-work", ud);
-		if (mount_overlay("../rootfs/usr", all, uu, uw, plan->rootless, err) < 0)
+		if (mount_overlay("../rootfs/usr", all, uu, uw, plan, err) < 0)
 			return lc_error_wrap(err, "/usr");
 	}
 	/* sysfs of the sandbox's own network namespace, read-only. */

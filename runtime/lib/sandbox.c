@@ -386,6 +386,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.upper_dir = s->upper_dir ? strdup(s->upper_dir) : NULL;
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
+	c->plan.volatile_upper = c->throwaway && !s->upper_dir;
 	c->plan.idmap_userns_fd = -1;
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	/* Ids as the staging process sees them: rootless, it works inside its
@@ -1049,6 +1050,7 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	}
+	c.throwaway = !spec->keep;
 	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);

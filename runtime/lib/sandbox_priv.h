@@ -111,6 +111,7 @@ typedef struct lc_rootfs_plan {
 	char **lowers;     /* lower dirs of the root overlay, TOP first */
 	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
 	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
+	bool volatile_upper; /* the uppers go with the sandbox: overlay's "volatile" */
 	char **usr_lowers; /* image layers' usr/ dirs above the host's /usr, TOP first (idmapped) */
 	char *upper_dir;   /* spec->upper_dir: where upper/ and work/ are (NULL: ovl/) */
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
@@ -203,6 +204,7 @@ typedef struct lc_sb {
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
+	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
 	int rm_pipe;     /* to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
