@@ -150,6 +150,19 @@ static int build_skel(const char *dir, uid_t uid, gid_t gid, lc_error_t **err)
 	return 0;
 }
 
+/* tmp, built in full, becomes dir; another process's copy that got
+ * there first is as good (both are made from the same inputs). */
+static int install(const char *tmp, const char *dir, lc_error_t **err)
+{
+	if (rename(tmp, dir) < 0) {
+		int e = errno;
+		lc_rm_rf(tmp, NULL);
+		if (e != EEXIST && e != ENOTEMPTY)
+			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot install %s", dir);
+	}
+	return 0;
+}
+
 int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 {
 	uid_t uid = rootless ? getuid() : lc_uid_base();
@@ -187,12 +200,8 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 		lc_rm_rf(tmp, NULL);
 		return lc_error_wrap(err, "cannot build the host image");
 	}
-	if (rename(tmp, dir) < 0) {
-		int e = errno;
-		lc_rm_rf(tmp, NULL);
-		if (e != EEXIST && e != ENOTEMPTY)
-			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot install the host image at %s", dir);
-	}
+	if (install(tmp, dir, err) < 0)
+		return -1;
 	*out = lc_steal(dir);
 	return 0;
 }
@@ -253,12 +262,8 @@ int lc_hostimage_etc(const char *skel, const lc_spec_t *spec, uid_t owner, gid_t
 		lc_rm_rf(tmp, NULL);
 		return -1;
 	}
-	if (rename(tmp, dir) < 0) {
-		int e = errno;
-		lc_rm_rf(tmp, NULL);
-		if (e != EEXIST && e != ENOTEMPTY)
-			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot install %s", dir);
-	}
+	if (install(tmp, dir, err) < 0)
+		return -1;
 	*out = lc_steal(dir);
 	return 0;
 }
