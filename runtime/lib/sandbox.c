@@ -654,9 +654,11 @@ static int remove_later(const char *dir, const char *id)
 
 /* The fork of remove_later, done ahead: while the command runs, lcrun only
  * waits, and the fork then costs nothing on the way out.  The remover
- * waits for a byte on the pipe (the directory is in trash/ now), then
- * does what remove_later's does; the pipe's end without it (kept, or lcrun
- * gone) ends it with nothing removed. */
+ * takes remove_later's flock on the sandbox directory at once (it follows
+ * the directory into trash/, so gc sees the entry busy from its first
+ * moment there) and says so; then it waits for a byte (the directory is
+ * in trash/ now) and removes it.  The socket's end without the byte
+ * (kept, or lcrun gone) ends it with nothing removed. */
 static void remover_start(lc_sb_t *c)
 {
 	if (!c->sbdir || !lc_single_threaded())
@@ -667,36 +669,41 @@ static void remover_start(lc_sb_t *c)
 	char tag[9];
 	lc_random_hex(tag, 8);
 	_cleanup_free_ char *dst = lc_strdup_printf("%s/%s.%s", trash, c->id, tag);
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
-	int r = lc_fork_detached(p[0]);
+	int r = lc_fork_detached(sv[1]);
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
+		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 		char go;
-		if (read(p[0], &go, 1) != 1)
+		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
 			_exit(0);
-		int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			flock(fd, LOCK_EX | LOCK_NB);
 		remove_now(dst);
 		_exit(0);
 	}
-	close(p[0]);
+	close(sv[1]);
 	if (r < 0) {
-		close(p[1]);
+		close(sv[0]);
 		return;
 	}
-	c->rm_pipe = p[1];
+	c->rm_pipe = sv[0];
 	c->rm_dst = lc_steal(dst);
 }
 
-/* 0: the directory is in trash/ and its remover at work. */
+/* 0: the directory is in trash/, locked, and its remover at work. */
 static int remover_go(lc_sb_t *c)
 {
 	if (c->rm_pipe < 0)
 		return -1;
-	int r = rename(c->sbdir, c->rm_dst) == 0 && write(c->rm_pipe, "y", 1) == 1 ? 0 : -1;
+	char locked = 0;
+	int r = -1;
+	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
+		if (write(c->rm_pipe, "y", 1) != 1)
+			remove_now(c->rm_dst); /* the remover is gone */
+		r = 0;
+	}
 	close(c->rm_pipe);
 	c->rm_pipe = -1;
 	return r;

@@ -205,7 +205,7 @@ typedef struct lc_sb {
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
 	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
-	int rm_pipe;     /* to the remover forked while the command runs (-1: none) */
+	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
