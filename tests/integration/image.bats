@@ -329,7 +329,8 @@ done'
 	timeout -k 2 60 "$LCRUN" run --keep --name fresh -- sh -c 'echo x >/srv/f'
 	"$LCRUN" snapshot fresh freshsnap
 	# no bind target (/etc/hosts, hostname, resolv.conf) made in the upper
-	[ "$(cd "$(layer_dir freshsnap)" && find . -mindepth 1 ! -type d | sort | tr '\n' ' ')" = "./srv/f " ]
+	blob=$("$LCRUN" image inspect freshsnap | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"][7:])')
+	[ "$(tar -tf "$STORE/blobs/sha256/$blob" | grep -v '/$' | sort | tr '\n' ' ')" = "srv/f " ]
 	id=$(readlink "$LCRUN_STATE_DIR/names/fresh")
 	rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/fresh"
 	# passwd and group per --user, from layers made once and shared
