@@ -80,7 +80,12 @@ static int mount_overlay(const char *target, const char *lowers, const char *upp
 						     plan->volatile_upper ? ",volatile" : "");
 	if (strlen(opts) >= 4000)
 		return lc_error_set(err, LC_EXIT_RUNTIME, E2BIG, "too many layers for one overlay mount");
-	if (mount("overlay", target, "overlay", MS_NODEV, opts) < 0)
+	int r = mount("overlay", target, "overlay", MS_NODEV, opts);
+	if (r < 0 && errno == EINVAL && plan->volatile_upper) { /* a kernel before 5.10 */
+		opts[strlen(opts) - strlen(",volatile")] = '\0';
+		r = mount("overlay", target, "overlay", MS_NODEV, opts);
+	}
+	if (r < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mount the overlay root at %s", target);
 	return 0;
 }
