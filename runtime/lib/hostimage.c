@@ -100,6 +100,14 @@ static int copy_tree(const char *src, int dfd, const char *name, uid_t uid, gid_
 	return 0;
 }
 
+static int write_owned(int dfd, const char *name, const char *content, mode_t mode, uid_t uid, gid_t gid)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	if (fd < 0 || lc_write_all(fd, content, strlen(content)) < 0 || fchown(fd, uid, gid) < 0)
+		return -1;
+	return 0;
+}
+
 static int build_skel(const char *dir, uid_t uid, gid_t gid, lc_error_t **err)
 {
 	if (mkdir(dir, 0755) < 0)
@@ -132,6 +140,26 @@ static int build_skel(const char *dir, uid_t uid, gid_t gid, lc_error_t **err)
 		if (copy_tree(src, etc, etc_allow[i], uid, gid, 0) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot copy %s into the host image", src);
 	}
+	/* Where the sandbox's own hosts, hostname and resolv.conf are bound
+	 * (mounts.c): found here, they are not made in every sandbox's upper
+	 * layer (a copy-up of /etc and three files on the upper's disk). */
+	static const char *targets[] = { "hosts", "hostname", "resolv.conf", NULL };
+	for (int i = 0; targets[i]; i++)
+		if (write_owned(etc, targets[i], "", 0644, uid, gid) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/etc/%s", dir, targets[i]);
+	return 0;
+}
+
+/* tmp, built in full, becomes dir; another process's copy that got
+ * there first is as good (both are made from the same inputs). */
+static int install(const char *tmp, const char *dir, lc_error_t **err)
+{
+	if (rename(tmp, dir) < 0) {
+		int e = errno;
+		lc_rm_rf(tmp, NULL);
+		if (e != EEXIST && e != ENOTEMPTY)
+			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot install %s", dir);
+	}
 	return 0;
 }
 
@@ -141,7 +169,7 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 	gid_t gid = rootless ? getgid() : (gid_t)lc_uid_base();
 	lc_sha256_t *ctx = lc_sha256_new();
 	char ver[64];
-	int n = snprintf(ver, sizeof(ver), "skel-v1 %u %u\n", (unsigned)uid, (unsigned)gid);
+	int n = snprintf(ver, sizeof(ver), "skel-v2 %u %u\n", (unsigned)uid, (unsigned)gid);
 	lc_sha256_update(ctx, ver, (size_t)n);
 	for (int i = 0; etc_allow[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/etc/%s", etc_allow[i]);
@@ -172,28 +200,17 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 		lc_rm_rf(tmp, NULL);
 		return lc_error_wrap(err, "cannot build the host image");
 	}
-	if (rename(tmp, dir) < 0) {
-		int e = errno;
-		lc_rm_rf(tmp, NULL);
-		if (e != EEXIST && e != ENOTEMPTY)
-			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot install the host image at %s", dir);
-	}
+	if (install(tmp, dir, err) < 0)
+		return -1;
 	*out = lc_steal(dir);
 	return 0;
 }
 
-static int write_owned(int dfd, const char *name, const char *content, mode_t mode, uid_t uid, gid_t gid)
+static int build_etc(const char *dir, const lc_spec_t *spec, const char *shell, uid_t owner, gid_t gowner,
+		     lc_error_t **err)
 {
-	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0 || lc_write_all(fd, content, strlen(content)) < 0 || fchown(fd, uid, gid) < 0)
-		return -1;
-	return 0;
-}
-
-int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t gowner, lc_error_t **err)
-{
-	if (lc_mkdir_p(dir, 0755, err) < 0)
-		return -1;
+	if (mkdir(dir, 0755) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fchown(dfd, owner, gowner) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot prepare %s", dir);
@@ -202,7 +219,6 @@ int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t 
 	_cleanup_close_ int etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	unsigned uid = spec->uid, gid = spec->gid;
 	_cleanup_free_ char *passwd = NULL, *group = NULL;
-	const char *shell = access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
 	if (uid == 0) {
 		passwd = lc_strdup_printf("root:x:0:0:root:/root:%s\n"
 					  "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n", shell);
@@ -223,5 +239,31 @@ int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t 
 	if (write_owned(etc, "passwd", passwd, 0644, owner, gowner) < 0 ||
 	    write_owned(etc, "group", group, 0644, owner, gowner) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write passwd/group in %s", dir);
+	return 0;
+}
+
+/* The layer depends only on the ids and the shell: one per combination,
+ * next to the skeleton it goes with, shared by every sandbox that runs
+ * with them (a read-only lower layer, like the skeleton).  Making it in
+ * each sandbox's directory cost four to six metadata writes per run. */
+int lc_hostimage_etc(const char *skel, const lc_spec_t *spec, uid_t owner, gid_t gowner, char **out, lc_error_t **err)
+{
+	bool bash = access("/usr/bin/bash", X_OK) == 0;
+	_cleanup_free_ char *dir = lc_strdup_printf("%s-etc-%u.%u-%u.%u-%s", skel, (unsigned)owner, (unsigned)gowner,
+						    (unsigned)spec->uid, (unsigned)spec->gid, bash ? "bash" : "sh");
+	if (access(dir, F_OK) == 0) {
+		*out = lc_steal(dir);
+		return 0;
+	}
+	char rnd[9];
+	lc_random_hex(rnd, 8);
+	_cleanup_free_ char *tmp = lc_strdup_printf("%s.tmp-%s", skel, rnd);
+	if (build_etc(tmp, spec, bash ? "/bin/bash" : "/bin/sh", owner, gowner, err) < 0) {
+		lc_rm_rf(tmp, NULL);
+		return -1;
+	}
+	if (install(tmp, dir, err) < 0)
+		return -1;
+	*out = lc_steal(dir);
 	return 0;
 }

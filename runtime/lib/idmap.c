@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,51 +31,45 @@ static userns_entry_t cache[MAX_CACHED];
 static size_t n_cached;
 static pid_t cache_pid; /* a forked child may have closed the cached fds */
 
+/* The child only holds the namespace while its maps are written: it
+ * shares the caller's memory (CLONE_VM: no copy of the page tables, most
+ * of what a fork costs here) and runs nothing but pause() on a stack of
+ * its own.  clone itself makes the namespace, so there is no word to wait
+ * for before writing the maps; SIGKILL ends the child. */
+static int hold_userns(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return 0;
+}
+
 static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
 {
-	int p1[2], p2[2];
-	if (pipe2(p1, O_CLOEXEC) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
-	if (pipe2(p2, O_CLOEXEC) < 0) {
-		close(p1[0]);
-		close(p1[1]);
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(p1[0]);
-		close(p2[1]);
-		char c = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
-		if (write(p1[1], &c, 1) < 0 || read(p2[0], &c, 1) < 0)
-			_exit(1);
-		_exit(0);
-	}
-	close(p1[1]);
-	close(p2[0]);
-	char c = 'n';
+	static const size_t stack_size = 16384;
+	_cleanup_free_ char *stack = malloc(stack_size);
+	if (!stack)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot create a user namespace for idmapped mounts");
+	pid_t pid = clone(hold_userns, stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
+	if (pid < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a user namespace for idmapped mounts");
 	int fd = -1;
-	if (pid > 0 && read(p1[0], &c, 1) == 1 && c == 'y') {
-		char path[64], map[64];
-		snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-		snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)uid_from, (unsigned)uid_to, count);
+	char path[64], map[64];
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
+	snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)uid_from, (unsigned)uid_to, count);
+	if (lc_write_file(path, map, err) == 0) {
+		snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
+		snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)gid_from, (unsigned)gid_to, count);
 		if (lc_write_file(path, map, err) == 0) {
-			snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-			snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)gid_from, (unsigned)gid_to, count);
-			if (lc_write_file(path, map, err) == 0) {
-				snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-				fd = open(path, O_RDONLY | O_CLOEXEC);
-				if (fd < 0)
-					lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
-			}
+			snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", path);
 		}
-	} else {
-		lc_error_set(err, LC_EXIT_RUNTIME, pid < 0 ? errno : 0,
-			     "cannot create a user namespace for idmapped mounts");
 	}
-	close(p1[0]);
-	close(p2[1]);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	return fd;
 }
 

@@ -285,9 +285,9 @@ static int mkdir_mode(const char *path, mode_t mode)
 static int write_files(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/files", c->sbdir);
-	if (mkdir_mode(dir, 0755) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
+	/* In the sandbox directory itself (0711): a directory of their own
+	 * cost a mkdir, 0.13 ms on this ext4. */
+	const char *dir = c->sbdir;
 	const char *hn = s->hostname ? s->hostname : "lcrun";
 	_cleanup_free_ char *hosts = lc_strdup_printf("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 						      "127.0.1.1\t%s\n", hn);
@@ -343,7 +343,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
-	/* Host root only: pid 1 reaches rootfs/ and files/ through fds the
+	/* Host root only: pid 1 reaches rootfs/ and the files beside it through fds the
 	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_mkdir_p(parent, 0700, err) < 0)
@@ -366,6 +366,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		struct stat st;
 		if (stat(upper, &st) < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper layer %s", upper);
+		/* files/ and etc-layer/: what an older lcrun made per sandbox */
 		_cleanup_free_ char *files = lc_strdup_printf("%s/files", c->sbdir);
 		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
 		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
@@ -386,6 +387,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.upper_dir = s->upper_dir ? strdup(s->upper_dir) : NULL;
 	c->plan.rootfs = lc_steal(rootfs);
 	c->plan.rootless = c->rootless;
+	c->plan.volatile_upper = c->throwaway && !s->upper_dir;
 	c->plan.idmap_userns_fd = -1;
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	/* Ids as the staging process sees them: rootless, it works inside its
@@ -417,8 +419,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *skel = NULL;
 		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
 			return -1;
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
-		if (lc_hostimage_etc(etc, s, ou, og, err) < 0)
+		_cleanup_free_ char *etc = NULL;
+		if (lc_hostimage_etc(skel, s, ou, og, &etc, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
@@ -649,6 +651,64 @@ static int remove_later(const char *dir, const char *id)
 	return 0;
 }
 
+
+/* The fork of remove_later, done ahead: while the command runs, lcrun only
+ * waits, and the fork then costs nothing on the way out.  The remover
+ * takes remove_later's flock on the sandbox directory at once (it follows
+ * the directory into trash/, so gc sees the entry busy from its first
+ * moment there) and says so; then it waits for a byte (the directory is
+ * in trash/ now) and removes it.  The socket's end without the byte
+ * (kept, or lcrun gone) ends it with nothing removed. */
+static void remover_start(lc_sb_t *c)
+{
+	if (!c->sbdir || !lc_single_threaded())
+		return;
+	_cleanup_free_ char *trash = lc_trash_dir();
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		return;
+	char tag[9];
+	lc_random_hex(tag, 8);
+	_cleanup_free_ char *dst = lc_strdup_printf("%s/%s.%s", trash, c->id, tag);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	int r = lc_fork_detached(sv[1]);
+	if (r == 0) {
+		lc_proc_title("lcrun-rm");
+		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+		char go;
+		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
+			_exit(0);
+		remove_now(dst);
+		_exit(0);
+	}
+	close(sv[1]);
+	if (r < 0) {
+		close(sv[0]);
+		return;
+	}
+	c->rm_pipe = sv[0];
+	c->rm_dst = lc_steal(dst);
+}
+
+/* 0: the directory is in trash/, locked, and its remover at work. */
+static int remover_go(lc_sb_t *c)
+{
+	if (c->rm_pipe < 0)
+		return -1;
+	char locked = 0;
+	int r = -1;
+	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
+		if (write(c->rm_pipe, "y", 1) != 1)
+			remove_now(c->rm_dst); /* the remover is gone */
+		r = 0;
+	}
+	close(c->rm_pipe);
+	c->rm_pipe = -1;
+	return r;
+}
+
 void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
@@ -681,7 +741,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		trace("cgroup removed");
 	}
-	if (!keep && c->sbdir && remove_later(c->sbdir, c->id) < 0)
+	if (!keep && c->sbdir && remover_go(c) < 0 && remove_later(c->sbdir, c->id) < 0)
 		remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written)
@@ -712,6 +772,9 @@ void lc_sb_free(lc_sb_t *c)
 		close(c->sp[1]);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->rm_pipe >= 0)
+		close(c->rm_pipe); /* kept: the remover goes without a word */
+	free(c->rm_dst);
 }
 
 /* ---- lc_run ---------------------------------------------------------------- */
@@ -722,6 +785,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->spec = spec;
 	c->sp[0] = c->sp[1] = -1;
 	c->pidfd = -1;
+	c->rm_pipe = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -791,6 +855,11 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
+	/* The cgroup first, so that the state says it from its first
+	 * writing on (one write of state.json fewer). */
+	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
+		return -1;
+	trace("cgroup made");
 	if (lc_sb_save_state(c, "creating", err) < 0)
 		return -1;
 	if (link_name(c, err) < 0)
@@ -798,11 +867,6 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (prepare_root(c, err) < 0)
 		return -1;
 	trace("root prepared");
-	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
-		return -1;
-	if (c->cg.path && lc_sb_save_state(c, "creating", err) < 0)
-		return -1;
-	trace("cgroup made");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
@@ -994,11 +1058,14 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		pthread_sigmask(SIG_BLOCK, &fwd, &old);
 		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 	}
+	c.throwaway = !spec->keep;
 	int r = lc_sb_start(&c, err);
 	if (r == 0) {
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
 		if (c.cg.not_applied)
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
+		if (!spec->keep)
+			remover_start(&c);
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

@@ -53,8 +53,9 @@ char *lc_cgroup_path_for(const char *id);
 /* The cached skeleton of the host image (dirs, merged-usr links, a copy of
  * the parts of /etc that programs need), owned by uid_base. */
 int lc_hostimage_skel(char **dir, bool rootless, lc_error_t **err);
-/* Per-sandbox files: passwd, group, hosts, hostname, resolv.conf. */
-int lc_hostimage_etc(const char *dir, const lc_spec_t *spec, uid_t owner, gid_t gowner, lc_error_t **err);
+/* The lower layer above the skeleton with passwd and group for the spec's
+ * uid and gid (and its home), cached next to skel, owned by owner. */
+int lc_hostimage_etc(const char *skel, const lc_spec_t *spec, uid_t owner, gid_t gowner, char **out, lc_error_t **err);
 
 /* ---- state.c */
 int lc_state_write(const char *id, json_t *state, lc_error_t **err);
@@ -110,6 +111,7 @@ typedef struct lc_rootfs_plan {
 	char **lowers;     /* lower dirs of the root overlay, TOP first */
 	bool *lower_idmap; /* per lower: mount it idmapped (host-owned trees) */
 	bool usr_overlay;  /* host image: /usr gets an overlay of its own */
+	bool volatile_upper; /* the uppers go with the sandbox: overlay's "volatile" */
 	char **usr_lowers; /* image layers' usr/ dirs above the host's /usr, TOP first (idmapped) */
 	char *upper_dir;   /* spec->upper_dir: where upper/ and work/ are (NULL: ovl/) */
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
@@ -202,6 +204,9 @@ typedef struct lc_sb {
 	bool no_command; /* create: pid 1 idles, commands come by exec */
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
+	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
+	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
+	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 } lc_sb_t;
 /* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */

@@ -506,6 +506,10 @@ static int export_bpf(struct pctx *c, lc_seccomp_prog_t *prog, lc_error_t **err)
 	if (n == 0 || (size_t)st.st_size % sizeof(struct sock_filter))
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "%s: libseccomp exported %lld bytes, not whole BPF instructions",
 				    c->file, (long long)st.st_size);
+	uint32_t tree = 0;
+	if (n > BPF_MAXINSNS && seccomp_attr_get(c->f, SCMP_FLTATR_CTL_OPTIMIZE, &tree) == 0 && tree == 2 &&
+	    seccomp_attr_set(c->f, SCMP_FLTATR_CTL_OPTIMIZE, 1) == 0)
+		return export_bpf(c, prog, err); /* the tree is longer than the list: a list, then */
 	if (n > BPF_MAXINSNS)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: the filter needs %zu BPF instructions, the kernel takes %d",
 				    c->file, n, BPF_MAXINSNS);
@@ -546,6 +550,12 @@ static int compile_buf(const char *file, const char *text, size_t len, uint64_t 
 	c.f = f;
 	/* A syscall of an architecture the profile does not list ends the process. */
 	seccomp_attr_set(f, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	/* A binary tree of the syscall numbers, not a list: the kernel's
+	 * attach (it checks the filter, translates it and runs it for every
+	 * syscall number to fill its cache) takes 0.39 ms instead of 0.88 ms
+	 * for the default profile, on every run and exec; each syscall then
+	 * walks log(n) comparisons, not n. */
+	seccomp_attr_set(f, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (add_arches(&c, root, err) < 0)
 		return -1;
 	size_t i;
@@ -594,7 +604,7 @@ static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsign
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "uname");
 		return NULL;
 	}
-	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v1 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx%s",
+	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v2 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx%s",
 						    v->major, v->minor, v->micro, seccomp_arch_native(), u.release,
 						    (unsigned long long)caps, flags & LC_SECCOMP_SKIP_UNKNOWN ? " skip-unknown" : "");
 	const void *parts[] = { buf, "\n", env };

@@ -325,6 +325,31 @@ done'
 	rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/hostsrc"
 }
 
+@test "a host-image sandbox's upper holds only what its command wrote; the shared /etc layer takes no tenant's writes" {
+	timeout -k 2 60 "$LCRUN" run --keep --name fresh -- sh -c 'echo x >/srv/f'
+	"$LCRUN" snapshot fresh freshsnap
+	# no bind target (/etc/hosts, hostname, resolv.conf) made in the upper
+	blob=$("$LCRUN" image inspect freshsnap | python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"][7:])')
+	[ "$(tar -tf "$STORE/blobs/sha256/$blob" | grep -v '/$' | sort | tr '\n' ' ')" = "srv/f " ]
+	id=$(readlink "$LCRUN_STATE_DIR/names/fresh")
+	rm -rf "$LCRUN_ROOT/sandboxes/$id" "$LCRUN_STATE_DIR/$id" "$LCRUN_STATE_DIR/names/fresh"
+	# passwd and group per --user, from layers made once and shared
+	run timeout -k 2 60 "$LCRUN" run --user 1000:1000 -- sh -c 'id -un; echo $HOME; grep -c . /etc/passwd; echo x >$HOME/left'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'user\n/home/user\n3')" ]
+	run timeout -k 2 60 "$LCRUN" run -- sh -c 'id -un; echo $HOME; grep -c . /etc/passwd; echo z >>/etc/passwd'
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf 'root\n/root\n2')" ]
+	# the next tenants with the same ids see none of that
+	run timeout -k 2 60 "$LCRUN" run --user 1000:1000 -- sh -c 'ls -A $HOME; grep -c . /etc/passwd'
+	[ "$status" -eq 0 ]
+	[ "$output" = "3" ]
+	run timeout -k 2 60 "$LCRUN" run -- grep -c . /etc/passwd
+	[ "$status" -eq 0 ]
+	[ "$output" = "2" ]
+	[ "$(ls "$LCRUN_ROOT/host" | grep -c -- '-etc-')" -eq 2 ]
+}
+
 @test "snapshot while the command is still writing: frozen, consistent, thawed" {
 	busybox_image base
 	# every round appends i to f00, f01, … f19 in turn (one write each): a

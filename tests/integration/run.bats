@@ -101,6 +101,18 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	[ "$whiteout" = "character special file 0:0" ]
 }
 
+@test "a run's throwaway uppers skip the sync at unmount; kept ones keep it" {
+	# overlay's volatile: nothing of a run without --keep outlives it
+	run "$LCRUN" run -- sh -c 'grep -c " overlay .*fsync=volatile" /proc/self/mountinfo'
+	[ "$status" -eq 0 ]
+	[ "$output" = 2 ]
+	run "$LCRUN" run --keep -- sh -c 'grep -c "fsync=volatile" /proc/self/mountinfo'
+	id=$(echo "$output" | sed -n 's/^lcrun: kept sandbox //p')
+	[ -n "$id" ]
+	rm -rf "$LCRUN_LIB/sandboxes/$id" "$LCRUN_RUN/$id"
+	[ "${lines[0]}" = 0 ]
+}
+
 @test "exit codes propagate: status, signals, not found, not executable" {
 	run "$LCRUN" run -- sh -c 'exit 3'
 	[ "$status" -eq 3 ]
