@@ -704,6 +704,8 @@ static int fw_remove_cb(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_e
 	return lc_fw_remove(t->id, err);
 }
 
+static int wait_pending(const char *id, int timeout_ms, lc_error_t **err);
+
 int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err)
 {
 	if (spec->mode == LC_NET_NONE)
@@ -715,6 +717,11 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 		return -1;
 	lc_lease_t l;
 	lc_error_t *busy = NULL;
+	/* A stopped sandbox started again at once: the remainder of its last
+	 * run (veth, chains, lease) may still be on its way out with an
+	 * lcrun-net helper.  Wait for it rather than find the lease taken. */
+	if (wait_pending(id, LC_NET_PENDING_WAIT_MS, err) < 0)
+		return -1;
 	if (lc_netpool_alloc(id, &pool, lc_net_mode_name(spec->mode), spec->policy, &l, &busy) < 0) {
 		/* a lease this process took for id beforehand (lcd) is used */
 		if (busy->exit_code != LC_EXIT_BUSY || lc_netpool_adopt(id, &l, NULL) < 0) {
@@ -768,8 +775,10 @@ static int teardown(const char *id, bool exited, lc_error_t **err)
 	if ((!exited || outlives_namespace(veth)) && delete_link(veth, err) < 0)
 		ret = -1;
 	lc_trace("net: veth gone");
+	/* A veth that could not be deleted keeps its chains (gc's to
+	 * remove with it later): its rules hold as long as it exists. */
 	lc_fw_target_t t = {.id = id};
-	if (fw_locked(fw_remove_cb, &t, NULL, ret < 0 ? NULL : err) < 0)
+	if (ret == 0 && fw_locked(fw_remove_cb, &t, NULL, err) < 0)
 		ret = -1;
 	lc_trace("net: chains removed");
 	if (ret == 0 && lc_netpool_release(id, err) < 0)
@@ -851,20 +860,27 @@ int lc_net_teardown_exited(const char *id, lc_error_t **err)
 	return teardown(id, true, err);
 }
 
-int lc_net_wait_pending(int timeout_ms, lc_error_t **err)
+/* Wait up to timeout_ms while helpers hold pending files: any (id NULL),
+ * or the one for id. */
+static int wait_pending(const char *id, int timeout_ms, lc_error_t **err)
 {
 	long long deadline = lc_now_ms() + timeout_ms;
-	char id[LC_ID_LEN + 1];
+	char held[LC_ID_LEN + 1];
 	for (unsigned k = 0; k < LC_NET_PENDING_MAX; k++) {
-		while (pending_held(k, id)) {
+		while (pending_held(k, held) && (!id || !strcmp(held, id))) {
 			if (lc_now_ms() >= deadline)
 				return lc_error_set(err, LC_EXIT_BUSY, 0,
-						    "the network of sandbox %s is still being removed after %d ms", id,
+						    "the network of sandbox %s is still being removed after %d ms", held,
 						    timeout_ms);
 			usleep(1000);
 		}
 	}
 	return 0;
+}
+
+int lc_net_wait_pending(int timeout_ms, lc_error_t **err)
+{
+	return wait_pending(NULL, timeout_ms, err);
 }
 
 static bool strv_has(char *const *v, const char *s)

@@ -66,6 +66,9 @@ int lc_net_teardown(const char *id, lc_error_t **err);
  * does.  gc leaves a remainder alone while its helper lives and collects
  * it if the helper died. */
 #define LC_NET_PENDING_MAX 16
+/* How long lc_net_setup() waits for the remainder of the same sandbox's
+ * last run (a stopped sandbox started again at once). */
+#define LC_NET_PENDING_WAIT_MS 5000
 int lc_net_teardown_exited(const char *id, lc_error_t **err);
 /* Wait until no helper of lc_net_teardown_exited() is at work (at most
  * timeout_ms: then LC_EXIT_BUSY naming a sandbox still pending). */

@@ -45,6 +45,7 @@ teardown() {
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 	done
 	ip link del lc0000000000dd 2>/dev/null || true
+	LCRUN_ROOT="$BATS_TEST_TMPDIR/root" "$LCRUN" rm -f restarted >/dev/null 2>&1 || true
 }
 
 @test "allow: the allowed range answers on its listed port and on no other" {
@@ -186,6 +187,32 @@ end_with_remainder_held() {
 	[[ "$output" != *"removed the network"* ]]
 	[ -z "$(leftovers)" ]
 	flock -n -s "$pending" true
+}
+
+@test "a stopped sandbox started again at once waits for its last run's network remainder, then gets its network" {
+	need_lcrun
+	local id pending pid
+	export LCRUN_ROOT="$BATS_TEST_TMPDIR/root"
+	id=$("$LCRUN" create --name restarted --net allow --allow 198.51.100.0/28:443)
+	[ -e "$LCRUN_STATE_DIR/net/$id.json" ]
+	# Stopped while this shell holds the pool lock: the monitor's helper
+	# keeps the veth, chains and lease until the lock is let go.
+	exec 8>>"$LCRUN_STATE_DIR/net/pool.lock"
+	flock 8
+	"$LCRUN" stop restarted
+	pending=$(grep -lx "$id" "$LCRUN_STATE_DIR"/net/pending.*)
+	! flock -n -s "$pending" true
+	"$LCRUN" start restarted 2>"$BATS_TEST_TMPDIR/start.err" 8>&- &
+	pid=$!
+	sleep 0.3
+	kill -0 "$pid" # it waits for the remainder, it does not fail on the lease
+	exec 8>&-
+	wait "$pid" || { cat "$BATS_TEST_TMPDIR/start.err"; false; }
+	[ "$("$LCRUN" inspect restarted | jq -r .status)" = running ]
+	"$LCRUN" exec restarted -- ip -o -4 addr show dev eth0 | grep -q "inet 10.213."
+	ip link show "lc$id"
+	"$LCRUN" rm -f restarted
+	no_leftovers
 }
 
 @test "a remainder whose helper was killed is collected by gc" {
