@@ -100,8 +100,9 @@ int lc_fork_detached(int keep)
 	if (mid < 0)
 		return -1;
 	if (mid == 0) {
-		if (fork() != 0)
-			_exit(0);
+		pid_t g = fork();
+		if (g != 0)
+			_exit(g < 0 ? 1 : 0); /* 1: no helper; the caller does the work */
 		/* Nothing of the caller's but keep: not its stdio (a reader of
 		 * the caller's output waits for every writer). */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -115,9 +116,10 @@ int lc_fork_detached(int keep)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		return 0;
 	}
-	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+	int st = 0;
+	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
-	return 1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
 }
 
 int lc_write_all(int fd, const void *buf, size_t len)
