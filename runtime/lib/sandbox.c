@@ -700,7 +700,7 @@ static int remover_go(lc_sb_t *c)
 	char locked = 0;
 	int r = -1;
 	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
-		if (write(c->rm_pipe, "y", 1) != 1)
+		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
 			remove_now(c->rm_dst); /* the remover is gone */
 		r = 0;
 	}
@@ -744,11 +744,17 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	if (!keep && c->sbdir && remover_go(c) < 0 && remove_later(c->sbdir, c->id) < 0)
 		remove_now(c->sbdir);
 	trace("dirs removed");
-	if (!keep && c->state_written)
+	if (!keep && c->state_written) {
 		lc_state_remove(c->id);
-	else if (!keep && c->name_linked) {
-		_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), c->spec->name);
-		unlink(link);
+	} else if (!keep) {
+		if (c->name_linked) {
+			_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), c->spec->name);
+			unlink(link);
+		}
+		if (c->state_dir_made) { /* a failure before the first state write */
+			_cleanup_free_ char *sd = lc_state_dir(c->id);
+			rmdir(sd);
+		}
 	}
 }
 
@@ -852,6 +858,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
 		}
+		c->state_dir_made = true;
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);

@@ -189,6 +189,7 @@ typedef struct lc_sb {
 	bool rootless;
 	bool host_image;
 	bool state_written;
+	bool state_dir_made; /* this start made the (empty) state directory */
 	bool name_linked;
 	bool net_up;          /* lc_net_setup() ran: lc_net_teardown() at the end */
 	lc_rootfs_plan_t plan;
