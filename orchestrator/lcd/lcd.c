@@ -357,9 +357,11 @@ int main(int argc, char **argv)
 	/* liblcrun loads libnl and libnftables when a network is first set
 	 * up.  lcd forks sandboxes' monitors and tasks from many threads: a
 	 * fork while another thread is inside dlopen() gives a child whose
-	 * loader lock is held for ever.  Load them now, before any thread. */
+	 * loader lock is held for ever.  Load them now, before any thread;
+	 * libcrypto too, which liblcrun loads on its first hash. */
 	if (lc_netlibs_load(&err) < 0)
 		return fail(err);
+	lc_crypto_load();
 	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30) || cfg.webhook_max_body > (1LL << 30)) {
 		fprintf(stderr, "lcd: config: catchup_max is at most 100000, max_body and webhook_max_body at most 1 GiB\n");
 		return LC_EXIT_INVALID;

@@ -75,9 +75,14 @@ struct lc_sha256 {
 	SHA256_CTX c;
 };
 
-lc_sha256_t *lc_sha256_new(void)
+void lc_crypto_load(void)
 {
 	pthread_once(&once, load);
+}
+
+lc_sha256_t *lc_sha256_new(void)
+{
+	lc_crypto_load();
 	lc_sha256_t *h = lc_xmalloc0(sizeof(*h));
 	crypto.SHA256_Init(&h->c);
 	return h;

@@ -87,6 +87,9 @@ int lc_parse_size(const char *s, long long *out);
 
 /* SHA-256 (digest.c), without libcrypto's per-process provider set-up. */
 typedef struct lc_sha256 lc_sha256_t;
+/* Load libcrypto now (it is otherwise loaded by the first hash): a
+ * threaded caller does it before any fork, see lc_netlibs_load(). */
+void lc_crypto_load(void);
 lc_sha256_t *lc_sha256_new(void);
 void lc_sha256_update(lc_sha256_t *h, const void *buf, size_t len);
 void lc_sha256_final(lc_sha256_t *h, unsigned char out[32]); /* frees h */
