@@ -40,6 +40,8 @@ typedef struct shape {
 	member_t *ready;
 	int n_ready;
 	bool failing; /* the last make failed: logged once, retried later */
+	char *current; /* a create missed: the image's digest now (NULL: none seen) */
+	bool outdated; /* ... and no member had it: the filler drops the others */
 } shape_t;
 
 struct lcd_pool {
@@ -195,28 +197,63 @@ static int make_one(lcd_t *lcd, shape_t *s, lc_error_t **err)
 	return 0;
 }
 
-/* Drop members whose sandbox vanished (lcrun rm, a reboot of the host). */
-static void prune(struct lcd_pool *p, shape_t *s)
+/* Take the members out of s whose sandbox is not running (lcrun rm, a
+ * reboot of the host), or, after a create missed for a newer version of
+ * the image, those of another digest; remove them.  The inspects and
+ * removals run outside the lock: creates keep taking members meanwhile. */
+static void prune(struct lcd_pool *p, shape_t *s, bool check_running)
 {
 	pthread_mutex_lock(&p->lock);
-	for (member_t **pp = &s->ready; *pp;) {
-		member_t *x = *pp;
-		lc_error_t *e = NULL;
-		_cleanup_json_ json_t *st = lc_sandbox_inspect(x->id, &e);
-		bool gone = !st || strcmp(json_string_value(json_object_get(st, "status")) ?: "", "running");
-		lc_error_free(e);
-		if (!gone) {
-			pp = &x->next;
-			continue;
-		}
-		*pp = x->next;
-		s->n_ready--;
-		lcd_log("sandbox pool: member %s of %s is gone; replacing it", x->id, s->image);
-		member_remove(p, x->id);
-		x->next = NULL;
-		free_members(x);
+	bool outdated = s->outdated;
+	_cleanup_free_ char *current = s->outdated && s->current ? strdup(s->current) : NULL;
+	s->outdated = false;
+	size_t n = 0;
+	for (member_t *x = s->ready; x; x = x->next)
+		n++;
+	char (*ids)[LC_ID_LEN + 1] = lc_xmalloc0((n + 1) * sizeof(*ids));
+	bool *drop = lc_xmalloc0((n + 1) * sizeof(*drop));
+	n = 0;
+	for (member_t *x = s->ready; x; x = x->next, n++) {
+		memcpy(ids[n], x->id, LC_ID_LEN + 1);
+		drop[n] = outdated && !same_digest(x->digest, current);
+		if (drop[n])
+			lcd_log("sandbox pool: member %s of %s is of an older version of the image; replacing it", x->id,
+				s->image);
 	}
 	pthread_mutex_unlock(&p->lock);
+	for (size_t i = 0; check_running && i < n; i++) {
+		if (drop[i])
+			continue;
+		lc_error_t *e = NULL;
+		_cleanup_json_ json_t *st = lc_sandbox_inspect(ids[i], &e);
+		drop[i] = !st || strcmp(json_string_value(json_object_get(st, "status")) ?: "", "running");
+		lc_error_free(e);
+		if (drop[i])
+			lcd_log("sandbox pool: member %s of %s is gone; replacing it", ids[i], s->image);
+	}
+	member_t *out = NULL;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < n; i++) {
+		if (!drop[i])
+			continue;
+		/* still there (not taken by a create meanwhile): out */
+		for (member_t **pp = &s->ready; *pp; pp = &(*pp)->next) {
+			member_t *x = *pp;
+			if (strcmp(x->id, ids[i]))
+				continue;
+			*pp = x->next;
+			s->n_ready--;
+			x->next = out;
+			out = x;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (member_t *x = out; x; x = x->next)
+		member_remove(p, x->id);
+	free_members(out);
+	free(ids);
+	free(drop);
 }
 
 static void *filler(void *arg)
@@ -228,8 +265,11 @@ static void *filler(void *arg)
 		bool retry = false;
 		for (size_t i = 0; i < p->n_shapes; i++) {
 			shape_t *s = &p->shapes[i];
-			if (waited_ms >= POOL_RETRY_MS)
-				prune(p, s);
+			pthread_mutex_lock(&p->lock);
+			bool outdated = s->outdated;
+			pthread_mutex_unlock(&p->lock);
+			if (waited_ms >= POOL_RETRY_MS || outdated)
+				prune(p, s, waited_ms >= POOL_RETRY_MS);
 			for (;;) {
 				pthread_mutex_lock(&p->lock);
 				bool more = !p->stopping && s->n_ready < s->size && !(s->failing && retry);
@@ -312,6 +352,7 @@ void lcd_pool_stop(lcd_t *lcd)
 			member_remove(p, m->id);
 		free_members(p->shapes[i].ready);
 		free(p->shapes[i].image);
+		free(p->shapes[i].current);
 	}
 	if (n)
 		lcd_log("sandbox pool: removed its %d sandbox(es)", n);
@@ -345,6 +386,13 @@ bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, char id[LC
 			free_members(m);
 			got = true;
 			break;
+		}
+		if (!got && s->ready) {
+			/* Members, but none of the image as it is now: the
+			 * filler replaces them. */
+			free(s->current);
+			s->current = digest ? strdup(digest) : NULL;
+			s->outdated = true;
 		}
 	}
 	if (!got) /* a miss: the filler looks (a member taken: once it is claimed) */

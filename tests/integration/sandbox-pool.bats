@@ -281,4 +281,23 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	wait_pool 1
 	h=$("$LCCTL" sandbox create)
 	grep -q "sandbox $h created for the operator (image host)$" "$T/lcd.log"
+	# A new version of the image: the next create is made fresh from it,
+	# and the filler replaces the member of the old version.
+	wait_pool 1
+	old=$(members)
+	"$LCCTL" sandbox exec "$s" -- sh -c 'echo version-2 > /root/base'
+	"$LCCTL" sandbox snapshot "$s" pool/v2 >/dev/null
+	"$LCRUN" image rm pool/base
+	"$LCRUN" image tag pool/v2 pool/base
+	v2=$("$LCCTL" sandbox create --image pool/base)
+	! grep -q "sandbox $v2 created for the operator (image pool/base, from the pool)" "$T/lcd.log"
+	[ "$("$LCCTL" sandbox exec "$v2" -- cat /root/base)" = version-2 ]
+	for _ in $(seq 100); do grep -q "of pool/base is of an older version of the image; replacing it" "$T/lcd.log" && break; sleep 0.1; done
+	grep -q "$old of pool/base is of an older version of the image; replacing it" "$T/lcd.log"
+	for _ in $(seq 300); do [ "$(members | grep -vx "$old" | wc -l)" -eq 1 ] && break; sleep 0.1; done
+	wait_pool 1
+	[ "$(members)" != "$old" ]
+	v3=$("$LCCTL" sandbox create --image pool/base)
+	grep -q "sandbox $v3 created for the operator (image pool/base, from the pool)" "$T/lcd.log"
+	[ "$("$LCCTL" sandbox exec "$v3" -- cat /root/base)" = version-2 ]
 }
