@@ -313,6 +313,20 @@ static int fail(lc_error_t *err)
 	return code;
 }
 
+/* A start that failed part-way: stop what had started (each stop does
+ * nothing for what had not), remove the sockets, say why. */
+static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, const char *sock, lc_error_t *err)
+{
+	lcd_api_stop(api);
+	lcd_devboxes_stop(lcd);
+	lcd_pool_stop(lcd);
+	lcd_gateway_stop(lcd);
+	lcd_webhook_stop(hooks);
+	unlink(sock);
+	unlink(lcd->task_socket);
+	return fail(err);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -441,27 +455,21 @@ int main(int argc, char **argv)
 		unlink(sock);
 		return fail(err);
 	}
+	lcd_webhook_srv_t *hooks = NULL;
+	lcd_api_t *api = NULL;
 	if (chmod(lcd.task_socket, 0666) < 0) {
 		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot set the mode of %s", lcd.task_socket);
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
+		return start_failed(&lcd, hooks, api, sock, err);
 	}
 	lcd.python_dir = python_dir();
 	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
 		     &lcd.workloads_dir, &err) < 0 ||
-	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
+	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
-	    lcd_sandboxes_recover(&lcd, &err) < 0) {
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
+	    lcd_sandboxes_recover(&lcd, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;
@@ -473,53 +481,30 @@ int main(int argc, char **argv)
 
 	/* The webhook listener before any other thread: a bad address or
 	 * certificate ends lcd here, with nothing running yet. */
-	lcd_webhook_srv_t *hooks = NULL;
 	if (cfg.webhook_listen) {
 		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
 					 (size_t)cfg.webhook_max_body };
-		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0) {
-			unlink(sock);
-			unlink(lcd.task_socket);
-			return fail(err);
-		}
+		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0)
+			return start_failed(&lcd, hooks, api, sock, err);
 	}
 
 	/* The model gateway before any task runs: a sandbox of a task may use it. */
-	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0) {
-		lcd_webhook_stop(hooks);
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
+	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 	lcd_gateway_cfg_clear(&cfg.gateway);
 
 	/* The pool before the API: a create may take from it at once. */
-	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0) {
-		lcd_pool_stop(&lcd);
-		lcd_gateway_stop(&lcd);
-		lcd_webhook_stop(hooks);
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
+	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 	json_decref(cfg.sandbox_pool);
 
 	/* The API and the devboxes before the dispatcher and the scheduler:
 	 * a listen address that cannot be bound ends lcd here, with no task
 	 * started and no thread of ours to stop.  (A spawn answered before
 	 * the dispatcher runs waits in the queue for it.) */
-	lcd_api_t *api = NULL;
 	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0 ||
-	    lcd_devboxes_start(&lcd, &err) < 0) {
-		lcd_api_stop(api);
-		lcd_devboxes_stop(&lcd);
-		lcd_pool_stop(&lcd);
-		lcd_gateway_stop(&lcd);
-		lcd_webhook_stop(hooks);
-		unlink(sock);
-		unlink(lcd.task_socket);
-		return fail(err);
-	}
+	    lcd_devboxes_start(&lcd, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
