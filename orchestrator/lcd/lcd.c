@@ -391,6 +391,9 @@ int main(int argc, char **argv)
 	pthread_cond_init(&lcd.changed, NULL);
 	pthread_cond_init(&lcd.idle, NULL);
 	pthread_cond_init(&lcd.tick, NULL);
+	pthread_mutex_init(&lcd.spawn_lock, NULL);
+	pthread_cond_init(&lcd.spawn_done, NULL);
+	lcd.spawn_tail = &lcd.spawn_queue;
 	lcd.max_body = (size_t)cfg.max_body;
 	lcd.catchup_max = (int)cfg.catchup_max;
 	lcd.bind_roots = cfg.bind_roots;

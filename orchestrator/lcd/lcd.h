@@ -52,6 +52,12 @@ typedef struct lcd {
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
+
+	/* queue.c: spawns waiting to be committed as one group */
+	pthread_mutex_t spawn_lock;
+	pthread_cond_t spawn_done;
+	struct lcd_spawn_req *spawn_queue, **spawn_tail;
+	bool spawn_committing;
 } lcd_t;
 
 /* The network policy loader (runtime/net.h) is used once liblcrun has it;

@@ -34,19 +34,88 @@ const char *lcd_task_log_path(lcd_t *lcd, const char *id, char *buf, size_t len)
 	return buf;
 }
 
+/* Spawns are committed in groups: a spawn joins the queue, and the first
+ * spawn to find no commit in progress commits every spawn waiting at
+ * that moment in one transaction (lcd_store_task_add), then wakes them.
+ * Each caller still returns only once its own rows are committed.  A
+ * lone spawn commits at once, in its own thread; under load the database
+ * lock is taken once per group instead of once per spawn, so spawns no
+ * longer queue one behind the other on it (nor on its hand-overs from
+ * thread to thread, which cost a wake-up each on a busy machine). */
+struct lcd_spawn_req {
+	lcd_task_add_t add;
+	bool done;
+	struct lcd_spawn_req *next;
+};
+
+static void commit_spawns(lcd_t *lcd, struct lcd_spawn_req *batch)
+{
+	size_t n = 0;
+	for (struct lcd_spawn_req *r = batch; r; r = r->next)
+		n++;
+	lcd_task_add_t **reqs = lc_xmalloc0(n * sizeof(*reqs));
+	n = 0;
+	for (struct lcd_spawn_req *r = batch; r; r = r->next)
+		reqs[n++] = &r->add;
+	lcd_store_task_add(lcd->db, reqs, n, lc_wall_ms());
+	/* The dispatcher is woken only when one of them can start now: when
+	 * its function was at its concurrency, the worker that ends next
+	 * wakes it (after this commit, so it finds the new rows). */
+	bool start = false, queued = false;
+	for (size_t i = 0; i < n; i++) {
+		queued |= !reqs[i]->err;
+		start |= !reqs[i]->err && reqs[i]->can_start;
+	}
+	free(reqs);
+	if (queued) {
+		pthread_mutex_lock(&lcd->lock);
+		if (start)
+			pthread_cond_broadcast(&lcd->wake);
+		pthread_cond_broadcast(&lcd->changed);
+		pthread_mutex_unlock(&lcd->lock);
+	}
+}
+
 int lcd_spawn(lcd_t *lcd, const lcd_app_t *app, const char *function, const char *schedule, json_t *args_list,
 	      json_t *ids, lc_error_t **err)
 {
 	const lcd_function_t *f = lcd_app_function(app, function);
 	if (!f)
 		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "app %s has no function '%s'", app->name, function);
-	if (lcd_store_task_add(lcd->db, app->name, function, schedule, args_list, f->concurrency, f->queue,
-			       lc_wall_ms(), ids, err) < 0)
+	struct lcd_spawn_req me = {
+		.add = { .app = app->name, .function = function, .schedule = schedule, .args_list = args_list,
+			 .concurrency = f->concurrency, .queue = f->queue, .ids = ids },
+	};
+	pthread_mutex_lock(&lcd->spawn_lock);
+	*lcd->spawn_tail = &me;
+	lcd->spawn_tail = &me.next;
+	while (!me.done) {
+		if (lcd->spawn_committing) {
+			pthread_cond_wait(&lcd->spawn_done, &lcd->spawn_lock);
+			continue;
+		}
+		/* No commit in progress: every waiting spawn, this one among
+		 * them (a finished group is marked done before the flag drops),
+		 * is committed by this thread. */
+		struct lcd_spawn_req *batch = lcd->spawn_queue;
+		lcd->spawn_queue = NULL;
+		lcd->spawn_tail = &lcd->spawn_queue;
+		lcd->spawn_committing = true;
+		pthread_mutex_unlock(&lcd->spawn_lock);
+		commit_spawns(lcd, batch);
+		pthread_mutex_lock(&lcd->spawn_lock);
+		for (struct lcd_spawn_req *r = batch, *next; r; r = next) {
+			next = r->next; /* r is gone once its thread sees done */
+			r->done = true;
+		}
+		lcd->spawn_committing = false;
+		pthread_cond_broadcast(&lcd->spawn_done);
+	}
+	pthread_mutex_unlock(&lcd->spawn_lock);
+	if (me.add.err) {
+		*err = me.add.err;
 		return -1;
-	pthread_mutex_lock(&lcd->lock);
-	pthread_cond_broadcast(&lcd->wake);
-	pthread_cond_broadcast(&lcd->changed);
-	pthread_mutex_unlock(&lcd->lock);
+	}
 	return 0;
 }
 

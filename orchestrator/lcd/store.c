@@ -87,44 +87,71 @@ static json_t *task_rows(json_t *rows)
 	return rows;
 }
 
-int lcd_store_task_add(lcd_db_t *db, const char *app, const char *function, const char *schedule,
-		       json_t *args_list, int concurrency, int queue, long long now, json_t *ids, lc_error_t **err)
+/* One request of a batch, inside the batch's transaction: a savepoint of
+ * its own, so a refused or failed request leaves the others in place. */
+static int task_add_one(lcd_db_t *db, lcd_task_add_t *r, long long now)
 {
-	size_t n = json_array_size(args_list);
+	size_t n = json_array_size(r->args_list);
 	_cleanup_json_ json_t *counts = NULL;
-	if (lcd_db_begin(db, err) < 0)
+	size_t had = json_array_size(r->ids);
+	if (lcd_db_exec(db, &r->err, "SAVEPOINT task_add", "") < 0)
 		return -1;
-	counts = lcd_db_query(db, err,
+	counts = lcd_db_query(db, &r->err,
 		"SELECT sum(state = 'running') AS running, sum(state = 'queued') AS queued FROM tasks "
-		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", app, function);
+		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", r->app, r->function);
 	if (!counts)
 		goto fail;
 	json_t *c = json_array_get(counts, 0);
 	long long running = json_integer_value(json_object_get(c, "running"));
 	long long queued = json_integer_value(json_object_get(c, "queued"));
-	if (running + queued + (long long)n > (long long)concurrency + queue) {
-		lc_error_set(err, LC_EXIT_BUSY, 0,
+	if (running + queued + (long long)n > (long long)r->concurrency + r->queue) {
+		lc_error_set(&r->err, LC_EXIT_BUSY, 0,
 			     "%s:%s is full: %lld running, %lld queued (concurrency %d, queue %d); %zu more refused",
-			     app, function, running, queued, concurrency, queue, n);
+			     r->app, r->function, running, queued, r->concurrency, r->queue, n);
 		goto fail;
 	}
+	r->can_start = running < r->concurrency;
 	size_t i;
 	json_t *args;
-	json_array_foreach(args_list, i, args) {
+	json_array_foreach(r->args_list, i, args) {
 		char id[LC_ID_LEN + 1];
 		lc_random_hex(id, LC_ID_LEN);
 		_cleanup_free_ char *text = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (lcd_db_exec(db, err,
+		if (lcd_db_exec(db, &r->err,
 				"INSERT INTO tasks (id, app, function, schedule, state, args, created_at) "
 				"VALUES (?, ?, ?, ?, 'queued', ?, ?)",
-				"sssssi", id, app, function, schedule, text, now) < 0)
+				"sssssi", id, r->app, r->function, r->schedule, text, now) < 0)
 			goto fail;
-		json_array_append_new(ids, json_string(id));
+		json_array_append_new(r->ids, json_string(id));
 	}
-	return lcd_db_commit(db, err);
+	if (lcd_db_exec(db, &r->err, "RELEASE task_add", "") < 0)
+		goto fail;
+	return 0;
 fail:
-	lcd_db_rollback(db);
+	while (json_array_size(r->ids) > had)
+		json_array_remove(r->ids, json_array_size(r->ids) - 1);
+	lcd_db_exec(db, NULL, "ROLLBACK TO task_add", "");
+	lcd_db_exec(db, NULL, "RELEASE task_add", "");
 	return -1;
+}
+
+void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, long long now)
+{
+	lc_error_t *err = NULL;
+	if (lcd_db_begin(db, &err) == 0) {
+		for (size_t i = 0; i < n; i++)
+			task_add_one(db, reqs[i], now);
+		if (lcd_db_commit(db, &err) == 0)
+			return;
+	}
+	/* Nothing of the batch was kept: every request fails with that. */
+	for (size_t i = 0; i < n; i++) {
+		if (!reqs[i]->err) {
+			json_array_clear(reqs[i]->ids);
+			lc_error_set(&reqs[i]->err, err->exit_code, err->errnum, "%s", err->msg);
+		}
+	}
+	lc_error_free(err);
 }
 
 json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function, int concurrency,

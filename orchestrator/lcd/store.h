@@ -21,12 +21,23 @@ int lcd_store_app_delete(lcd_db_t *db, const char *name, lc_error_t **err);
 json_t *lcd_store_apps(lcd_db_t *db, lc_error_t **err); /* [{name, manifest(text), deployed_at}] */
 
 /* ---- tasks ---- */
-/* Queue one task per element of args_list for app/function, all or none:
- * refused with LC_EXIT_BUSY when running + queued + n would exceed
- * capacity (concurrency + queue).  Appends the new ids to ids. */
-int lcd_store_task_add(lcd_db_t *db, const char *app, const char *function, const char *schedule,
-		       json_t *args_list, int concurrency, int queue, long long now, json_t *ids,
-		       lc_error_t **err);
+/* A request to queue one task per element of args_list for
+ * app/function, all or none: refused with LC_EXIT_BUSY (in err) when
+ * running + queued + n would exceed capacity (concurrency + queue).  The
+ * new ids are appended to ids; can_start says whether fewer than
+ * concurrency were running when it was admitted. */
+typedef struct {
+	const char *app, *function, *schedule;
+	json_t *args_list;
+	int concurrency, queue;
+	json_t *ids;
+	lc_error_t *err;  /* out: set when the request was not queued */
+	bool can_start;   /* out */
+} lcd_task_add_t;
+/* Queue a batch of requests in one transaction (one commit for all), in
+ * order; each is decided on its own (a savepoint each), and each is
+ * durable when this returns without an error in it. */
+void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, long long now);
 /* Move the oldest queued task of app/function to running if fewer than
  * concurrency run; sets its sandbox id.  Returns the task row, or NULL
  * (with *err NULL) when nothing is to start. */

@@ -12,6 +12,21 @@ static char dir[] = "/tmp/lcd-store-XXXXXX";
 static char *path;
 static lcd_db_t *db;
 
+/* One request alone, as a lone spawn is committed: 0, or -1 with *err. */
+static int add_one(lcd_db_t *d, const char *app, const char *fn, const char *schedule, json_t *args_list,
+		   int concurrency, int queue, long long now, json_t *ids, lc_error_t **err)
+{
+	lcd_task_add_t r = { .app = app, .function = fn, .schedule = schedule, .args_list = args_list,
+			     .concurrency = concurrency, .queue = queue, .ids = ids };
+	lcd_task_add_t *one = &r;
+	lcd_store_task_add(d, &one, 1, now);
+	if (r.err) {
+		*err = r.err;
+		return -1;
+	}
+	return 0;
+}
+
 static void setup(void)
 {
 	strcpy(dir, "/tmp/lcd-store-XXXXXX");
@@ -61,7 +76,7 @@ START_TEST(test_queue_admission)
 	int refused = 0;
 	for (int i = 0; i < 30; i++) {
 		json_t *one = json_pack("[{s:i}]", "i", i);
-		if (lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 1000 + i, ids, &err) < 0) {
+		if (add_one(db, "demo", "solve", NULL, one, 3, 20, 1000 + i, ids, &err) < 0) {
 			ck_assert_int_eq(err->exit_code, LC_EXIT_BUSY);
 			ck_assert_ptr_nonnull(strstr(err->msg, "demo:solve is full"));
 			lc_error_free(err);
@@ -86,14 +101,14 @@ START_TEST(test_queue_admission)
 	ck_assert_int_eq(lcd_store_task_count(db, "demo", "solve", "queued", &err), 20);
 	/* Still full: running + queued = 23. */
 	json_t *one = json_pack("[{}]");
-	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), -1);
+	ck_assert_int_eq(add_one(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), -1);
 	lc_error_free(err);
 	err = NULL;
 	/* One ends: one place frees. */
 	const char *id0 = json_string_value(json_object_get(t[0], "id"));
 	ck_assert_int_eq(lcd_store_task_finish(db, id0, "succeeded", "{\"ok\":true}", 0, NULL, 4000, &err), 1);
 	ck_assert_int_eq(lcd_store_task_finish(db, id0, "failed", NULL, 1, NULL, 4000, &err), 0); /* only once */
-	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), 0);
+	ck_assert_int_eq(add_one(db, "demo", "solve", NULL, one, 3, 20, 3000, ids, &err), 0);
 	json_decref(one);
 	json_t *got = lcd_store_task_get(db, id0, &err);
 	ck_assert(json_is_true(json_object_get(json_object_get(got, "result"), "ok")));
@@ -116,12 +131,12 @@ START_TEST(test_spawn_map_all_or_nothing)
 	json_t *list = json_array();
 	for (int i = 0; i < 50; i++)
 		json_array_append_new(list, json_pack("{s:i}", "i", i));
-	ck_assert_int_eq(lcd_store_task_add(db, "demo", "m", NULL, list, 5, 40, 1, ids, &err), -1);
+	ck_assert_int_eq(add_one(db, "demo", "m", NULL, list, 5, 40, 1, ids, &err), -1);
 	lc_error_free(err);
 	err = NULL;
 	ck_assert_int_eq(json_array_size(ids), 0);
 	ck_assert_int_eq(lcd_store_task_count(db, "demo", "m", "queued", &err), 0);
-	ck_assert_int_eq(lcd_store_task_add(db, "demo", "m", NULL, list, 5, 45, 1, ids, &err), 0);
+	ck_assert_int_eq(add_one(db, "demo", "m", NULL, list, 5, 45, 1, ids, &err), 0);
 	ck_assert_int_eq(json_array_size(ids), 50);
 	ck_assert_int_eq(lcd_store_task_count(db, "demo", "m", "queued", &err), 50);
 	json_decref(list);
@@ -193,11 +208,65 @@ START_TEST(test_map_ttl)
 }
 END_TEST
 
+/* A group committed together: each request is admitted or refused on its
+ * own, in order, against the rows the earlier ones of the group added. */
+START_TEST(test_spawn_group)
+{
+	json_t *ids[4], *args[4];
+	lcd_task_add_t r[4], *reqs[4];
+	for (int i = 0; i < 4; i++) {
+		ids[i] = json_array();
+		args[i] = json_pack("[{s:i}, {s:i}]", "i", 2 * i, "i", 2 * i + 1);
+		r[i] = (lcd_task_add_t){ .app = "demo", .function = i == 2 ? "other" : "solve", .args_list = args[i],
+					 .concurrency = 1, .queue = 3, .ids = ids[i] };
+		reqs[i] = &r[i];
+	}
+	lcd_store_task_add(db, reqs, 4, 1);
+	/* solve holds 4: the first two requests fit, the fourth does not;
+	 * the third is another function's */
+	ck_assert_ptr_null(r[0].err);
+	ck_assert_ptr_null(r[1].err);
+	ck_assert_ptr_null(r[2].err);
+	ck_assert_ptr_nonnull(r[3].err);
+	ck_assert_int_eq(r[3].err->exit_code, LC_EXIT_BUSY);
+	ck_assert_ptr_nonnull(strstr(r[3].err->msg, "0 running, 4 queued"));
+	ck_assert(r[0].can_start && r[1].can_start && r[2].can_start);
+	ck_assert_int_eq(json_array_size(ids[0]), 2);
+	ck_assert_int_eq(json_array_size(ids[1]), 2);
+	ck_assert_int_eq(json_array_size(ids[3]), 0);
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "solve", "queued", &err), 4);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "other", "queued", &err), 2);
+	/* in order: the first request's tasks come first */
+	json_t *t = lcd_store_task_start(db, "demo", "solve", 1, "aaaaaaaaaaaa", 2, &err);
+	ck_assert_str_eq(json_string_value(json_object_get(t, "id")), json_string_value(json_array_get(ids[0], 0)));
+	json_decref(t);
+	/* at its concurrency, a function's new task cannot start at once */
+	json_t *one = json_pack("[{}]");
+	json_t *more = json_array();
+	lcd_task_add_t late = { .app = "demo", .function = "other", .args_list = one, .concurrency = 1, .queue = 3,
+				.ids = more }, *lp = &late;
+	t = lcd_store_task_start(db, "demo", "other", 1, "bbbbbbbbbbbb", 2, &err);
+	ck_assert_ptr_nonnull(t);
+	json_decref(t);
+	lcd_store_task_add(db, &lp, 1, 3);
+	ck_assert_ptr_null(late.err);
+	ck_assert(!late.can_start);
+	lc_error_free(r[3].err);
+	for (int i = 0; i < 4; i++) {
+		json_decref(ids[i]);
+		json_decref(args[i]);
+	}
+	json_decref(one);
+	json_decref(more);
+}
+END_TEST
+
 START_TEST(test_app_delete_cascades)
 {
 	lc_error_t *err = NULL;
 	json_t *ids = json_array(), *one = json_pack("[{}]");
-	ck_assert_int_eq(lcd_store_task_add(db, "demo", "solve", NULL, one, 1, 1, 1, ids, &err), 0);
+	ck_assert_int_eq(add_one(db, "demo", "solve", NULL, one, 1, 1, 1, ids, &err), 0);
 	lcd_store_map_set(db, "demo", "m", "k", "v", 0, false, 1, &err);
 	ck_assert_int_eq(lcd_store_app_delete(db, "demo", &err), 1);
 	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM tasks", ""), 0);
@@ -257,6 +326,7 @@ int main(void)
 	tcase_add_test(tc, test_schema_version);
 	tcase_add_test(tc, test_queue_admission);
 	tcase_add_test(tc, test_spawn_map_all_or_nothing);
+	tcase_add_test(tc, test_spawn_group);
 	tcase_add_test(tc, test_claim_race);
 	tcase_add_test(tc, test_map_ttl);
 	tcase_add_test(tc, test_app_delete_cascades);
