@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <microhttpd.h>
@@ -25,10 +26,20 @@
 
 enum listener_kind { L_OPERATOR, L_TASK, L_TCP };
 
+/* The API's threads run at this nice value, below lcd's own (when lcd
+ * may raise a priority: CAP_SYS_NICE), so that the sandboxes lcd starts
+ * on the same CPUs do not hold a spawn's reply back.  A connection thread
+ * keeps it only for requests that touch lcd's records alone (is_light);
+ * any other request puts its thread back to lcd's nice before anything
+ * runs, so every process lcd starts for a task or a sandbox starts at
+ * lcd's own priority, as before. */
+#define API_NICE_RAISE 5
+
 struct lcd_api {
 	lcd_t *lcd;
 	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
+	int nice; /* lcd's own */
 	struct listener {
 		struct lcd_api *api;
 		enum listener_kind kind;
@@ -645,6 +656,33 @@ static bool authenticate(struct listener *l, struct MHD_Connection *c, lcd_calle
 	return lcd_token_check(l->api->lcd, got, who);
 }
 
+/* This thread's nice value (Linux: setpriority on PRIO_PROCESS 0 is per
+ * thread); a refusal (no CAP_SYS_NICE) leaves it as it was. */
+static void thread_nice(int nice)
+{
+	errno = 0;
+	int now = getpriority(PRIO_PROCESS, 0);
+	if ((now != -1 || errno == 0) && now != nice)
+		(void)setpriority(PRIO_PROCESS, 0, nice);
+}
+
+/* Requests that only read or write lcd's database and start nothing:
+ * spawns and reads of tasks.  A task's logs are a file read, also fine. */
+static bool is_light(const char *method, const char *url)
+{
+	if (!strcmp(method, "GET"))
+		return !strcmp(url, "/v1/health") || !strcmp(url, "/v1/tasks") || !strncmp(url, "/v1/tasks/", 10);
+	if (strcmp(method, "POST") != 0 || strncmp(url, "/v1/apps/", 9) != 0)
+		return false;
+	/* /v1/apps/APP/functions/FN/spawn[_map]: no other POST of six
+	 * segments ends so (route) */
+	size_t slashes = 0;
+	for (const char *p = url; *p; p++)
+		slashes += *p == '/';
+	const char *verb = strrchr(url, '/');
+	return slashes == 6 && (!strcmp(verb, "/spawn") || !strcmp(verb, "/spawn_map"));
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			       const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -653,6 +691,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	lcd_t *lcd = api->lcd;
 	lcd_req_t *rq = *con_cls;
 	if (!rq) {
+		if (!is_light(method, url))
+			thread_nice(api->nice);
 		rq = lc_xmalloc0(sizeof(*rq));
 		*con_cls = rq;
 		if (!authenticate(l, c, &rq->who))
@@ -737,11 +777,18 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_UPGRADE;
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	/* Its listening thread, and so every connection thread it makes,
+	 * inherits this thread's nice value: raised while it is created. */
+	thread_nice(l->api->nice - API_NICE_RAISE);
+	struct MHD_Daemon *d;
 	if (fd >= 0)
-		return MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_LISTEN_SOCKET, fd,
-					MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
-	return MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
-				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_LISTEN_SOCKET, fd,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	else
+		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	thread_nice(l->api->nice);
+	return d;
 }
 
 void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max)
@@ -785,6 +832,10 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, co
 {
 	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
 	api->lcd = lcd;
+	errno = 0;
+	api->nice = getpriority(PRIO_PROCESS, 0);
+	if (api->nice == -1 && errno)
+		api->nice = 0;
 	api->l_unix = (struct listener){ api, L_OPERATOR };
 	api->l_task = (struct listener){ api, L_TASK };
 	api->l_tcp = (struct listener){ api, L_TCP };
