@@ -533,3 +533,31 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 	[ "$status" -eq 0 ]
 	echo "$output" | jq -e '.result.whoami == {kind: "task", task: .id, app: "sbb", function: "py"}'
 }
+
+@test "sandbox API: lcd's API threads run above lcd's priority; tasks, sandboxes and their commands at lcd's own" {
+	nice_of() { awk '{print $19}' "$1"; } # the nice field of a /proc/…/stat
+	base=$(nice_of "/proc/$LCD_PID/stat")
+	# the listening threads (and so the connection threads they make)
+	listen=0
+	for t in /proc/"$LCD_PID"/task/*; do
+		[ "$(cat "$t/comm")" = MHD-listen ] || continue
+		[ "$(nice_of "$t/stat")" -eq $((base - 5)) ]
+		listen=$((listen + 1))
+	done
+	[ "$listen" -ge 1 ]
+	# a task: spawned through the raised API, started by the dispatcher
+	cat >"$T/nice.json" <<'JSON'
+{"name": "nicety", "functions": {"show": {"command": ["/bin/sh", "-c", "cut -d' ' -f19 /proc/self/stat >/run/task/result.json"]}}}
+JSON
+	"$LCCTL" deploy "$T/nice.json" >/dev/null
+	[ "$("$LCCTL" run nicety:show)" -eq "$base" ]
+	# an operator sandbox: made, exec'd into and given a session by connection threads
+	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
+	r=$(api POST "/sandboxes/$id/exec" '{"cmd": "cut -d\" \" -f19 /proc/self/stat; cut -d\" \" -f19 /proc/1/stat"}' | head -1)
+	[ "$(echo "$r" | jq -r .stdout)" = "$base
+$base" ]
+	s=$(api POST "/sandboxes/$id/sessions" '{}' | head -1 | jq -r .id)
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "cut -d\" \" -f19 /proc/self/stat"}' | head -1)
+	[ "$(echo "$r" | jq -r .stdout)" = "$base" ]
+	api DELETE "/sandboxes/$id" >/dev/null
+}
