@@ -96,6 +96,22 @@ static bool cgroup_populated(const char *id)
 
 #define PAIR_FILE ".state-dir"
 
+static bool same_dir(const char *a, const char *b)
+{
+	_cleanup_free_ char *ra = realpath(a, NULL);
+	_cleanup_free_ char *rb = realpath(b, NULL);
+	return !strcmp(ra ? ra : a, rb ? rb : b);
+}
+
+/* The directory an environment variable sets, unless it is the default. */
+static const char *set_apart(const char *var, const char *dir, const char *root_default)
+{
+	const char *v = getenv(var);
+	if (!v || !*v || (geteuid() == 0 && same_dir(dir, root_default)))
+		return NULL;
+	return dir;
+}
+
 int lc_sandboxes_parent_make(const char *parent, lc_error_t **err)
 {
 	/* The usual case costs one failed mkdir. */
@@ -107,30 +123,28 @@ int lc_sandboxes_parent_make(const char *parent, lc_error_t **err)
 		if (lc_mkdir_p(parent, 0700, err) < 0)
 			return -1;
 	}
+	/* The default root goes with the default state directory, whoever
+	 * made it first; a root set apart, with the state directory it is
+	 * used with. */
+	if (!set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun"))
+		return 0;
 	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
 	_cleanup_free_ char *text = lc_strdup_printf("%s\n", lc_run_dir());
 	return lc_write_file_atomic(pair, text, strlen(text), 0600, err);
 }
 
-static bool same_dir(const char *a, const char *b)
-{
-	_cleanup_free_ char *ra = realpath(a, NULL);
-	_cleanup_free_ char *rb = realpath(b, NULL);
-	return !strcmp(ra ? ra : a, rb ? rb : b);
-}
-
 /* NULL when this state directory keeps the records of parent's sandbox
- * directories, else the one that does (to be freed).  A parent an older
- * lcrun made has no .state-dir: it belongs to the state directory that
- * goes with its root by default (LCRUN_STATE_DIR unset), or to the one
- * set together with LCRUN_ROOT. */
+ * directories, else the one that does (to be freed).  The default root
+ * has no .state-dir: it belongs to the default state directory.  A root
+ * set apart that an older lcrun made has none either: it goes with the
+ * state directory it is used with. */
 static char *sandboxes_owner(const char *parent)
 {
 	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
 	char *owner = NULL;
 	if (lc_read_file(pair, &owner, NULL, NULL) < 0) {
-		const char *root = getenv("LCRUN_ROOT"), *state = getenv("LCRUN_STATE_DIR");
-		if (!state || !*state || (root && *root))
+		if (set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun") ||
+		    !set_apart("LCRUN_STATE_DIR", lc_run_dir(), "/run/lcrun"))
 			return NULL;
 		return strdup("the default state directory");
 	}

@@ -524,4 +524,10 @@ wait_for() {
 	run env LCRUN_ROOT="$root" LCRUN_STATE_DIR="$b" "$LCRUN" gc
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"removed directory $root/sandboxes/bbbbbbbbbbbb"* ]]
+	# the default root goes with the default state directory, whatever
+	# a private one's runs left in it
+	run env -u LCRUN_ROOT LCRUN_STATE_DIR="$b" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"left the directories of /var/lib/lcrun/sandboxes alone: their sandboxes are recorded in the default state directory, not in $b"* ]]
+	[ ! -e /var/lib/lcrun/sandboxes/.state-dir ]
 }
