@@ -87,30 +87,46 @@ static json_t *task_rows(json_t *rows)
 	return rows;
 }
 
-/* One request of a batch, inside the batch's transaction: a savepoint of
- * its own, so a refused or failed request leaves the others in place. */
-static int task_add_one(lcd_db_t *db, lcd_task_add_t *r, long long now)
+/* A function's running and queued tasks, counted once per batch and kept
+ * up to date as the batch's requests are admitted: counting them is a
+ * scan of the function's queued rows, which a burst makes long. */
+struct fn_count {
+	const char *app, *function;
+	long long running, queued;
+};
+
+static struct fn_count *fn_count(lcd_db_t *db, struct fn_count *counts, size_t *n, const lcd_task_add_t *r)
 {
-	size_t n = json_array_size(r->args_list);
-	_cleanup_json_ json_t *counts = NULL;
-	size_t had = json_array_size(r->ids);
-	if (lcd_db_exec(db, &r->err, "SAVEPOINT task_add", "") < 0)
-		return -1;
-	counts = lcd_db_query(db, &r->err,
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp(counts[i].app, r->app) && !strcmp(counts[i].function, r->function))
+			return &counts[i];
+	_cleanup_json_ json_t *rows = lcd_db_query(db, NULL,
 		"SELECT sum(state = 'running') AS running, sum(state = 'queued') AS queued FROM tasks "
 		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", r->app, r->function);
-	if (!counts)
-		goto fail;
-	json_t *c = json_array_get(counts, 0);
-	long long running = json_integer_value(json_object_get(c, "running"));
-	long long queued = json_integer_value(json_object_get(c, "queued"));
-	if (running + queued + (long long)n > (long long)r->concurrency + r->queue) {
-		lc_error_set(&r->err, LC_EXIT_BUSY, 0,
-			     "%s:%s is full: %lld running, %lld queued (concurrency %d, queue %d); %zu more refused",
-			     r->app, r->function, running, queued, r->concurrency, r->queue, n);
-		goto fail;
-	}
-	r->can_start = running < r->concurrency;
+	if (!rows)
+		return NULL;
+	json_t *c = json_array_get(rows, 0);
+	counts[*n] = (struct fn_count){ r->app, r->function, json_integer_value(json_object_get(c, "running")),
+					json_integer_value(json_object_get(c, "queued")) };
+	return &counts[(*n)++];
+}
+
+/* One request of a batch, inside the batch's transaction: a savepoint of
+ * its own, so a refused or failed request leaves the others in place. */
+static int task_add_one(lcd_db_t *db, lcd_task_add_t *r, struct fn_count *c, long long now)
+{
+	size_t n = json_array_size(r->args_list);
+	size_t had = json_array_size(r->ids);
+	if (!c)
+		return lc_error_set(&r->err, LC_EXIT_RUNTIME, 0, "database: cannot count the tasks of %s:%s", r->app,
+				    r->function);
+	if (c->running + c->queued + (long long)n > (long long)r->concurrency + r->queue)
+		return lc_error_set(&r->err, LC_EXIT_BUSY, 0,
+				    "%s:%s is full: %lld running, %lld queued (concurrency %d, queue %d); %zu more refused",
+				    r->app, r->function, c->running, c->queued, r->concurrency, r->queue, n);
+	r->can_start = c->running < r->concurrency;
+	if (lcd_db_exec(db, &r->err, "SAVEPOINT task_add", "") < 0)
+		return -1;
 	size_t i;
 	json_t *args;
 	json_array_foreach(r->args_list, i, args) {
@@ -126,6 +142,7 @@ static int task_add_one(lcd_db_t *db, lcd_task_add_t *r, long long now)
 	}
 	if (lcd_db_exec(db, &r->err, "RELEASE task_add", "") < 0)
 		goto fail;
+	c->queued += (long long)n;
 	return 0;
 fail:
 	while (json_array_size(r->ids) > had)
@@ -139,8 +156,11 @@ void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, lon
 {
 	lc_error_t *err = NULL;
 	if (lcd_db_begin(db, &err) == 0) {
+		struct fn_count *counts = lc_xmalloc0(n * sizeof(*counts));
+		size_t n_counts = 0;
 		for (size_t i = 0; i < n; i++)
-			task_add_one(db, reqs[i], now);
+			task_add_one(db, reqs[i], fn_count(db, counts, &n_counts, reqs[i]), now);
+		free(counts);
 		if (lcd_db_commit(db, &err) == 0)
 			return;
 	}
