@@ -27,7 +27,7 @@ static const char fork_help[] =
 	"exited 0, else with the first failing sandbox's code.  Takes the options\n"
 	"of lcrun run except --image, --rootfs, --name and --id.\n";
 
-static void child(lc_spec_t *s, int fd, pid_t parent)
+static void child(lc_spec_t *s, const lc_run_shared_t *sh, int fd, pid_t parent)
 {
 	/* if lcrun fork dies, its sandboxes end too (lc_run forwards TERM) */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -36,7 +36,7 @@ static void child(lc_spec_t *s, int fd, pid_t parent)
 	lc_result_t res;
 	lc_error_t *err = NULL;
 	json_t *j;
-	if (lc_run(s, &res, &err) < 0) {
+	if (lc_run_with(s, sh, &res, &err) < 0) {
 		j = json_pack("{s:s, s:i}", "error", err && err->msg ? err->msg : "failed", "exit_code",
 			      err ? err->exit_code : LC_EXIT_RUNTIME);
 		lc_error_free(err);
@@ -148,9 +148,19 @@ int lc_cmd_fork(int argc, char **argv)
 		return lc_cli_fail(err);
 	}
 	lc_image_resolved_free(img);
+	/* What every sandbox would prepare alike (its seccomp program, the
+	 * idmap user namespace), made once here and inherited; their
+	 * directories go to one trash directory, emptied after the last. */
+	lc_run_shared_t *sh = NULL;
+	if (lc_run_shared_new(s, &sh, &err) < 0) {
+		lc_spec_free(s);
+		return lc_cli_fail(err);
+	}
 
 	pid_t pids[FORK_MAX];
 	int fds[FORK_MAX];
+	/* one clock for the whole trace: the children inherit its start */
+	lc_trace("fork: image resolved");
 	fflush(NULL);
 	pid_t self = getpid();
 	for (long i = 0; i < count; i++) {
@@ -163,7 +173,7 @@ int lc_cmd_fork(int argc, char **argv)
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			close(p[0]);
-			child(s, p[1], self);
+			child(s, sh, p[1], self);
 		}
 		close(p[1]);
 		if (pids[i] < 0) {
@@ -174,6 +184,7 @@ int lc_cmd_fork(int argc, char **argv)
 		}
 		fds[i] = p[0];
 	}
+	lc_trace("fork: all started");
 	json_t *all = json_array();
 	int code = 0;
 	for (long i = 0; i < count; i++) {
@@ -193,9 +204,11 @@ int lc_cmd_fork(int argc, char **argv)
 		json_object_set_new(r, "index", json_integer(i + 1));
 		json_array_append_new(all, r);
 	}
+	lc_trace("fork: all results in");
 	if (result_path && json_dump_file(all, result_path, JSON_INDENT(2)) < 0)
 		fprintf(stderr, "lcrun: cannot write --result %s\n", result_path);
 	json_decref(all);
+	lc_run_shared_free(sh);
 	lc_spec_free(s);
 	if (err)
 		return lc_cli_fail(err);

@@ -432,7 +432,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 			return -1;
 	}
 	if (!c->rootless) {
-		c->plan.idmap_userns_fd = idmap_userns(err);
+		c->plan.idmap_userns_fd = c->shared ? c->shared->idmap_userns_fd : idmap_userns(err);
 		if (c->plan.idmap_userns_fd < 0)
 			return -1;
 	}
@@ -607,6 +607,11 @@ static void remove_now(const char *dir)
 	}
 }
 
+void lc_sb_remove_now(const char *dir)
+{
+	remove_now(dir);
+}
+
 char *lc_trash_dir(void)
 {
 	return lc_strdup_printf("%s/trash", lc_lib_dir());
@@ -741,7 +746,8 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		trace("cgroup removed");
 	}
-	if (!keep && c->sbdir && remover_go(c) < 0 && remove_later(c->sbdir, c->id) < 0)
+	if (!keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) < 0 && remover_go(c) < 0 &&
+	    remove_later(c->sbdir, c->id) < 0)
 		remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written) {
@@ -840,7 +846,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (validate(c, err) < 0)
 		return -1;
 	trace("validated");
-	if (lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
+	if (c->shared ? lc_run_shared_seccomp(c->shared, &c->prog) < 0
+		      : lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
 		return -1;
 	trace("seccomp ready");
 	if (s->id)
@@ -1051,8 +1058,14 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 
 int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 {
+	return lc_run_with(spec, NULL, res, err);
+}
+
+int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err)
+{
 	lc_sb_t c;
 	lc_sb_init(&c, spec);
+	c.shared = sh;
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
 
@@ -1071,7 +1084,7 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
 		if (c.cg.not_applied)
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
-		if (!spec->keep)
+		if (!spec->keep && !sh)
 			remover_start(&c);
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
