@@ -970,6 +970,14 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			if (got_pid)
 				return lc_sb_save_state(c, "running", err);
 			break;
+		case LC_MSG_EXIT:
+			/* A quick command can end (after READY) before the
+			 * staging process, descheduled, says pid 1's pid: kept
+			 * for lc_sb_wait. */
+			c->got_exit = true;
+			c->exit_code = m.a;
+			c->exit_signal = m.b;
+			break;
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
@@ -980,8 +988,8 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
 	const lc_spec_t *s = c->spec;
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
-	bool got_exit = false, killed = false;
-	int code = 0, sig = 0;
+	bool got_exit = c->got_exit, killed = false;
+	int code = c->exit_code, sig = c->exit_signal;
 	int sync_fd = c->sp[0];
 	for (;;) {
 		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */

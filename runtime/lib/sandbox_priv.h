@@ -210,6 +210,8 @@ typedef struct lc_sb {
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 	const struct lc_run_shared *shared; /* lc_run_with: made once for a batch, or NULL */
+	bool got_exit;                      /* pid 1's EXIT came during lc_sb_start: */
+	int exit_code, exit_signal;         /* what it said */
 } lc_sb_t;
 /* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */
 int lc_sysctl_check(const char *kv, lc_error_t **err);
