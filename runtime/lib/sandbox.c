@@ -396,7 +396,9 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.owner_gid = c->rootless ? 0 : og;
 	bool host = !s->rootfs;
 	if (s->image) {
-		if (lc_image_resolve(s->image, &c->img, err) < 0)
+		if (c->shared && c->shared->img)
+			c->img = c->shared->img;
+		else if (lc_image_resolve(s->image, &c->img, err) < 0)
 			return -1;
 		if (lc_image_lowers(c->img, &c->plan.lowers, &c->plan.usr_lowers, err) < 0)
 			return -1;
@@ -416,11 +418,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		c->plan.lower_idmap[i] = true;
 	if (host) {
 		c->host_image = true;
-		_cleanup_free_ char *skel = NULL;
-		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
-			return -1;
-		_cleanup_free_ char *etc = NULL;
-		if (lc_hostimage_etc(skel, s, ou, og, &etc, err) < 0)
+		_cleanup_free_ char *skel = NULL, *etc = NULL;
+		if (lc_run_shared_host_layers(c->shared, s, c->rootless, &skel, &etc, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
@@ -773,7 +772,8 @@ void lc_sb_free(lc_sb_t *c)
 	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
 	lc_mounts_close_binds(&c->plan);
-	lc_image_resolved_free(c->img);
+	if (!c->shared || c->img != c->shared->img)
+		lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
 	free(c->plan.upper_dir);
 	free(c->plan.rootfs);

@@ -227,7 +227,13 @@ struct lc_run_shared {
 	char *trash;            /* lc_trash_dir()/batch-RANDOM, flocked through trash_fd */
 	int trash_fd;
 	pid_t owner;            /* the process that made it (frees and removes) */
+	struct lc_image_resolved *img; /* spec->image, resolved, or NULL */
+	char *skel, *etc;       /* the host image's layers when the batch runs on it */
 };
+/* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
+ * lc_hostimage_etc), sh's when it holds them. */
+int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, bool rootless, char **skel,
+			      char **etc, lc_error_t **err);
 /* A copy of the batch's program. */
 int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it

@@ -3,9 +3,10 @@
  * lcrun fork starts N sandboxes from one spec, each in a process of its
  * own forked from lcrun.  Left alone, each of them would prepare the same
  * seccomp program again, make the same map-only user namespace for the
- * idmapped lower layers again, and fork a remover of its own that deletes
+ * idmapped lower layers again, resolve the same image and look up the same
+ * host image layers again, and fork a remover of its own that deletes
  * its directory while the other sandboxes are still starting.  Made once
- * before the forks, the first two are inherited; the directories go into
+ * before the forks, those are inherited; the directories go into
  * one trash directory of the batch instead, emptied by one remover in the
  * background once every sandbox has ended.
  *
@@ -24,8 +25,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "sandbox_priv.h"
 #include "util.h"
+
+int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, bool rootless, char **skel,
+			      char **etc, lc_error_t **err)
+{
+	*skel = *etc = NULL;
+	if (sh && sh->skel && sh->etc) {
+		*skel = strdup(sh->skel);
+		*etc = strdup(sh->etc);
+		return 0;
+	}
+	uid_t ou = rootless ? geteuid() : lc_uid_base();
+	gid_t og = rootless ? getegid() : (gid_t)lc_uid_base();
+	if (lc_hostimage_skel(skel, rootless, err) < 0)
+		return -1;
+	return lc_hostimage_etc(*skel, spec, ou, og, etc, err);
+}
 
 int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t **err)
 {
@@ -35,6 +53,15 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	sh->owner = getpid();
 	*out = NULL;
 	if (lc_seccomp_prepare_caps(spec->seccomp, spec->caps, &sh->prog, err) < 0)
+		goto fail;
+	/* the image and, when it runs on the host image, that image's layers */
+	bool host = !spec->rootfs;
+	if (spec->image) {
+		if (lc_image_resolve(spec->image, &sh->img, err) < 0)
+			goto fail;
+		host = sh->img->base_host;
+	}
+	if (host && lc_run_shared_host_layers(NULL, spec, geteuid() != 0, &sh->skel, &sh->etc, err) < 0)
 		goto fail;
 	if (geteuid() == 0) {
 		sh->idmap_userns_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), err);
@@ -111,6 +138,9 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 	if (sh->trash_fd >= 0)
 		close(sh->trash_fd);
 	free(sh->trash);
+	free(sh->skel);
+	free(sh->etc);
+	lc_image_resolved_free(sh->img);
 	lc_seccomp_prog_free(&sh->prog);
 	if (sh->idmap_userns_fd >= 0)
 		close(sh->idmap_userns_fd);
