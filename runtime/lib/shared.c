@@ -17,11 +17,11 @@
  * it would have prepared itself from the same profile and capabilities. */
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,14 +121,16 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 	if (!sh)
 		return;
 	if (sh->trash && sh->owner == getpid()) {
-		/* One remover for the batch, at idle priority: it must not take
-		 * the CPU from sandboxes being started meanwhile.  Threaded (or
-		 * no fork possible): here and now. */
+		/* One remover for the batch, at the lowest priority: it must not
+		 * take the CPU from sandboxes being started meanwhile (nice 19
+		 * rather than SCHED_IDLE: on a busy machine it still gets on).
+		 * Threaded (or no fork possible): here and now. */
 		int r = lc_single_threaded() ? lc_fork_detached(sh->trash_fd) : -1;
 		if (r == 0) {
 			lc_proc_title("lcrun-rm");
-			struct sched_param p = { 0 };
-			sched_setscheduler(0, SCHED_IDLE, &p);
+			if (setpriority(PRIO_PROCESS, 0, 19) < 0) {
+				/* the default priority will do */
+			}
 			lc_sb_remove_now(sh->trash);
 			_exit(0);
 		}
