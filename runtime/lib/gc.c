@@ -94,6 +94,68 @@ static bool cgroup_populated(const char *id)
 	return ev && lc_read_file(ev, &s, NULL, NULL) == 0 && strstr(s, "populated 1");
 }
 
+#define PAIR_FILE ".state-dir"
+
+static bool same_dir(const char *a, const char *b)
+{
+	_cleanup_free_ char *ra = realpath(a, NULL);
+	_cleanup_free_ char *rb = realpath(b, NULL);
+	return !strcmp(ra ? ra : a, rb ? rb : b);
+}
+
+/* The directory an environment variable sets, unless it is the default. */
+static const char *set_apart(const char *var, const char *dir, const char *root_default)
+{
+	const char *v = getenv(var);
+	if (!v || !*v || (geteuid() == 0 && same_dir(dir, root_default)))
+		return NULL;
+	return dir;
+}
+
+int lc_sandboxes_parent_make(const char *parent, lc_error_t **err)
+{
+	/* The usual case costs one failed mkdir. */
+	if (mkdir(parent, 0700) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		if (errno != ENOENT)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", parent);
+		if (lc_mkdir_p(parent, 0700, err) < 0)
+			return -1;
+	}
+	/* The default root goes with the default state directory, whoever
+	 * made it first; a root set apart, with the state directory it is
+	 * used with. */
+	if (!set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun"))
+		return 0;
+	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
+	_cleanup_free_ char *text = lc_strdup_printf("%s\n", lc_run_dir());
+	return lc_write_file_atomic(pair, text, strlen(text), 0600, err);
+}
+
+/* NULL when this state directory keeps the records of parent's sandbox
+ * directories, else the one that does (to be freed).  The default root
+ * has no .state-dir: it belongs to the default state directory.  A root
+ * set apart that an older lcrun made has none either: it goes with the
+ * state directory it is used with. */
+static char *sandboxes_owner(const char *parent)
+{
+	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
+	char *owner = NULL;
+	if (lc_read_file(pair, &owner, NULL, NULL) < 0) {
+		if (set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun") ||
+		    !set_apart("LCRUN_STATE_DIR", lc_run_dir(), "/run/lcrun"))
+			return NULL;
+		return strdup("the default state directory");
+	}
+	owner[strcspn(owner, "\n")] = '\0';
+	if (same_dir(owner, lc_run_dir())) {
+		free(owner);
+		return NULL;
+	}
+	return owner;
+}
+
 /* Cgroups (rmdir of an empty one) and sandbox directories (rm -rf) whose
  * id has no state: what a crash left between the steps of a teardown. */
 static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
@@ -204,7 +266,14 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	_cleanup_free_ char *sbparent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (cgparent)
 		gc_orphans(cgparent, true, removed);
-	gc_orphans(sbparent, false, removed);
+	/* Another state directory's sandboxes have no state here: their
+	 * directories are not orphans. */
+	_cleanup_free_ char *owner = sandboxes_owner(sbparent);
+	if (owner)
+		fprintf(stderr, "lcrun: gc: left the directories of %s alone: their sandboxes are recorded in %s, not in %s\n",
+			sbparent, owner, lc_run_dir());
+	else
+		gc_orphans(sbparent, false, removed);
 	_cleanup_free_ char *names = lc_strdup_printf("%s/names", lc_run_dir());
 	each_entry(names, gc_name_entry, removed);
 	_cleanup_free_ char *trash = lc_trash_dir();

@@ -346,7 +346,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	/* Host root only: pid 1 reaches rootfs/ and the files beside it through fds the
 	 * staging process opened, never through this path. */
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	if (lc_mkdir_p(parent, 0700, err) < 0)
+	if (lc_sandboxes_parent_make(parent, err) < 0)
 		return -1;
 	if (!c->sbdir)
 		c->sbdir = lc_sandbox_dir(c->id);

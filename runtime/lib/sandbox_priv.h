@@ -66,6 +66,11 @@ char *lc_sandbox_dir(const char *id);
 /* Where teardown moves a sandbox directory to remove it in the background
  * (sandbox.c); lcrun gc removes entries nobody holds a flock on. */
 char *lc_trash_dir(void);
+/* Make $LCRUN_ROOT/sandboxes if it is missing, recording in its
+ * .state-dir the state directory whose records say which of its
+ * directories are in use (gc.c): gc collects directories without state
+ * only for that state directory. */
+int lc_sandboxes_parent_make(const char *parent, lc_error_t **err);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);

@@ -339,10 +339,15 @@ void lc_trace(const char *what)
 		return;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	char buf[160];
-	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms [%d] %s\n",
-			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6,
-			 (int)getpid(), what);
+	char buf[160], who[32];
+	/* [pid], or [pid/tid] from a thread other than the main one (lcd's) */
+	pid_t pid = getpid(), tid = gettid();
+	if (tid == pid)
+		snprintf(who, sizeof(who), "%d", (int)pid);
+	else
+		snprintf(who, sizeof(who), "%d/%d", (int)pid, (int)tid);
+	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms [%s] %s\n",
+			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, who, what);
 	if (n > 0 && write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
 		/* nothing to do: tracing is best effort */
 	}

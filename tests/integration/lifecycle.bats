@@ -495,3 +495,39 @@ wait_for() {
 	[ -d "$root/trash/bbbbbbbbbbbb.live/upper/y" ]
 	wait
 }
+
+@test "gc with another state directory leaves the root's sandbox directories alone; its own gc still collects orphans" {
+	local root=$BATS_TEST_TMPDIR/root a=$BATS_TEST_TMPDIR/state-a b=$BATS_TEST_TMPDIR/state-b id
+	id=$(LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" create)
+	LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" exec "$id" -- sh -c 'echo kept >/root/f'
+	LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" stop "$id"
+	[ "$(cat "$root/sandboxes/.state-dir")" = "$a" ]
+	mkdir -p "$root/sandboxes/aaaaaaaaaaaa/upper"
+	# B records nothing of the root's sandboxes: it must not take them for orphans
+	run env LCRUN_ROOT="$root" LCRUN_STATE_DIR="$b" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"left the directories of $root/sandboxes alone: their sandboxes are recorded in $a, not in $b"* ]]
+	[ -d "$root/sandboxes/$id" ]
+	[ -d "$root/sandboxes/aaaaaaaaaaaa" ]
+	# A, which keeps the records, collects the orphan and keeps its stopped sandbox
+	run env LCRUN_ROOT="$root" LCRUN_STATE_DIR="$a" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed directory $root/sandboxes/aaaaaaaaaaaa"* ]]
+	[[ "$output" != *"left the directories"* ]]
+	LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" start "$id"
+	[ "$(LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" exec "$id" -- cat /root/f)" = kept ]
+	LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" rm -f "$id"
+	# a root an older lcrun made has no .state-dir: it goes with the state
+	# directory set together with it
+	rm "$root/sandboxes/.state-dir"
+	mkdir -p "$root/sandboxes/bbbbbbbbbbbb"
+	run env LCRUN_ROOT="$root" LCRUN_STATE_DIR="$b" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed directory $root/sandboxes/bbbbbbbbbbbb"* ]]
+	# the default root goes with the default state directory, whatever
+	# a private one's runs left in it
+	run env -u LCRUN_ROOT LCRUN_STATE_DIR="$b" "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"left the directories of /var/lib/lcrun/sandboxes alone: their sandboxes are recorded in the default state directory, not in $b"* ]]
+	[ ! -e /var/lib/lcrun/sandboxes/.state-dir ]
+}
