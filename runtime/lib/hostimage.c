@@ -245,7 +245,8 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 			return 0;
 		}
 	}
-	return lc_error_set(err, LC_EXIT_RUNTIME, EEXIST, "cannot build the host image: %s holds no place for it", base);
+	return lc_error_set(err, LC_EXIT_RUNTIME, EEXIST,
+			    "cannot build the host image: the 8 places for its key in %s hold other skeletons", base);
 }
 
 static int build_etc(const char *dir, const lc_spec_t *spec, const char *shell, uid_t owner, gid_t gowner,
