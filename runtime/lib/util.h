@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -94,5 +95,9 @@ lc_sha256_t *lc_sha256_new(void);
 void lc_sha256_update(lc_sha256_t *h, const void *buf, size_t len);
 void lc_sha256_final(lc_sha256_t *h, unsigned char out[32]); /* frees h */
 void lc_sha256_hex(const unsigned char md[32], char hex[65]);
+/* A fast 64-bit hash (digest.c), not cryptographic: an index for caches
+ * that keep their full key and compare it byte for byte on a hit, and a
+ * check against torn or damaged files, never an identity. */
+uint64_t lc_hash64(const void *buf, size_t len, uint64_t seed);
 
 #endif
