@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,11 +51,32 @@ static void child(lc_spec_t *s, const lc_run_shared_t *sh, int fd, pid_t parent)
 	_exit(0);
 }
 
-static json_t *read_result(int fd)
+/* A signal lcrun fork got (INT, TERM, HUP, QUIT): to every sandbox
+ * process not yet reaped, which forwards it to its sandbox as run does.
+ * Not one the terminal sent (SI_KERNEL): that one reached the whole
+ * process group, the sandbox processes too. */
+static void forward(int sfd, const pid_t *pids, long count)
+{
+	struct signalfd_siginfo si;
+	if (read(sfd, &si, sizeof(si)) != sizeof(si) || si.ssi_code == SI_KERNEL)
+		return;
+	for (long j = 0; j < count; j++)
+		if (pids[j] > 0)
+			kill(pids[j], (int)si.ssi_signo);
+}
+
+static json_t *read_result(int fd, int sfd, const pid_t *pids, long count)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {
+		struct pollfd p[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			break;
+		if (sfd >= 0 && (p[1].revents & POLLIN))
+			forward(sfd, pids, count);
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
 		if (len + 4096 > cap) {
 			cap = cap ? cap * 2 : 8192;
 			char *nb = realloc(buf, cap);
@@ -157,6 +180,16 @@ int lc_cmd_fork(int argc, char **argv)
 		return lc_cli_fail(err);
 	}
 
+	/* Signals go to the sandboxes, and lcrun fork stays to collect
+	 * their results and start the batch's removal. */
+	static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	sigset_t fwd, old;
+	sigemptyset(&fwd);
+	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
+		sigaddset(&fwd, fwd_signals[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old);
+	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+
 	pid_t pids[FORK_MAX];
 	int fds[FORK_MAX];
 	/* one clock for the whole trace: the children inherit its start */
@@ -173,6 +206,8 @@ int lc_cmd_fork(int argc, char **argv)
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			close(p[0]);
+			if (sfd >= 0)
+				close(sfd);
 			child(s, sh, p[1], self);
 		}
 		close(p[1]);
@@ -188,10 +223,11 @@ int lc_cmd_fork(int argc, char **argv)
 	json_t *all = json_array();
 	int code = 0;
 	for (long i = 0; i < count; i++) {
-		json_t *r = read_result(fds[i]);
+		json_t *r = read_result(fds[i], sfd, pids, count);
 		close(fds[i]);
 		while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
 			;
+		pids[i] = 0; /* reaped: its number may be another's now */
 		int ec = (int)json_integer_value(json_object_get(r, "exit_code"));
 		const char *e = json_string_value(json_object_get(r, "error"));
 		const char *id = json_string_value(json_object_get(r, "id"));
@@ -209,6 +245,9 @@ int lc_cmd_fork(int argc, char **argv)
 		fprintf(stderr, "lcrun: cannot write --result %s\n", result_path);
 	json_decref(all);
 	lc_run_shared_free(sh);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	lc_spec_free(s);
 	if (err)
 		return lc_cli_fail(err);

@@ -160,3 +160,24 @@ EOF
 	[[ "$output" == *"removed directory $batch"* ]]
 	[ ! -e "$batch" ]
 }
+
+@test "fork: a TERM to lcrun fork reaches every sandbox; it still reports each and leaves nothing" {
+	"$LCRUN" fork img --count 3 --result "$T/r.json" -- sleep 30 2>"$T/err" &
+	fpid=$!
+	for _ in $(seq 100); do
+		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 3 ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+	kill -TERM "$fpid"
+	st=0
+	wait "$fpid" || st=$?
+	cat "$T/err"
+	# each sleep ended by the TERM: 128 + 15
+	[ "$st" -eq 143 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq 3 ]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [x["exit_code"] for x in r] == [143] * 3, r' "$T/r.json"
+	for _ in $(seq 600); do [ -z "$(ls "$LCRUN_ROOT/trash")" ] && break; sleep 0.1; done
+	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+}
