@@ -181,3 +181,11 @@ EOF
 	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
 	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
 }
+
+@test "sandboxes/ and the state directory spread their directories on ext4 (lsattr: T)" {
+	[ "$(stat -f -c %T "$LCRUN_ROOT")" = ext2/ext3 ] || skip "not on ext2/3/4"
+	run timeout -k 2 60 "$LCRUN" fork img --count 2 -- true
+	[ "$status" -eq 0 ]
+	[[ "$(lsattr -d "$LCRUN_ROOT/sandboxes" | cut -d' ' -f1)" == *T* ]]
+	[[ "$(lsattr -d "$LCRUN_STATE_DIR" | cut -d' ' -f1)" == *T* ]]
+}
