@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,7 +29,7 @@ static const char fork_help[] =
 	"exited 0, else with the first failing sandbox's code.  Takes the options\n"
 	"of lcrun run except --image, --rootfs, --name and --id.\n";
 
-static void child(lc_spec_t *s, int fd, pid_t parent)
+static void child(lc_spec_t *s, const lc_run_shared_t *sh, int fd, pid_t parent)
 {
 	/* if lcrun fork dies, its sandboxes end too (lc_run forwards TERM) */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -36,7 +38,7 @@ static void child(lc_spec_t *s, int fd, pid_t parent)
 	lc_result_t res;
 	lc_error_t *err = NULL;
 	json_t *j;
-	if (lc_run(s, &res, &err) < 0) {
+	if (lc_run_with(s, sh, &res, &err) < 0) {
 		j = json_pack("{s:s, s:i}", "error", err && err->msg ? err->msg : "failed", "exit_code",
 			      err ? err->exit_code : LC_EXIT_RUNTIME);
 		lc_error_free(err);
@@ -49,11 +51,32 @@ static void child(lc_spec_t *s, int fd, pid_t parent)
 	_exit(0);
 }
 
-static json_t *read_result(int fd)
+/* A signal lcrun fork got (INT, TERM, HUP, QUIT): to every sandbox
+ * process not yet reaped, which forwards it to its sandbox as run does.
+ * Not one the terminal sent (SI_KERNEL): that one reached the whole
+ * process group, the sandbox processes too. */
+static void forward(int sfd, const pid_t *pids, long count)
+{
+	struct signalfd_siginfo si;
+	if (read(sfd, &si, sizeof(si)) != sizeof(si) || si.ssi_code == SI_KERNEL)
+		return;
+	for (long j = 0; j < count; j++)
+		if (pids[j] > 0)
+			kill(pids[j], (int)si.ssi_signo);
+}
+
+static json_t *read_result(int fd, int sfd, const pid_t *pids, long count)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {
+		struct pollfd p[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+			break;
+		if (sfd >= 0 && (p[1].revents & POLLIN))
+			forward(sfd, pids, count);
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
 		if (len + 4096 > cap) {
 			cap = cap ? cap * 2 : 8192;
 			char *nb = realloc(buf, cap);
@@ -148,9 +171,29 @@ int lc_cmd_fork(int argc, char **argv)
 		return lc_cli_fail(err);
 	}
 	lc_image_resolved_free(img);
+	/* What every sandbox would prepare alike (its seccomp program, the
+	 * idmap user namespace), made once here and inherited; their
+	 * directories go to one trash directory, emptied after the last. */
+	lc_run_shared_t *sh = NULL;
+	if (lc_run_shared_new(s, &sh, &err) < 0) {
+		lc_spec_free(s);
+		return lc_cli_fail(err);
+	}
+
+	/* Signals go to the sandboxes, and lcrun fork stays to collect
+	 * their results and start the batch's removal. */
+	static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	sigset_t fwd, old;
+	sigemptyset(&fwd);
+	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
+		sigaddset(&fwd, fwd_signals[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old);
+	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
 
 	pid_t pids[FORK_MAX];
 	int fds[FORK_MAX];
+	/* one clock for the whole trace: the children inherit its start */
+	lc_trace("fork: image resolved");
 	fflush(NULL);
 	pid_t self = getpid();
 	for (long i = 0; i < count; i++) {
@@ -163,7 +206,9 @@ int lc_cmd_fork(int argc, char **argv)
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			close(p[0]);
-			child(s, p[1], self);
+			if (sfd >= 0)
+				close(sfd);
+			child(s, sh, p[1], self);
 		}
 		close(p[1]);
 		if (pids[i] < 0) {
@@ -174,13 +219,15 @@ int lc_cmd_fork(int argc, char **argv)
 		}
 		fds[i] = p[0];
 	}
+	lc_trace("fork: all started");
 	json_t *all = json_array();
 	int code = 0;
 	for (long i = 0; i < count; i++) {
-		json_t *r = read_result(fds[i]);
+		json_t *r = read_result(fds[i], sfd, pids, count);
 		close(fds[i]);
 		while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
 			;
+		pids[i] = 0; /* reaped: its number may be another's now */
 		int ec = (int)json_integer_value(json_object_get(r, "exit_code"));
 		const char *e = json_string_value(json_object_get(r, "error"));
 		const char *id = json_string_value(json_object_get(r, "id"));
@@ -193,9 +240,14 @@ int lc_cmd_fork(int argc, char **argv)
 		json_object_set_new(r, "index", json_integer(i + 1));
 		json_array_append_new(all, r);
 	}
+	lc_trace("fork: all results in");
 	if (result_path && json_dump_file(all, result_path, JSON_INDENT(2)) < 0)
 		fprintf(stderr, "lcrun: cannot write --result %s\n", result_path);
 	json_decref(all);
+	lc_run_shared_free(sh);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	lc_spec_free(s);
 	if (err)
 		return lc_cli_fail(err);

@@ -2,8 +2,13 @@
  * merged-usr links) and a small generated /etc.  Nothing else of the host
  * is visible: no /root, /home, /var, /etc/shadow, /etc/ssh.
  *
- * The skeleton is built once into lc_lib_dir()/host/<hash>, where the hash
- * covers the host files it copies, so a changed host gets a new skeleton. */
+ * The skeleton is built once into lc_lib_dir()/host/<index>/root, where the
+ * key covers the host files it copies (their names, modes, sizes and
+ * modification times), so a changed host gets a new skeleton.  The index is
+ * a fast 64-bit hash of the key; <index>/key holds the key itself and is
+ * compared byte for byte, so another key with the same index (or a
+ * directory of an older layout) moves on to the next index instead of
+ * using a wrong skeleton.  No libcrypto is loaded for it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,7 +36,8 @@ static const char *root_dirs[] = { "usr", "proc", "sys", "dev", "tmp", "run", "e
 				   "mnt", "opt", "srv", "media", "var", "var/tmp", "var/lib",
 				   "var/cache", "var/log", "var/spool", NULL };
 
-static void hash_entry(lc_sha256_t *ctx, const char *path)
+/* The key's line for path (none when it does not exist) at key + *len. */
+static void key_entry(char **key, size_t *len, size_t *cap, const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
@@ -39,7 +45,17 @@ static void hash_entry(lc_sha256_t *ctx, const char *path)
 	char buf[512];
 	int n = snprintf(buf, sizeof(buf), "%s %o %lld %lld.%09ld\n", path, st.st_mode,
 			 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-	lc_sha256_update(ctx, buf, (size_t)n);
+	if (n <= 0 || (size_t)n >= sizeof(buf))
+		return;
+	if (*len + (size_t)n + 1 > *cap) {
+		*cap = (*len + (size_t)n + 1) * 2;
+		char *nk = realloc(*key, *cap);
+		if (!nk)
+			abort();
+		*key = nk;
+	}
+	memcpy(*key + *len, buf, (size_t)n + 1);
+	*len += (size_t)n;
 }
 
 static int copy_tree(const char *src, int dst_dirfd, const char *name, uid_t uid, gid_t gid, int depth);
@@ -163,47 +179,74 @@ static int install(const char *tmp, const char *dir, lc_error_t **err)
 	return 0;
 }
 
+/* 1 when dir is the skeleton for key, 0 when there is no dir, -1 when it
+ * is another one (another key, unfinished, or an older layout). */
+static int skel_matches(const char *dir, const char *key, size_t klen)
+{
+	_cleanup_free_ char *kp = lc_strdup_printf("%s/key", dir);
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	if (lc_read_file(kp, &text, &len, NULL) < 0)
+		return access(dir, F_OK) < 0 && errno == ENOENT ? 0 : -1;
+	return len == klen && !memcmp(text, key, klen) ? 1 : -1;
+}
+
+/* tmp gets the skeleton (root/) and its key, then becomes dir. */
+static int build_keyed(const char *tmp, const char *dir, const char *key, size_t klen, uid_t uid, gid_t gid,
+		       lc_error_t **err)
+{
+	_cleanup_free_ char *root = lc_strdup_printf("%s/root", tmp);
+	_cleanup_free_ char *kp = lc_strdup_printf("%s/key", tmp);
+	if (mkdir(tmp, 0700) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", tmp);
+	if (build_skel(root, uid, gid, err) < 0 || lc_write_file_atomic(kp, key, klen, 0600, err) < 0) {
+		lc_rm_rf(tmp, NULL);
+		return lc_error_wrap(err, "cannot build the host image");
+	}
+	return install(tmp, dir, err);
+}
+
 int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 {
 	uid_t uid = rootless ? getuid() : lc_uid_base();
 	gid_t gid = rootless ? getgid() : (gid_t)lc_uid_base();
-	lc_sha256_t *ctx = lc_sha256_new();
-	char ver[64];
-	int n = snprintf(ver, sizeof(ver), "skel-v2 %u %u\n", (unsigned)uid, (unsigned)gid);
-	lc_sha256_update(ctx, ver, (size_t)n);
+	size_t cap = 4096, klen = 0;
+	_cleanup_free_ char *key = lc_xmalloc0(cap);
+	klen = (size_t)snprintf(key, cap, "skel-v3 %u %u\n", (unsigned)uid, (unsigned)gid);
 	for (int i = 0; etc_allow[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/etc/%s", etc_allow[i]);
-		hash_entry(ctx, p);
+		key_entry(&key, &klen, &cap, p);
 	}
 	for (int i = 0; root_links[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/%s", root_links[i]);
-		hash_entry(ctx, p);
+		key_entry(&key, &klen, &cap, p);
 	}
-	unsigned char md[32];
-	lc_sha256_final(ctx, md);
-	char hex[17];
-	for (int i = 0; i < 8; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	uint64_t index = lc_hash64(key, klen, 0);
 
 	_cleanup_free_ char *base = lc_strdup_printf("%s/host", lc_lib_dir());
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/%s", base, hex);
-	if (access(dir, F_OK) == 0) {
-		*out = lc_steal(dir);
-		return 0;
+	/* Open addressing: a taken index moves on to the next (a bounded
+	 * number of times, though one 64-bit collision is already unheard of). */
+	for (int probe = 0; probe < 8; probe++) {
+		_cleanup_free_ char *dir = lc_strdup_printf("%s/%016llx", base, (unsigned long long)(index + probe));
+		int m = skel_matches(dir, key, klen);
+		if (m == 0) {
+			if (lc_mkdir_p(base, 0700, err) < 0)
+				return -1;
+			char rnd[9];
+			lc_random_hex(rnd, 8);
+			_cleanup_free_ char *tmp = lc_strdup_printf("%s/.tmp-%s", base, rnd);
+			if (build_keyed(tmp, dir, key, klen, uid, gid, err) < 0)
+				return -1;
+			/* Ours, or another process's made from the same key. */
+			m = skel_matches(dir, key, klen);
+		}
+		if (m == 1) {
+			*out = lc_strdup_printf("%s/root", dir);
+			return 0;
+		}
 	}
-	if (lc_mkdir_p(base, 0700, err) < 0)
-		return -1;
-	char rnd[9];
-	lc_random_hex(rnd, 8);
-	_cleanup_free_ char *tmp = lc_strdup_printf("%s/.tmp-%s", base, rnd);
-	if (build_skel(tmp, uid, gid, err) < 0) {
-		lc_rm_rf(tmp, NULL);
-		return lc_error_wrap(err, "cannot build the host image");
-	}
-	if (install(tmp, dir, err) < 0)
-		return -1;
-	*out = lc_steal(dir);
-	return 0;
+	return lc_error_set(err, LC_EXIT_RUNTIME, EEXIST,
+			    "cannot build the host image: the 8 places for its key in %s hold other skeletons", base);
 }
 
 static int build_etc(const char *dir, const lc_spec_t *spec, const char *shell, uid_t owner, gid_t gowner,

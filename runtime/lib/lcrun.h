@@ -165,6 +165,22 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err);
 /* The result as the JSON object --result writes. */
 json_t *lc_result_to_json(const lc_result_t *res);
 
+/* ---- many sandboxes from one spec (shared.c) ----------------------------
+ *
+ * What N sandboxes started from one spec may prepare once, before the
+ * caller forks a process per sandbox that calls lc_run_with: the seccomp
+ * program, the map-only user namespace lower layers are idmapped with, and
+ * a trash directory their directories are moved into at teardown (instead
+ * of a remover per sandbox).  lc_run_shared_free, in the process that made
+ * it and after every sandbox has ended, starts one background removal of
+ * that directory.  Each sandbox is otherwise made as lc_run makes it. */
+typedef struct lc_run_shared lc_run_shared_t;
+int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t **err);
+void lc_run_shared_free(lc_run_shared_t *sh);
+/* lc_run, with the parts sh holds (NULL: lc_run itself); spec must be the
+ * one sh was made from. */
+int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err);
+
 /* Kill every process of a sandbox (cgroup.kill or its pid namespace). */
 int lc_sandbox_kill(const char *id_or_name, lc_error_t **err);
 

@@ -522,7 +522,11 @@ static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_
 	 * child forked from a possibly threaded process (lcd). */
 	if (spec->net.mode != LC_NET_NONE && lc_netlibs_load(err) < 0)
 		return -1;
-	lc_crypto_load(); /* the monitor hashes (seccomp cache, host image) */
+	/* The monitor checks an image's blobs by their SHA-256: libcrypto is
+	 * loaded here, not in a child of a possibly threaded process.  The
+	 * seccomp cache and the host skeleton need no libcrypto. */
+	if (spec->image)
+		lc_crypto_load();
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");

@@ -348,6 +348,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_sandboxes_parent_make(parent, err) < 0)
 		return -1;
+	lc_dir_spread(parent);
 	if (!c->sbdir)
 		c->sbdir = lc_sandbox_dir(c->id);
 	/* private/ is searchable (0711) so that the staging process, once in
@@ -396,7 +397,9 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.owner_gid = c->rootless ? 0 : og;
 	bool host = !s->rootfs;
 	if (s->image) {
-		if (lc_image_resolve(s->image, &c->img, err) < 0)
+		if (c->shared && c->shared->img)
+			c->img = c->shared->img;
+		else if (lc_image_resolve(s->image, &c->img, err) < 0)
 			return -1;
 		if (lc_image_lowers(c->img, &c->plan.lowers, &c->plan.usr_lowers, err) < 0)
 			return -1;
@@ -416,11 +419,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		c->plan.lower_idmap[i] = true;
 	if (host) {
 		c->host_image = true;
-		_cleanup_free_ char *skel = NULL;
-		if (lc_hostimage_skel(&skel, c->rootless, err) < 0)
-			return -1;
-		_cleanup_free_ char *etc = NULL;
-		if (lc_hostimage_etc(skel, s, ou, og, &etc, err) < 0)
+		_cleanup_free_ char *skel = NULL, *etc = NULL;
+		if (lc_run_shared_host_layers(c->shared, s, c->rootless, &skel, &etc, err) < 0)
 			return -1;
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
@@ -432,7 +432,7 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 			return -1;
 	}
 	if (!c->rootless) {
-		c->plan.idmap_userns_fd = idmap_userns(err);
+		c->plan.idmap_userns_fd = c->shared ? c->shared->idmap_userns_fd : idmap_userns(err);
 		if (c->plan.idmap_userns_fd < 0)
 			return -1;
 	}
@@ -607,6 +607,11 @@ static void remove_now(const char *dir)
 	}
 }
 
+void lc_sb_remove_now(const char *dir)
+{
+	remove_now(dir);
+}
+
 char *lc_trash_dir(void)
 {
 	return lc_strdup_printf("%s/trash", lc_lib_dir());
@@ -741,7 +746,8 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		trace("cgroup removed");
 	}
-	if (!keep && c->sbdir && remover_go(c) < 0 && remove_later(c->sbdir, c->id) < 0)
+	if (!keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) < 0 && remover_go(c) < 0 &&
+	    remove_later(c->sbdir, c->id) < 0)
 		remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written) {
@@ -767,7 +773,8 @@ void lc_sb_free(lc_sb_t *c)
 	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
 	lc_mounts_close_binds(&c->plan);
-	lc_image_resolved_free(c->img);
+	if (!c->shared || c->img != c->shared->img)
+		lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
 	free(c->plan.upper_dir);
 	free(c->plan.rootfs);
@@ -840,7 +847,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (validate(c, err) < 0)
 		return -1;
 	trace("validated");
-	if (lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
+	if (c->shared ? lc_run_shared_seccomp(c->shared, &c->prog) < 0
+		      : lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
 		return -1;
 	trace("seccomp ready");
 	if (s->id)
@@ -853,6 +861,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
 		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
 			return -1;
+		lc_dir_spread(lc_run_dir());
 		if (mkdir(sd, 0700) < 0) {
 			if (errno == EEXIST)
 				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
@@ -963,6 +972,14 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			if (got_pid)
 				return lc_sb_save_state(c, "running", err);
 			break;
+		case LC_MSG_EXIT:
+			/* A quick command can end (after READY) before the
+			 * staging process, descheduled, says pid 1's pid: kept
+			 * for lc_sb_wait. */
+			c->got_exit = true;
+			c->exit_code = m.a;
+			c->exit_signal = m.b;
+			break;
 		default:
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
@@ -973,8 +990,8 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
 	const lc_spec_t *s = c->spec;
 	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
-	bool got_exit = false, killed = false;
-	int code = 0, sig = 0;
+	bool got_exit = c->got_exit, killed = false;
+	int code = c->exit_code, sig = c->exit_signal;
 	int sync_fd = c->sp[0];
 	for (;;) {
 		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */
@@ -1051,8 +1068,14 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 
 int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 {
+	return lc_run_with(spec, NULL, res, err);
+}
+
+int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err)
+{
 	lc_sb_t c;
 	lc_sb_init(&c, spec);
+	c.shared = sh;
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
 
@@ -1071,7 +1094,7 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
 		snprintf(res->id, sizeof(res->id), "%s", c.id);
 		if (c.cg.not_applied)
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
-		if (!spec->keep)
+		if (!spec->keep && !sh)
 			remover_start(&c);
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);

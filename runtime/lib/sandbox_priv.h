@@ -214,6 +214,9 @@ typedef struct lc_sb {
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
+	const struct lc_run_shared *shared; /* lc_run_with: made once for a batch, or NULL */
+	bool got_exit;                      /* pid 1's EXIT came during lc_sb_start: */
+	int exit_code, exit_signal;         /* what it said */
 } lc_sb_t;
 /* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */
 int lc_sysctl_check(const char *kv, lc_error_t **err);
@@ -221,6 +224,28 @@ int lc_sysctl_check(const char *kv, lc_error_t **err);
 char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */
 bool lc_single_threaded(void);
+
+/* ---- shared.c: the parts of lc_run_with's batch made once */
+struct lc_run_shared {
+	lc_seccomp_prog_t prog; /* spec->seccomp with spec->caps */
+	int idmap_userns_fd;    /* -1 when rootless */
+	char *trash;            /* lc_trash_dir()/batch-RANDOM, flocked through trash_fd */
+	int trash_fd;
+	pid_t owner;            /* the process that made it (frees and removes) */
+	struct lc_image_resolved *img; /* spec->image, resolved, or NULL */
+	char *skel, *etc;       /* the host image's layers when the batch runs on it */
+};
+/* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
+ * lc_hostimage_etc), sh's when it holds them. */
+int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, bool rootless, char **skel,
+			      char **etc, lc_error_t **err);
+/* A copy of the batch's program. */
+int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
+/* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
+ * the ordinary way). */
+int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
+/* Remove dir, retrying while an overlay in a dying namespace holds it. */
+void lc_sb_remove_now(const char *dir);
 
 /* Bring up lo in the calling process's network namespace. */
 int lc_loopback_up(void);

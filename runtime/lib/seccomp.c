@@ -1,5 +1,5 @@
 /* seccomp.c — seccomp profiles in the OCI/moby JSON form, compiled with
- * libseccomp to classic BPF, cached by the profile's hash, installed in the
+ * libseccomp to classic BPF, cached by the profile's bytes, installed in the
  * sandbox child right before execve.
  *
  * Profile errors name the file and, where the raw text allows it, the line
@@ -28,12 +28,12 @@
 
 #define LC_SECCOMP_MAGIC "LCBPF\0v1"
 
-/* Header of a cache file; the instructions follow. */
+/* Header of a sandbox's own copy of its program; the instructions follow. */
 struct cache_header {
 	char magic[8];
 	uint32_t n_insns;
 	uint32_t reserved;
-	unsigned char digest[32]; /* SHA-256 of the instructions */
+	unsigned char digest[32]; /* unused (the cache's files had a SHA-256 here) */
 };
 
 /* State of one compilation. */
@@ -576,26 +576,27 @@ int lc_seccomp_compile_file(const char *path, lc_seccomp_prog_t *prog, lc_error_
 	return compile_buf(path, text, len, 0, 0, prog, err);
 }
 
-/* ---- cache ------------------------------------------------------------------ */
+/* ---- cache ------------------------------------------------------------------
+ *
+ * lc_lib_dir()/seccomp/<index>.bpf, the directory root's (or the rootless
+ * user's) and 0700.  The index is a fast 64-bit hash of the key: the
+ * profile's bytes, a newline and everything else the compiled output
+ * depends on.  The file holds the whole key, compared byte for byte on
+ * load, so two keys with one index only cost a recompile (the later one
+ * replaces the earlier), never a wrong filter; no libcrypto is loaded for
+ * it.  A 64-bit check of the instructions catches a damaged file. */
 
-static int sha256(const void *const *parts, const size_t *lens, size_t n, unsigned char out[32], lc_error_t **err)
-{
-	(void)err;
-	lc_sha256_t *h = lc_sha256_new();
-	for (size_t i = 0; i < n; i++)
-		lc_sha256_update(h, parts[i], lens[i]);
-	lc_sha256_final(h, out);
-	return 0;
-}
+#define LC_SECCOMP_CACHE_MAGIC "LCBPF\0k3"
 
-static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsigned flags, lc_error_t **err);
+struct cache_key_header {
+	char magic[8];
+	uint32_t n_insns;
+	uint32_t key_len;
+	uint64_t check; /* lc_hash64 of the instructions, seeded with key_len */
+};
 
-char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error_t **err)
-{
-	return cache_path_flags(buf, len, caps, 0, err);
-}
-
-static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsigned flags, lc_error_t **err)
+/* The key for buf under caps and flags; *klen set. */
+static char *cache_key(const void *buf, size_t len, uint64_t caps, unsigned flags, size_t *klen, lc_error_t **err)
 {
 	/* Everything the compiled output depends on besides the profile. */
 	const struct scmp_version *v = seccomp_version();
@@ -604,82 +605,67 @@ static char *cache_path_flags(const void *buf, size_t len, uint64_t caps, unsign
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "uname");
 		return NULL;
 	}
-	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v2 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx%s",
+	_cleanup_free_ char *env = lc_strdup_printf("lcrun-seccomp-v3 libseccomp=%u.%u.%u arch=%08x kernel=%s caps=%016llx%s",
 						    v->major, v->minor, v->micro, seccomp_arch_native(), u.release,
 						    (unsigned long long)caps, flags & LC_SECCOMP_SKIP_UNKNOWN ? " skip-unknown" : "");
-	const void *parts[] = { buf, "\n", env };
-	size_t lens[] = { len, 1, strlen(env) };
-	unsigned char d[32];
-	if (sha256(parts, lens, 3, d, err) < 0)
-		return NULL;
-	char hex[65];
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", d[i]);
-	return lc_strdup_printf("%s/seccomp/%s.bpf", lc_lib_dir(), hex);
+	size_t elen = strlen(env);
+	char *key = lc_xmalloc0(len + 1 + elen);
+	memcpy(key, buf, len);
+	key[len] = '\n';
+	memcpy(key + len + 1, env, elen);
+	*klen = len + 1 + elen;
+	return key;
 }
 
-/* 1 when path held a valid program file (prog filled), 0 otherwise.  A
- * header of no instructions stands for "unconfined" where allow_empty (the
- * sandbox's own copy; never in the cache).  check_digest: compare the
- * instructions with the header's SHA-256. */
-static int prog_load(const char *path, bool check_digest, bool allow_empty, lc_seccomp_prog_t *prog)
+static char *cache_path(const char *key, size_t klen)
+{
+	return lc_strdup_printf("%s/seccomp/%016llx.bpf", lc_lib_dir(), (unsigned long long)lc_hash64(key, klen, 0));
+}
+
+char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error_t **err)
+{
+	size_t klen;
+	_cleanup_free_ char *key = cache_key(buf, len, caps, 0, &klen, err);
+	return key ? cache_path(key, klen) : NULL;
+}
+
+/* Only a file we wrote ourselves may turn into a filter. */
+static bool ours(int fd, struct stat *st)
+{
+	return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022);
+}
+
+/* 1 when path holds the program for key (prog filled), 0 otherwise. */
+static int cache_load(const char *path, const char *key, size_t klen, lc_seccomp_prog_t *prog)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
+	struct cache_key_header h;
+	if (fd < 0 || !ours(fd, &st) || (size_t)st.st_size < sizeof(h) ||
+	    (size_t)st.st_size > sizeof(h) + klen + BPF_MAXINSNS * sizeof(struct sock_filter))
 		return 0;
-	/* Only a file we wrote ourselves may turn into a filter. */
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+	/* One read for the whole file. */
+	size_t size = (size_t)st.st_size;
+	_cleanup_free_ char *buf = lc_xmalloc0(size);
+	if (lc_read_all(fd, buf, size) != (ssize_t)size)
 		return 0;
-	struct cache_header h;
-	if ((size_t)st.st_size < sizeof(h) || lc_read_all(fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+	memcpy(&h, buf, sizeof(h));
+	size_t bytes = (size_t)h.n_insns * sizeof(struct sock_filter);
+	if (memcmp(h.magic, LC_SECCOMP_CACHE_MAGIC, 8) || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
+	    h.key_len != klen || size != sizeof(h) + klen + bytes || memcmp(buf + sizeof(h), key, klen))
 		return 0;
-	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || (h.n_insns == 0 && !allow_empty) || h.n_insns > BPF_MAXINSNS ||
-	    (size_t)st.st_size != sizeof(h) + h.n_insns * sizeof(struct sock_filter))
+	const char *insns = buf + sizeof(h) + klen;
+	if (lc_hash64(insns, bytes, klen) != h.check)
 		return 0;
-	if (h.n_insns == 0) {
-		*prog = (lc_seccomp_prog_t){ .unconfined = true };
-		return 1;
-	}
-	size_t bytes = h.n_insns * sizeof(struct sock_filter);
-	_cleanup_free_ struct sock_filter *insns = lc_xmalloc0(bytes);
-	if (lc_read_all(fd, insns, bytes) != (ssize_t)bytes)
-		return 0;
-	unsigned char d[32];
-	const void *parts[] = { insns };
-	if (check_digest && (sha256(parts, &bytes, 1, d, NULL) < 0 || memcmp(d, h.digest, 32)))
-		return 0;
-	prog->filter = lc_steal(insns);
+	prog->filter = lc_xmalloc0(bytes);
+	memcpy(prog->filter, insns, bytes);
 	prog->len = (unsigned short)h.n_insns;
 	prog->unconfined = false;
 	return 1;
 }
 
-static int cache_load(const char *path, lc_seccomp_prog_t *prog)
-{
-	return prog_load(path, true, false, prog);
-}
-
-/* The file's bytes for prog: header (with the instructions' SHA-256 when
- * with_digest) and instructions; *size set. */
-static char *prog_file(const lc_seccomp_prog_t *prog, bool with_digest, size_t *size)
-{
-	size_t n = prog->unconfined ? 0 : prog->len;
-	size_t bytes = n * sizeof(struct sock_filter);
-	struct cache_header h = { .n_insns = (uint32_t)n };
-	memcpy(h.magic, LC_SECCOMP_MAGIC, 8);
-	const void *parts[] = { prog->filter };
-	if (with_digest)
-		sha256(parts, &bytes, 1, h.digest, NULL);
-	char *buf = lc_xmalloc0(sizeof(h) + bytes);
-	memcpy(buf, &h, sizeof(h));
-	if (bytes)
-		memcpy(buf + sizeof(h), prog->filter, bytes);
-	*size = sizeof(h) + bytes;
-	return buf;
-}
-
-static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error_t **err)
+static int cache_store(const char *path, const char *key, size_t klen, const lc_seccomp_prog_t *prog,
+		       lc_error_t **err)
 {
 	/* The lib dir is shared with the rest of lcrun: only ours is private. */
 	_cleanup_free_ char *dir = strdup(path);
@@ -690,33 +676,68 @@ static int cache_store(const char *path, const lc_seccomp_prog_t *prog, lc_error
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", dir);
 	if (chmod(dir, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s private", dir);
-	size_t size;
-	_cleanup_free_ char *buf = prog_file(prog, true, &size);
+	size_t bytes = (size_t)prog->len * sizeof(struct sock_filter);
+	struct cache_key_header h = { .n_insns = prog->len, .key_len = (uint32_t)klen,
+				      .check = lc_hash64(prog->filter, bytes, klen) };
+	memcpy(h.magic, LC_SECCOMP_CACHE_MAGIC, 8);
+	size_t size = sizeof(h) + klen + bytes;
+	_cleanup_free_ char *buf = lc_xmalloc0(size);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), key, klen);
+	memcpy(buf + sizeof(h) + klen, prog->filter, bytes);
 	return lc_write_file_atomic(path, buf, size, 0600, err);
 }
 
 /* ---- a sandbox's own copy ---------------------------------------------------
  *
  * What its execs get: the program the sandbox was created with, whatever
- * became of the profile since, read back without hashing anything (so an
- * exec never loads libcrypto).  The file lives in the sandbox's private
- * (0700) state directory, written whole by a rename at create: unlike the
- * shared, long-lived cache it needs no digest to be trusted, only the
- * checks that it is ours and well formed. */
+ * became of the profile since, read back without hashing anything.  The
+ * file lives in the sandbox's private (0700) state directory, written
+ * whole by a rename at create: unlike the shared, long-lived cache it
+ * needs no key or check to be trusted, only the checks that it is ours
+ * and well formed.  The format is the one of sandboxes made before the
+ * cache changed (a header of no instructions stands for "unconfined"; its
+ * digest field is unused). */
 
 int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err)
 {
 	if (!prog->unconfined && (!prog->filter || !prog->len))
 		return lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "no seccomp filter was prepared");
-	size_t size;
-	_cleanup_free_ char *buf = prog_file(prog, false, &size);
-	return lc_write_file_atomic(path, buf, size, 0600, err);
+	size_t n = prog->unconfined ? 0 : prog->len;
+	size_t bytes = n * sizeof(struct sock_filter);
+	struct cache_header h = { .n_insns = (uint32_t)n };
+	memcpy(h.magic, LC_SECCOMP_MAGIC, 8);
+	_cleanup_free_ char *buf = lc_xmalloc0(sizeof(h) + bytes);
+	memcpy(buf, &h, sizeof(h));
+	if (bytes)
+		memcpy(buf + sizeof(h), prog->filter, bytes);
+	return lc_write_file_atomic(path, buf, sizeof(h) + bytes, 0600, err);
 }
 
 int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog)
 {
 	*prog = (lc_seccomp_prog_t){ 0 };
-	return prog_load(path, false, true, prog);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || !ours(fd, &st))
+		return 0;
+	struct cache_header h;
+	if ((size_t)st.st_size < sizeof(h) || lc_read_all(fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+		return 0;
+	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || h.n_insns > BPF_MAXINSNS ||
+	    (size_t)st.st_size != sizeof(h) + h.n_insns * sizeof(struct sock_filter))
+		return 0;
+	if (h.n_insns == 0) {
+		*prog = (lc_seccomp_prog_t){ .unconfined = true };
+		return 1;
+	}
+	size_t bytes = h.n_insns * sizeof(struct sock_filter);
+	_cleanup_free_ struct sock_filter *insns = lc_xmalloc0(bytes);
+	if (lc_read_all(fd, insns, bytes) != (ssize_t)bytes)
+		return 0;
+	prog->filter = lc_steal(insns);
+	prog->len = (unsigned short)h.n_insns;
+	return 1;
 }
 
 /* ---- public ---------------------------------------------------------------- */
@@ -725,16 +746,18 @@ int lc_seccomp_prepare_buf(const char *name, const char *text, size_t len, uint6
 			   lc_seccomp_prog_t *prog, lc_error_t **err)
 {
 	*prog = (lc_seccomp_prog_t){ 0 };
-	_cleanup_free_ char *cache = cache_path_flags(text, len, caps, flags, err);
-	if (!cache)
+	size_t klen;
+	_cleanup_free_ char *key = cache_key(text, len, caps, flags, &klen, err);
+	if (!key)
 		return -1;
-	if (cache_load(cache, prog))
+	_cleanup_free_ char *cache = cache_path(key, klen);
+	if (cache_load(cache, key, klen, prog))
 		return 0;
 	if (compile_buf(name, text, len, caps, flags, prog, err) < 0)
 		return -1;
 	/* The cache only saves time: a read-only or foreign lib dir is no error. */
 	_cleanup_error_ lc_error_t *ignored = NULL;
-	cache_store(cache, prog, &ignored);
+	cache_store(cache, key, klen, prog, &ignored);
 	return 0;
 }
 

@@ -30,7 +30,8 @@ typedef struct lc_seccomp_prog {
 
 /* profile: NULL → lc_policy_dir()/default.json; "unconfined" →
  * prog->unconfined = true and no filter.  Loads the BPF from the cache
- * (lc_lib_dir()/seccomp/<sha256>.bpf) or compiles it and writes the cache.
+ * (lc_lib_dir()/seccomp/<index>.bpf, holding the whole key: see seccomp.c)
+ * or compiles it and writes the cache.
  * Profile rules with "includes"/"excludes" "caps" are judged as if the
  * sandbox held no capability (use lc_seccomp_prepare_caps to pass them).
  * Errors: LC_EXIT_NOENT (missing file), LC_EXIT_INVALID (bad content),

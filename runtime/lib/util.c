@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -476,4 +478,25 @@ void lc_strv_sort(char **v)
 	size_t n = lc_strv_len(v);
 	if (n > 1)
 		qsort(v, n, sizeof(*v), strp_cmp);
+}
+
+/* On ext2/3/4, FS_TOPDIR_FL: the directories made in path are placed as
+ * top-level ones, which the Orlov allocator spreads over the block groups
+ * instead of packing them into path's.  It matters for the churn of
+ * sandbox directories: an ext4 without a journal skips, one by one, every
+ * inode of a group freed in the last minute when it allocates there (its
+ * recently_deleted check), and with every sandbox's ~30 inodes made and
+ * freed in one group, each allocation cost 170-830 us instead of 36-88 us
+ * (a loop of ten 13-inode trees made and removed, 40 rounds).  Elsewhere
+ * (tmpfs, no such flag): nothing. */
+void lc_dir_spread(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int flags = 0;
+	if (fd < 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0 || (flags & FS_TOPDIR_FL))
+		return;
+	flags |= FS_TOPDIR_FL;
+	if (ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0) {
+		/* only a placement hint */
+	}
 }

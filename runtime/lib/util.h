@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
@@ -57,6 +58,9 @@ int lc_write_file(const char *path, const char *s, lc_error_t **err);
 /* Read a whole small file (NUL-terminated); *len optional. */
 int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
+/* A hint to ext2/3/4 to spread the directories made in path over the disk
+ * (FS_TOPDIR_FL); nothing elsewhere. */
+void lc_dir_spread(const char *path);
 /* rm -rf that never crosses into another mount. */
 int lc_rm_rf(const char *path, lc_error_t **err);
 /* Open (creating, 0600) and flock(op) a lock file, retrying on EINTR;
@@ -94,5 +98,9 @@ lc_sha256_t *lc_sha256_new(void);
 void lc_sha256_update(lc_sha256_t *h, const void *buf, size_t len);
 void lc_sha256_final(lc_sha256_t *h, unsigned char out[32]); /* frees h */
 void lc_sha256_hex(const unsigned char md[32], char hex[65]);
+/* A fast 64-bit hash (digest.c), not cryptographic: an index for caches
+ * that keep their full key and compare it byte for byte on a hit, and a
+ * check against torn or damaged files, never an identity. */
+uint64_t lc_hash64(const void *buf, size_t len, uint64_t seed);
 
 #endif

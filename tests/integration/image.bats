@@ -347,7 +347,7 @@ done'
 	run timeout -k 2 60 "$LCRUN" run -- grep -c . /etc/passwd
 	[ "$status" -eq 0 ]
 	[ "$output" = "2" ]
-	[ "$(ls "$LCRUN_ROOT/host" | grep -c -- '-etc-')" -eq 2 ]
+	[ "$(find "$LCRUN_ROOT/host" -mindepth 2 -maxdepth 2 -name '*-etc-*' | wc -l)" -eq 2 ]
 }
 
 @test "snapshot while the command is still writing: frozen, consistent, thawed" {

@@ -208,8 +208,19 @@ START_TEST(test_cache)
 	printf("seccomp default.json: %u BPF instructions; compile %lld us, from cache %lld us\n", compiled.len,
 	       t_compile, t_cache);
 
-	/* Proof that prepare reads the cache: swap in a valid cache file of
-	 * another profile under the default profile's key. */
+	/* A hit is not rewritten: the file is the same inode. */
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ino_t ino = st.st_ino;
+	lc_seccomp_prog_t hit;
+	prepare_ok(NULL, &hit);
+	ck_assert(same_prog(&hit, &compiled));
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ck_assert_int_eq(st.st_ino, ino);
+	lc_seccomp_prog_free(&hit);
+
+	/* Proof that prepare takes the program from the cache when the key
+	 * matches: the default profile's key with another program's
+	 * instructions (and their check) is what prepare returns. */
 	const char *allow = write_profile("allow.json", "{ \"defaultAction\": \"SCMP_ACT_ALLOW\" }");
 	prepare_ok(allow, &other);
 	ck_assert(!same_prog(&other, &compiled));
@@ -217,11 +228,79 @@ START_TEST(test_cache)
 	size_t len;
 	ck_assert_int_eq(lc_read_file(allow, &text, &len, &err), 0);
 	_cleanup_free_ char *allow_cache = lc_seccomp_cache_path(text, len, 0, &err);
+	ck_assert_str_ne(allow_cache, cache);
+	_cleanup_free_ char *def = NULL, *alw = NULL;
+	size_t def_len, alw_len;
+	ck_assert_int_eq(lc_read_file(cache, &def, &def_len, &err), 0);
+	ck_assert_int_eq(lc_read_file(allow_cache, &alw, &alw_len, &err), 0);
+	struct { char magic[8]; uint32_t n_insns, key_len; uint64_t check; } hd, ha;
+	memcpy(&hd, def, sizeof(hd));
+	memcpy(&ha, alw, sizeof(ha));
+	ck_assert_int_eq(hd.n_insns, compiled.len);
+	ck_assert_int_eq(def_len, sizeof(hd) + hd.key_len + compiled.len * sizeof(struct sock_filter));
+	size_t ibytes = ha.n_insns * sizeof(struct sock_filter);
+	hd.n_insns = ha.n_insns;
+	hd.check = lc_hash64(alw + sizeof(ha) + ha.key_len, ibytes, hd.key_len);
+	memcpy(def, &hd, sizeof(hd));
+	FILE *f = fopen(cache, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fwrite(def, 1, sizeof(hd) + hd.key_len, f), sizeof(hd) + hd.key_len);
+	ck_assert_int_eq(fwrite(alw + sizeof(ha) + ha.key_len, 1, ibytes, f), ibytes);
+	fclose(f);
+	lc_seccomp_prog_t forged;
+	prepare_ok(NULL, &forged);
+	ck_assert(same_prog(&forged, &other));
+	lc_seccomp_prog_free(&forged);
+
+	/* A valid file of another key at the default profile's index (what a
+	 * collision of the index looks like) is a miss: recompiled and
+	 * rewritten, never taken. */
 	ck_assert_int_eq(rename(allow_cache, cache), 0);
 	lc_seccomp_prog_t swapped;
 	prepare_ok(NULL, &swapped);
+	ck_assert(same_prog(&swapped, &compiled));
+	lc_seccomp_prog_free(&swapped);
+	prepare_ok(allow, &swapped); /* allow's own entry is made again */
 	ck_assert(same_prog(&swapped, &other));
 	lc_seccomp_prog_free(&swapped);
+	ck_assert_int_eq(access(allow_cache, F_OK), 0);
+
+	/* One byte of the stored key changed (the instructions and their
+	 * check intact): a miss. */
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ino = st.st_ino;
+	int kfd = open(cache, O_RDWR);
+	ck_assert_int_ge(kfd, 0);
+	char kb;
+	off_t koff = (off_t)sizeof(hd) + 200; /* inside the profile's text */
+	ck_assert_int_eq(pread(kfd, &kb, 1, koff), 1);
+	kb ^= 0x01;
+	ck_assert_int_eq(pwrite(kfd, &kb, 1, koff), 1);
+	close(kfd);
+	prepare_ok(NULL, &swapped);
+	ck_assert(same_prog(&swapped, &compiled));
+	lc_seccomp_prog_free(&swapped);
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ck_assert_int_ne(st.st_ino, ino);
+
+	/* Cut short in the instructions: a miss. */
+	ck_assert_int_eq(truncate(cache, st.st_size - (off_t)sizeof(struct sock_filter)), 0);
+	prepare_ok(NULL, &swapped);
+	ck_assert(same_prog(&swapped, &compiled));
+	lc_seccomp_prog_free(&swapped);
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ck_assert_int_eq(st.st_size, def_len);
+
+	/* Group- or other-writable: never taken. */
+	ck_assert_int_eq(chmod(cache, 0620), 0);
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ino = st.st_ino;
+	prepare_ok(NULL, &swapped);
+	ck_assert(same_prog(&swapped, &compiled));
+	lc_seccomp_prog_free(&swapped);
+	ck_assert_int_eq(stat(cache, &st), 0);
+	ck_assert_int_ne(st.st_ino, ino);
+	ck_assert_int_eq(st.st_mode & 07777, 0600);
 
 	/* A short file is ignored and rewritten. */
 	ck_assert_int_eq(truncate(cache, 20), 0);

@@ -1,0 +1,191 @@
+#!/usr/bin/env bats
+# lcrun fork: a batch of sandboxes from one image, each made as `run` makes
+# one (its own id, upper, cgroup, namespaces, filter), though the batch
+# prepares some parts once and removes its directories together.
+
+load helpers
+
+setup_file() {
+	mkdir -p /var/lib/lcrun/tests
+	FT=$(mktemp -d /var/lib/lcrun/tests/fork-bats.XXXXXX)
+	export FT LCRUN_ROOT=$FT/root LCRUN_STATE_DIR=$FT/state
+	"$LCRUN" run --keep --name src -- sh -c 'echo base >/srv/marker' >/dev/null
+	"$LCRUN" snapshot src img >/dev/null
+	"$LCRUN" rm -f src
+}
+
+teardown_file() {
+	rm -rf "$FT"
+	rmdir /var/lib/lcrun/tests 2>/dev/null || true
+}
+
+setup() {
+	LCRUN_LIB=$LCRUN_ROOT LCRUN_RUN=$LCRUN_STATE_DIR
+	T=$BATS_TEST_TMPDIR
+	host_snapshot
+}
+
+teardown() {
+	assert_host_clean
+}
+
+# One line per sandbox: its namespaces | what run's security settings show.
+PROBE='ns=$(for n in user mnt net pid uts ipc cgroup; do readlink /proc/self/ns/$n; done | tr "\n" " ")
+sec=$(grep -E "^(CapEff|CapBnd|NoNewPrivs|Seccomp):" /proc/self/status | tr "\t\n" "  ")
+map=$(cat /proc/self/uid_map /proc/self/gid_map | tr -s " \n" "  ")
+un=$(unshare -U true 2>/dev/null && echo unshared || echo refused)
+test ! -e /srv/mine && echo x >/srv/mine && test "$(cat /srv/marker)" = base && echo "$ns|$sec|$map|$(id -u)|$un"'
+
+# Wait (up to 30 s) until all ten are up: a namespace's number may be
+# reused once its sandbox ended.
+BARRIER='mktemp /bar/XXXXXX >/dev/null; i=0
+while [ "$(ls /bar | wc -l)" -lt 10 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done'
+
+@test "fork: ten sandboxes, each its own namespaces and upper, each with run's ids, caps and filter" {
+	mkdir -m 1777 "$T/bar"
+	run timeout -k 2 120 "$LCRUN" fork img --count 10 --bind "$T/bar:/bar" --result "$T/r.json" -- \
+		sh -c "$BARRIER; $PROBE"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	out=$(echo "$output" | grep '|')
+	[ "$(echo "$out" | wc -l)" -eq 10 ]
+	# every namespace differs from the other nine's
+	for col in 1 2 3 4 5 6 7; do
+		[ "$(echo "$out" | cut -d'|' -f1 | awk -v c=$col '{ print $c }' | sort -u | wc -l)" -eq 10 ]
+	done
+	# the rest is what one `lcrun run` of the image shows
+	one=$(timeout -k 2 60 "$LCRUN" run --image img -- sh -c "$PROBE")
+	[ -n "$one" ]
+	[ "$(echo "$out" | cut -d'|' -f2- | sort -u)" = "$(echo "$one" | cut -d'|' -f2-)" ]
+	[[ "$one" == *"Seccomp: 2"*"|0|refused" ]]
+	python3 - "$T/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert len(r) == 10 and len({x["id"] for x in r}) == 10, r
+assert sorted(x["index"] for x in r) == list(range(1, 11)), r
+assert all(x["exit_code"] == 0 for x in r), r
+PY
+}
+
+@test "fork: each sandbox has a cgroup of its own while it runs, gone with it" {
+	cg=$(cgroup2_root)
+	[ -n "$cg" ] || skip "no cgroup v2 mount"
+	timeout -k 2 60 "$LCRUN" fork img --count 3 --result "$T/r.json" -- sleep 3 2>"$T/err" &
+	fpid=$!
+	for _ in $(seq 100); do
+		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 3 ] && break
+		sleep 0.05
+	done
+	ids=$(ls "$LCRUN_STATE_DIR" | grep '^[0-9a-f]\{12\}$')
+	[ "$(echo "$ids" | wc -l)" -eq 3 ]
+	for _ in $(seq 100); do
+		n=0
+		for id in $ids; do [ -n "$(cat "$cg/lcrun/$id/cgroup.procs" 2>/dev/null)" ] && n=$((n + 1)); done
+		[ "$n" -eq 3 ] && break
+		sleep 0.05
+	done
+	[ "$n" -eq 3 ]
+	# no process is in two of them
+	[ "$(for id in $ids; do cat "$cg/lcrun/$id/cgroup.procs"; done | sort | uniq -d)" = "" ]
+	wait "$fpid"
+	for id in $ids; do
+		[ ! -d "$cg/lcrun/$id" ]
+		grep -q "\"$id\"" "$T/r.json"
+	done
+	# the batch's directories went to one trash entry, removed in the
+	# background at nice 19 (slow on a busy machine: up to 60 s here)
+	for _ in $(seq 600); do [ -z "$(ls "$LCRUN_ROOT/trash")" ] && break; sleep 0.1; done
+	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+}
+
+@test "fork: a failing sandbox reports its own code; lcrun fork exits with the first failing one's" {
+	mkdir -m 1777 "$T/claim"
+	# each sandbox claims a number (mkdir is atomic) and exits with (n-1)*10
+	run timeout -k 2 60 "$LCRUN" fork img --count 3 --bind "$T/claim:/claim" --result "$T/r.json" -- sh -c \
+		'for n in 1 2 3; do mkdir /claim/$n 2>/dev/null && exit $(( (n - 1) * 10 )); done; exit 99'
+	echo "$output"
+	python3 - "$T/r.json" "$status" "$output" <<'PY'
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+assert sorted(x["exit_code"] for x in r) == [0, 10, 20], r
+# every line names its sandbox with that sandbox's own code
+for x in r:
+    assert "fork %d/3: sandbox %s exited %d" % (x["index"], x["id"], x["exit_code"]) in sys.argv[3], x
+first = next(x["exit_code"] for x in sorted(r, key=lambda x: x["index"]) if x["exit_code"])
+assert int(sys.argv[2]) == first, (sys.argv[2], first)
+PY
+}
+
+@test "fork: a custom seccomp profile is installed in every sandbox" {
+	cat >"$T/p.json" <<'EOF'
+{
+  "defaultAction": "SCMP_ACT_ALLOW",
+  "syscalls": [ { "names": ["uname"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13 } ]
+}
+EOF
+	run timeout -k 2 60 "$LCRUN" fork img --count 4 --seccomp "$T/p.json" -- sh -c 'uname -r || exit 42'
+	echo "$output"
+	[ "$status" -eq 42 ]
+	[ "$(echo "$output" | grep -c 'exited 42')" -eq 4 ]
+	run timeout -k 2 60 "$LCRUN" fork img --count 2 --seccomp unconfined -- grep -q 'Seccomp:.0' /proc/self/status
+	[ "$status" -eq 0 ]
+}
+
+@test "fork: lcrun gc removes what a killed batch left in trash/, not a live batch's" {
+	"$LCRUN" fork img --count 2 -- sleep 30 2>/dev/null &
+	fpid=$!
+	for _ in $(seq 100); do
+		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 2 ] && break
+		sleep 0.05
+	done
+	batch=$(ls -d "$LCRUN_ROOT"/trash/batch-*)
+	[ -d "$batch" ]
+	# live: gc leaves the batch's entry alone
+	run "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[ -d "$batch" ]
+	# lcrun fork killed: its sandboxes end (their parent died), their
+	# directories go into the batch's entry, and nobody removes it but gc
+	kill -KILL "$fpid"
+	wait "$fpid" || true
+	for _ in $(seq 200); do
+		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 0 ] && break
+		sleep 0.05
+	done
+	[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 0 ]
+	[ "$(ls "$batch" | wc -l)" -eq 2 ]
+	run "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed directory $batch"* ]]
+	[ ! -e "$batch" ]
+}
+
+@test "fork: a TERM to lcrun fork reaches every sandbox; it still reports each and leaves nothing" {
+	"$LCRUN" fork img --count 3 --result "$T/r.json" -- sleep 30 2>"$T/err" &
+	fpid=$!
+	for _ in $(seq 100); do
+		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 3 ] && break
+		sleep 0.05
+	done
+	sleep 0.3
+	kill -TERM "$fpid"
+	st=0
+	wait "$fpid" || st=$?
+	cat "$T/err"
+	# each sleep ended by the TERM: 128 + 15
+	[ "$st" -eq 143 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq 3 ]
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [x["exit_code"] for x in r] == [143] * 3, r' "$T/r.json"
+	for _ in $(seq 600); do [ -z "$(ls "$LCRUN_ROOT/trash")" ] && break; sleep 0.1; done
+	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+}
+
+@test "sandboxes/ and the state directory spread their directories on ext4 (lsattr: T)" {
+	[ "$(stat -f -c %T "$LCRUN_ROOT")" = ext2/ext3 ] || skip "not on ext2/3/4"
+	run timeout -k 2 60 "$LCRUN" fork img --count 2 -- true
+	[ "$status" -eq 0 ]
+	[[ "$(lsattr -d "$LCRUN_ROOT/sandboxes" | cut -d' ' -f1)" == *T* ]]
+	[[ "$(lsattr -d "$LCRUN_STATE_DIR" | cut -d' ' -f1)" == *T* ]]
+}
