@@ -350,6 +350,23 @@ done'
 	[ "$(find "$LCRUN_ROOT/host" -mindepth 2 -maxdepth 2 -name '*-etc-*' | wc -l)" -eq 2 ]
 }
 
+@test "sandboxes starting together on a fresh root wait for one skeleton builder" {
+	# A builder holds the lock: a run on this fresh root waits for it and
+	# builds nothing meanwhile, then takes the skeleton it finds or builds one.
+	mkdir -p "$LCRUN_ROOT/host"
+	exec 8>"$LCRUN_ROOT/host/.build.lock"
+	flock 8
+	timeout -k 2 60 "$LCRUN" run -- true 8>&- &
+	local pid=$!
+	sleep 0.5
+	kill -0 "$pid"
+	[ -z "$(find "$LCRUN_ROOT/host" -mindepth 1 -maxdepth 1 ! -name .build.lock)" ]
+	exec 8>&-
+	wait "$pid"
+	[ "$(find "$LCRUN_ROOT/host" -mindepth 1 -maxdepth 1 -type d | wc -l)" -eq 1 ]
+	[ -z "$(find "$LCRUN_ROOT/host" -maxdepth 1 -name '.tmp-*')" ]
+}
+
 @test "snapshot while the command is still writing: frozen, consistent, thawed" {
 	busybox_image base
 	# every round appends i to f00, f01, … f19 in turn (one write each): a
