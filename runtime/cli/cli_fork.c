@@ -183,12 +183,8 @@ int lc_cmd_fork(int argc, char **argv)
 	/* Signals go to the sandboxes, and lcrun fork stays to collect
 	 * their results and start the batch's removal. */
 	static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	sigset_t fwd, old;
-	sigemptyset(&fwd);
-	for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
-		sigaddset(&fwd, fwd_signals[i]);
-	sigprocmask(SIG_BLOCK, &fwd, &old);
-	int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+	sigset_t old;
+	int sfd = lc_signals_to_fd(fwd_signals, sizeof(fwd_signals) / sizeof(fwd_signals[0]), &old);
 
 	pid_t pids[FORK_MAX];
 	int fds[FORK_MAX];

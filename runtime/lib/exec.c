@@ -227,7 +227,7 @@ static pid_t pidfd_pid(int pidfd)
 	return p ? (pid_t)atoi(p + 5) : -1;
 }
 
-static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+static const int fwd_signals[] = LC_FORWARD_SIGNALS;
 
 
 static int prepare(exec_ctx_t *x, const char *id, json_t *st, lc_error_t **err)
@@ -312,20 +312,15 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	int r = -1, master = -1, sigfd = -1;
 	pid_t helper = -1, cmd = -1;
 	int cmdfd = -1, ownpid = -1;
-	sigset_t fwd, old;
-	sigemptyset(&fwd);
+	sigset_t old;
 	struct termios saved;
 	bool raw = false;
 	int in = o->stdio[0] >= 0 ? o->stdio[0] : 0, out = o->stdio[1] >= 0 ? o->stdio[1] : 1;
 	if (prepare(&x, id, st, err) < 0)
 		goto out;
 	lc_trace("exec: state, filter and options ready");
-	if (o->forward_signals || o->tty) {
-		for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
-			sigaddset(&fwd, fwd_signals[i]);
-		pthread_sigmask(SIG_BLOCK, &fwd, &old);
-		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
-	}
+	if (o->forward_signals || o->tty)
+		sigfd = lc_signals_to_fd(fwd_signals, sizeof(fwd_signals) / sizeof(fwd_signals[0]), &old);
 	/* The helper and the command live in the sandbox's pid namespace, so
 	 * that its pid 1 reaps whatever they leave behind.  Only this thread's
 	 * children are affected, and only until the clone. */

@@ -821,7 +821,7 @@ bool lc_single_threaded(void)
 	return false;
 }
 
-static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+static const int fwd_signals[] = LC_FORWARD_SIGNALS;
 
 /* After pid 1 reported an error before the staging process said its pid:
  * wait a moment for that word, so that teardown can reap pid 1. */
@@ -1079,15 +1079,10 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
 
-	sigset_t fwd, old;
-	sigemptyset(&fwd);
+	sigset_t old;
 	int sigfd = -1;
-	if (spec->forward_signals) {
-		for (size_t i = 0; i < sizeof(fwd_signals) / sizeof(fwd_signals[0]); i++)
-			sigaddset(&fwd, fwd_signals[i]);
-		pthread_sigmask(SIG_BLOCK, &fwd, &old);
-		sigfd = signalfd(-1, &fwd, SFD_CLOEXEC);
-	}
+	if (spec->forward_signals)
+		sigfd = lc_signals_to_fd(fwd_signals, sizeof(fwd_signals) / sizeof(fwd_signals[0]), &old);
 	c.throwaway = !spec->keep;
 	int r = lc_sb_start(&c, err);
 	if (r == 0) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -94,6 +96,16 @@ void lc_close_fds_except(const int *keep, size_t n)
 			from = (unsigned int)sorted[i] + 1;
 	}
 	syscall(SYS_close_range, from, ~0U, 0);
+}
+
+int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < n; i++)
+		sigaddset(&set, sigs[i]);
+	pthread_sigmask(SIG_BLOCK, &set, old);
+	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
 int lc_fork_detached(int keep)

@@ -3,6 +3,7 @@
 #define LC_UTIL_H
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,12 @@ int lc_write_all(int fd, const void *buf, size_t len);
  * threaded program (lcd) must not hold on to the other threads' pipes. */
 void lc_close_fds_except(const int *keep, size_t n);
 ssize_t lc_read_all(int fd, void *buf, size_t len);
+/* The signals lcrun passes on to what it runs (run, exec, lcrun-oci). */
+#define LC_FORWARD_SIGNALS { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH }
+/* Block the n signals of sigs in the calling thread (*old gets the mask
+ * before) and return a signalfd that reads them, -1 when none can be
+ * made (they stay blocked: put *old back either way). */
+int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
 /* Fork a grandchild that outlives the caller (init reaps it): stdio on
  * /dev/null, every other fd closed but keep (-1: none), a session of its
  * own, no signal blocked.  0 in the grandchild, 1 in the caller (the middle process already

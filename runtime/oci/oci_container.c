@@ -271,13 +271,9 @@ int oci_tty_relay(int sock, pid_t pid)
 
 int oci_wait_forward(pid_t pid)
 {
-	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-	sigset_t set, old;
-	sigemptyset(&set);
-	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
-		sigaddset(&set, fwd[i]);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+	static const int fwd[] = LC_FORWARD_SIGNALS;
+	sigset_t old;
+	int sfd = lc_signals_to_fd(fwd, sizeof(fwd) / sizeof(fwd[0]), &old);
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	for (;;) {
 		struct pollfd p[2] = { { pfd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
