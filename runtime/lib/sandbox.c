@@ -28,6 +28,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -592,7 +593,7 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 
 /* ---- teardown ------------------------------------------------------------- */
 
-static void remove_now(const char *dir)
+void lc_sb_remove_now(const char *dir)
 {
 	/* The overlay may still be mounted for a moment in the dying
 	 * namespaces: rmdir then reports EBUSY. */
@@ -605,11 +606,6 @@ static void remove_now(const char *dir)
 		lc_error_free(e);
 		usleep(i < 20 ? 500 : 5000);
 	}
-}
-
-void lc_sb_remove_now(const char *dir)
-{
-	remove_now(dir);
 }
 
 char *lc_trash_dir(void)
@@ -641,19 +637,27 @@ static int remove_later(const char *dir, const char *id)
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (fd >= 0)
 			close(fd);
-		remove_now(dst);
+		lc_sb_remove_now(dst);
 		return 0;
 	}
-	int r = lc_fork_detached(fd);
+	lc_sb_remove_detached(dst, fd, 0);
+	close(fd); /* the lock stays with the remover */
+	return 0;
+}
+
+void lc_sb_remove_detached(const char *dir, int lock_fd, int nice)
+{
+	int r = lc_fork_detached(lock_fd);
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
-		remove_now(dst);
+		if (nice && setpriority(PRIO_PROCESS, 0, nice) < 0) {
+			/* the default priority will do */
+		}
+		lc_sb_remove_now(dir);
 		_exit(0);
 	}
-	close(fd); /* the lock stays with the grandchild */
 	if (r < 0)
-		remove_now(dst);
-	return 0;
+		lc_sb_remove_now(dir);
 }
 
 
@@ -685,7 +689,7 @@ static void remover_start(lc_sb_t *c)
 		char go;
 		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
 			_exit(0);
-		remove_now(dst);
+		lc_sb_remove_now(dst);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -706,7 +710,7 @@ static int remover_go(lc_sb_t *c)
 	int r = -1;
 	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
 		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
-			remove_now(c->rm_dst); /* the remover is gone */
+			lc_sb_remove_now(c->rm_dst); /* the remover is gone */
 		r = 0;
 	}
 	close(c->rm_pipe);
@@ -748,7 +752,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	}
 	if (!keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) < 0 && remover_go(c) < 0 &&
 	    remove_later(c->sbdir, c->id) < 0)
-		remove_now(c->sbdir);
+		lc_sb_remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written) {
 		lc_state_remove(c->id);

@@ -246,6 +246,11 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
 /* Remove dir, retrying while an overlay in a dying namespace holds it. */
 void lc_sb_remove_now(const char *dir);
+/* Remove dir in a detached lcrun-rm that holds lock_fd (its flock on dir
+ * tells gc it is at work) and runs at nice (0: the caller's); here and
+ * now when none can be forked.  Single-threaded callers only; lock_fd
+ * stays open in the caller. */
+void lc_sb_remove_detached(const char *dir, int lock_fd, int nice);
 
 /* Bring up lo in the calling process's network namespace. */
 int lc_loopback_up(void);

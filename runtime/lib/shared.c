@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,16 +124,9 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 		 * take the CPU from sandboxes being started meanwhile (nice 19
 		 * rather than SCHED_IDLE: on a busy machine it still gets on).
 		 * Threaded (or no fork possible): here and now. */
-		int r = lc_single_threaded() ? lc_fork_detached(sh->trash_fd) : -1;
-		if (r == 0) {
-			lc_proc_title("lcrun-rm");
-			if (setpriority(PRIO_PROCESS, 0, 19) < 0) {
-				/* the default priority will do */
-			}
-			lc_sb_remove_now(sh->trash);
-			_exit(0);
-		}
-		if (r < 0)
+		if (lc_single_threaded())
+			lc_sb_remove_detached(sh->trash, sh->trash_fd, 19);
+		else
 			lc_sb_remove_now(sh->trash);
 	}
 	if (sh->trash_fd >= 0)
