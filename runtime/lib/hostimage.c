@@ -37,26 +37,14 @@ static const char *root_dirs[] = { "usr", "proc", "sys", "dev", "tmp", "run", "e
 				   "mnt", "opt", "srv", "media", "var", "var/tmp", "var/lib",
 				   "var/cache", "var/log", "var/spool", NULL };
 
-/* The key's line for path (none when it does not exist) at key + *len. */
-static void key_entry(char **key, size_t *len, size_t *cap, const char *path)
+/* The key's line for path (none when it does not exist). */
+static void key_entry(FILE *key, const char *path)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return;
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "%s %o %lld %lld.%09ld\n", path, st.st_mode,
-			 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-	if (n <= 0 || (size_t)n >= sizeof(buf))
-		return;
-	if (*len + (size_t)n + 1 > *cap) {
-		*cap = (*len + (size_t)n + 1) * 2;
-		char *nk = realloc(*key, *cap);
-		if (!nk)
-			abort();
-		*key = nk;
-	}
-	memcpy(*key + *len, buf, (size_t)n + 1);
-	*len += (size_t)n;
+	fprintf(key, "%s %o %lld %lld.%09ld\n", path, st.st_mode, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		st.st_mtim.tv_nsec);
 }
 
 static int copy_tree(const char *src, int dst_dirfd, const char *name, uid_t uid, gid_t gid, int depth);
@@ -211,17 +199,22 @@ int lc_hostimage_skel(char **out, bool rootless, lc_error_t **err)
 {
 	uid_t uid = rootless ? getuid() : lc_uid_base();
 	gid_t gid = rootless ? getgid() : (gid_t)lc_uid_base();
-	size_t cap = 4096, klen = 0;
-	_cleanup_free_ char *key = lc_xmalloc0(cap);
-	klen = (size_t)snprintf(key, cap, "skel-v3 %u %u\n", (unsigned)uid, (unsigned)gid);
+	_cleanup_free_ char *key = NULL;
+	size_t klen = 0;
+	FILE *kf = open_memstream(&key, &klen);
+	if (!kf)
+		abort();
+	fprintf(kf, "skel-v3 %u %u\n", (unsigned)uid, (unsigned)gid);
 	for (int i = 0; etc_allow[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/etc/%s", etc_allow[i]);
-		key_entry(&key, &klen, &cap, p);
+		key_entry(kf, p);
 	}
 	for (int i = 0; root_links[i]; i++) {
 		_cleanup_free_ char *p = lc_strdup_printf("/%s", root_links[i]);
-		key_entry(&key, &klen, &cap, p);
+		key_entry(kf, p);
 	}
+	if (fclose(kf) != 0)
+		abort();
 	uint64_t index = lc_hash64(key, klen, 0);
 
 	_cleanup_free_ char *base = lc_strdup_printf("%s/host", lc_lib_dir());
