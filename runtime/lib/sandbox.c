@@ -40,6 +40,7 @@
 #include "image.h"
 #include "net.h"
 #include "netpool.h"
+#include "lifecycle.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -267,6 +268,8 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (lc_mounts_open_staged(&c->plan, &e) < 0)
 		staging_fail(c, e);
+	/* pid 1's mount namespace, for the remover to hold (remover_start). */
+	int mntns = c->hold_mntns ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
 	trace("staging: sandbox namespaces");
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
@@ -276,7 +279,15 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (pid == 0)
 		pid1_main(c);
-	lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
+	if (mntns >= 0) {
+		lc_msg_t pm;
+		memset(&pm, 0, sizeof(pm));
+		pm.type = LC_MSG_PID;
+		pm.a = pid;
+		lc_send_fd(c->sp[1], &pm, sizeof(pm), mntns);
+	} else {
+		lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
+	}
 	_exit(0);
 }
 
@@ -697,7 +708,7 @@ static int remove_later(const char *dir, const char *id)
 
 void lc_sb_remove_detached(const char *dir, int lock_fd, int nice)
 {
-	int r = lc_fork_detached(lock_fd);
+	int r = lc_fork_detached(&lock_fd, 1);
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		if (nice && setpriority(PRIO_PROCESS, 0, nice) < 0) {
@@ -731,7 +742,16 @@ static void remover_start(lc_sb_t *c)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
-	int r = lc_fork_detached(sv[1]);
+	/* The sandbox's mount namespace (the staging process sent it with
+	 * pid 1's pid), held by the remover until the removal starts: pid 1's
+	 * exit then only drops a reference, and the unmounting of its root
+	 * (0.3 ms here) happens after lcrun returned. */
+	int keep[2] = { sv[1], c->mntns_fd };
+	int r = lc_fork_detached(keep, keep[1] >= 0 ? 2 : 1);
+	if (r != 0 && c->mntns_fd >= 0) {
+		close(c->mntns_fd);
+		c->mntns_fd = -1;
+	}
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -739,6 +759,12 @@ static void remover_start(lc_sb_t *c)
 		char go;
 		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
 			_exit(0);
+		/* Not while lcrun still has work to do on its way out: at its
+		 * end (the socket's end closed), when it has the CPU no more. */
+		while (read(sv[1], &go, 1) > 0 || errno == EINTR)
+			;
+		if (keep[1] >= 0)
+			close(keep[1]);
 		lc_sb_remove_now(dst);
 		_exit(0);
 	}
@@ -761,7 +787,7 @@ static int remover_go(lc_sb_t *c)
 	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
 		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
 			lc_sb_remove_now(c->rm_dst); /* the remover is gone */
-		r = 0;
+		return 0; /* rm_pipe stays open: its end (lc_sb_free) starts the removal */
 	}
 	close(c->rm_pipe);
 	c->rm_pipe = -1;
@@ -839,8 +865,10 @@ void lc_sb_free(lc_sb_t *c)
 		close(c->sp[1]);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->mntns_fd >= 0)
+		close(c->mntns_fd);
 	if (c->rm_pipe >= 0)
-		close(c->rm_pipe); /* kept: the remover goes without a word */
+		close(c->rm_pipe); /* moved to trash/: the remover starts; kept: it goes without a word */
 	free(c->rm_dst);
 }
 
@@ -853,6 +881,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->sp[0] = c->sp[1] = -1;
 	c->pidfd = -1;
 	c->rm_pipe = -1;
+	c->mntns_fd = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -941,6 +970,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
+	c->hold_mntns = c->throwaway && c->single_threaded && !c->shared;
 	bool moved = false;
 	if (c->cg.dirfd >= 0 && c->single_threaded) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
@@ -973,7 +1003,12 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	bool got_pid = false, got_ready = false;
 	for (;;) {
 		lc_msg_t m;
-		int r = lc_msg_recv(c->sp[0], &m);
+		int fd;
+		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
+		if (fd >= 0 && m.type == LC_MSG_PID && c->mntns_fd < 0 && r == 1)
+			c->mntns_fd = fd;
+		else if (fd >= 0)
+			close(fd);
 		if (r <= 0) {
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: setup ended without a word", c->id);
 		}
