@@ -701,19 +701,22 @@ static int remove_later(const char *dir, const char *id)
 		lc_sb_remove_now(dst);
 		return 0;
 	}
-	lc_sb_remove_detached(dst, fd, 0);
+	lc_sb_remove_detached(dst, fd, -1, 0);
 	close(fd); /* the lock stays with the remover */
 	return 0;
 }
 
-void lc_sb_remove_detached(const char *dir, int lock_fd, int nice)
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice)
 {
-	int r = lc_fork_detached(&lock_fd, 1);
+	int keep[2] = { lock_fd, hold_fd };
+	int r = lc_fork_detached(keep, hold_fd >= 0 ? 2 : 1);
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		if (nice && setpriority(PRIO_PROCESS, 0, nice) < 0) {
 			/* the default priority will do */
 		}
+		if (hold_fd >= 0)
+			close(hold_fd); /* the namespaces held for it go now */
 		lc_sb_remove_now(dir);
 		_exit(0);
 	}
@@ -970,7 +973,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
-	c->hold_mntns = c->throwaway && c->single_threaded && !c->shared;
+	c->hold_mntns = c->throwaway && c->single_threaded && (!c->shared || c->shared->hold[1] >= 0);
 	bool moved = false;
 	if (c->cg.dirfd >= 0 && c->single_threaded) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
@@ -1183,6 +1186,10 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
 		if (!spec->keep && !sh)
 			remover_start(&c);
+		if (sh && c.mntns_fd >= 0 && lc_run_shared_hold(sh, c.mntns_fd) == 0) {
+			close(c.mntns_fd);
+			c.mntns_fd = -1;
+		}
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

@@ -238,6 +238,8 @@ struct lc_run_shared {
 	pid_t owner;            /* the process that made it (frees and removes) */
 	struct lc_image_resolved *img; /* spec->image, resolved, or NULL */
 	char *skel, *etc;       /* the host image's layers when the batch runs on it */
+	int hold[2];            /* socket pair: [1] takes each sandbox's mount namespace, */
+				/* left unread in [0] until the batch's remover closes it */
 };
 /* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
  * lc_hostimage_etc), sh's when it holds them. */
@@ -245,16 +247,22 @@ int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, 
 			      char **etc, lc_error_t **err);
 /* A copy of the batch's program. */
 int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
+/* Hand the batch a sandbox's mount namespace (fd stays the caller's): held
+ * until the batch's remover starts, so that its teardown (and that of the
+ * network namespace its sysfs pins) is not on the batch's time.  -1: not
+ * taken (the caller's close tears it down as before). */
+int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
 /* Remove dir, retrying while an overlay in a dying namespace holds it. */
 void lc_sb_remove_now(const char *dir);
 /* Remove dir in a detached lcrun-rm that holds lock_fd (its flock on dir
- * tells gc it is at work) and runs at nice (0: the caller's); here and
+ * tells gc it is at work), closes hold_fd (-1: none) first, and runs at
+ * nice (0: the caller's); here and
  * now when none can be forked.  Single-threaded callers only; lock_fd
  * stays open in the caller. */
-void lc_sb_remove_detached(const char *dir, int lock_fd, int nice);
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice);
 
 /* Bring up lo in the calling process's network namespace. */
 int lc_loopback_up(void);
