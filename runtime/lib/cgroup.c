@@ -74,8 +74,14 @@ static bool word_in(const char *list, const char *w)
 	return false;
 }
 
+/* The root's cgroup.controllers as lc_cgroup_create read it once for all
+ * its questions (NULL outside it: read each time). */
+static __thread const char *create_controllers;
+
 bool lc_cgroup_has_controller(const char *name)
 {
+	if (create_controllers)
+		return word_in(create_controllers, name);
 	const char *root = lc_cgroup_root(NULL);
 	if (!root)
 		return false;
@@ -139,15 +145,20 @@ static int prepare_parent(const char *root, lc_error_t **err)
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create cgroup %s", parent);
 	static const char *ctl[] = { "memory", "pids", "cpu", "io" };
+	_cleanup_free_ char *rs = lc_strdup_printf("%s/cgroup.subtree_control", root);
+	_cleanup_free_ char *ps = lc_strdup_printf("%s/cgroup.subtree_control", parent);
+	_cleanup_free_ char *cur = NULL;
+	bool read_cur = false;
 	for (int i = 0; i < 4; i++) {
 		if (!lc_cgroup_has_controller(ctl[i]))
 			continue;
-		_cleanup_free_ char *val = lc_strdup_printf("+%s", ctl[i]);
-		_cleanup_free_ char *rs = lc_strdup_printf("%s/cgroup.subtree_control", root);
-		_cleanup_free_ char *ps = lc_strdup_printf("%s/cgroup.subtree_control", parent);
-		_cleanup_free_ char *cur = NULL;
-		if (lc_read_file(ps, &cur, NULL, NULL) == 0 && word_in(cur, ctl[i]))
+		if (!read_cur) { /* once: what is delegated already */
+			lc_read_file(ps, &cur, NULL, NULL);
+			read_cur = true;
+		}
+		if (cur && word_in(cur, ctl[i]))
 			continue;
+		_cleanup_free_ char *val = lc_strdup_printf("+%s", ctl[i]);
 		/* Best effort at the root (a container host may have it on already). */
 		lc_write_file(rs, val, NULL);
 		lc_error_t *e = NULL;
@@ -237,6 +248,8 @@ static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped
 	return st;
 }
 
+static int cgroup_create(const char *root, const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err);
+
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
 {
 	memset(cg, 0, sizeof(*cg));
@@ -244,6 +257,18 @@ int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc
 	const char *root = lc_cgroup_root(NULL);
 	if (!root)
 		return 0; /* no v2 at all: only requested limits fail (checked earlier) */
+	_cleanup_free_ char *cp = lc_strdup_printf("%s/cgroup.controllers", root);
+	_cleanup_free_ char *ctrls = NULL;
+	if (lc_read_file(cp, &ctrls, NULL, NULL) < 0)
+		ctrls = strdup("");
+	create_controllers = ctrls;
+	int r = cgroup_create(root, id, lim, cg, err);
+	create_controllers = NULL;
+	return r;
+}
+
+static int cgroup_create(const char *root, const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
+{
 	if (prepare_parent(root, err) < 0)
 		return -1;
 	cg->path = lc_cgroup_path_for(id);

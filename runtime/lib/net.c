@@ -843,7 +843,7 @@ int lc_net_teardown_exited(const char *id, lc_error_t **err)
 	if (!lc_is_sandbox_id(id))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
 	int slot = lc_single_threaded() ? pending_take(id) : -1;
-	int r = slot >= 0 ? lc_fork_detached(slot) : -1;
+	int r = slot >= 0 ? lc_fork_detached(&slot, 1) : -1;
 	if (r == 0) {
 		lc_proc_title("lcrun-net");
 		/* stderr is /dev/null here: whatever fails stays for gc,

@@ -40,6 +40,7 @@
 #include "image.h"
 #include "net.h"
 #include "netpool.h"
+#include "lifecycle.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -235,6 +236,13 @@ static void staging_main(lc_sb_t *c)
 	for (size_t i = 0; c->spec->sysctls && c->spec->sysctls[i]; i++)
 		if (write_sysctl(c->spec->sysctls[i], &e) < 0)
 			staging_fail(c, e);
+	if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
+	    (c->plan.idmap_userns_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), &e)) < 0)
+		staging_fail(c, e);
+	/* lcrun makes the sandbox directory meanwhile (make_dirs). */
+	lc_msg_t go;
+	if (lc_msg_recv(c->sp[1], &go) != 1 || go.type != LC_MSG_GO)
+		_exit(LC_EXIT_RUNTIME);
 	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
 	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
@@ -260,6 +268,8 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (lc_mounts_open_staged(&c->plan, &e) < 0)
 		staging_fail(c, e);
+	/* pid 1's mount namespace, for the remover to hold (remover_start). */
+	int mntns = c->hold_mntns ? open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
 	trace("staging: sandbox namespaces");
 	/* CLONE_PARENT: pid 1 becomes lcrun's child, and staging can go. */
 	pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
@@ -269,7 +279,15 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (pid == 0)
 		pid1_main(c);
-	lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
+	if (mntns >= 0) {
+		lc_msg_t pm;
+		memset(&pm, 0, sizeof(pm));
+		pm.type = LC_MSG_PID;
+		pm.a = pid;
+		lc_send_fd(c->sp[1], &pm, sizeof(pm), mntns);
+	} else {
+		lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
+	}
 	_exit(0);
 }
 
@@ -339,55 +357,53 @@ static int keep_or_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode, bo
 	return mkdir_owned(path, uid, gid, mode, err);
 }
 
-static int prepare_root(lc_sb_t *c, lc_error_t **err)
+/* The sandbox directory's paths (uppers in ovl/, or on the directory the
+ * spec names: a disk that outlives the sandbox, where they may be already). */
+typedef struct {
+	char *priv0, *priv, *upper, *work, *rootfs, *usr_upper, *usr_work, *empty;
+} sb_paths_t;
+
+static void sb_paths(const lc_sb_t *c, sb_paths_t *p)
+{
+	/* private/ is searchable (0711) so that the staging process, once in
+	 * the sandbox's user namespace, can open ../rootfs from it; the layers
+	 * sit one level lower in ovl/ (0700). */
+	p->priv0 = lc_strdup_printf("%s/private", c->sbdir);
+	p->priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
+	const char *ud = c->spec->upper_dir ? c->spec->upper_dir : p->priv;
+	p->upper = lc_strdup_printf("%s/upper", ud);
+	p->work = lc_strdup_printf("%s/work", ud);
+	p->rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
+	p->usr_upper = lc_strdup_printf("%s/usr-upper", ud);
+	p->usr_work = lc_strdup_printf("%s/usr-work", ud);
+	p->empty = lc_strdup_printf("%s/empty", p->priv);
+}
+
+static void sb_paths_free(sb_paths_t *p)
+{
+	char **all[] = { &p->priv0, &p->priv, &p->upper, &p->work, &p->rootfs, &p->usr_upper, &p->usr_work, &p->empty };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		free(*all[i]);
+		*all[i] = NULL;
+	}
+}
+
+/* What the staging process mounts, decided before it is forked: the
+ * lower layers, the idmap user namespace, the binds' detached trees.
+ * Nothing on disk yet: make_dirs, in lcrun, makes the directories while
+ * the staging process makes its namespaces. */
+static int plan_root(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
 	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
-	/* Host root only: pid 1 reaches rootfs/ and the files beside it through fds the
-	 * staging process opened, never through this path. */
-	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
-	if (lc_sandboxes_parent_make(parent, err) < 0)
-		return -1;
-	lc_dir_spread(parent);
 	if (!c->sbdir)
 		c->sbdir = lc_sandbox_dir(c->id);
-	/* private/ is searchable (0711) so that the staging process, once in
-	 * the sandbox's user namespace, can open ../rootfs from it; the layers
-	 * sit one level lower in ovl/ (0700). */
-	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", c->sbdir);
-	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", c->sbdir);
-	/* The uppers live in ovl/, or on the directory the spec names (a
-	 * disk that outlives the sandbox: they may be there already). */
-	const char *ud = s->upper_dir ? s->upper_dir : priv;
-	_cleanup_free_ char *upper = lc_strdup_printf("%s/upper", ud);
-	_cleanup_free_ char *work = lc_strdup_printf("%s/work", ud);
-	_cleanup_free_ char *rootfs = lc_strdup_printf("%s/rootfs", c->sbdir);
-	if (c->reuse_dir) {
-		/* start of a stopped sandbox: keep the uppers, remake the rest. */
-		struct stat st;
-		if (stat(upper, &st) < 0)
-			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper layer %s", upper);
-		/* files/ and etc-layer/: what an older lcrun made per sandbox */
-		_cleanup_free_ char *files = lc_strdup_printf("%s/files", c->sbdir);
-		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", priv);
-		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
-			return -1;
-	} else {
-		if (mkdir_mode(c->sbdir, 0711) < 0)
-			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
-					    "cannot create %s", c->sbdir);
-		if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
-		if (keep_or_mkdir(upper, ou, og, 0755, s->upper_dir != NULL, err) < 0 ||
-		    keep_or_mkdir(work, 0, 0, 0700, s->upper_dir != NULL, err) < 0 || mkdir_mode(rootfs, 0755) < 0)
-			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", rootfs);
-	}
-	if (write_files(c, err) < 0)
-		return -1;
+	__attribute__((cleanup(sb_paths_free))) sb_paths_t p = { 0 };
+	sb_paths(c, &p);
 	c->plan.sbdir = strdup(c->sbdir);
 	c->plan.upper_dir = s->upper_dir ? strdup(s->upper_dir) : NULL;
-	c->plan.rootfs = lc_steal(rootfs);
+	c->plan.rootfs = strdup(p.rootfs);
 	c->plan.rootless = c->rootless;
 	c->plan.volatile_upper = c->throwaway && !s->upper_dir;
 	c->plan.idmap_userns_fd = -1;
@@ -406,10 +422,8 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		host = c->img->base_host;
 		if (!host && !c->img->n_layers) { /* an image of config only */
-			_cleanup_free_ char *empty = lc_strdup_printf("%s/empty", priv);
-			if (mkdir(empty, 0755) < 0)
-				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", empty);
-			lc_strv_push(&c->plan.lowers, empty);
+			c->empty_lower = true;
+			lc_strv_push(&c->plan.lowers, p.empty);
 		}
 	} else if (s->rootfs) {
 		lc_strv_push(&c->plan.lowers, s->rootfs);
@@ -426,18 +440,65 @@ static int prepare_root(lc_sb_t *c, lc_error_t **err)
 		lc_strv_push(&c->plan.lowers, etc);
 		lc_strv_push(&c->plan.lowers, skel);
 		c->plan.usr_overlay = true;
-		_cleanup_free_ char *uu = lc_strdup_printf("%s/usr-upper", ud);
-		_cleanup_free_ char *uw = lc_strdup_printf("%s/usr-work", ud);
-		bool keep = c->reuse_dir || s->upper_dir; /* kept from before the stop, or on the disk */
-		if (keep_or_mkdir(uu, ou, og, 0755, keep, err) < 0 || keep_or_mkdir(uw, 0, 0, 0700, keep, err) < 0)
-			return -1;
 	}
 	if (!c->rootless) {
-		c->plan.idmap_userns_fd = c->shared ? c->shared->idmap_userns_fd : idmap_userns(err);
-		if (c->plan.idmap_userns_fd < 0)
+		/* Made by the staging process, in parallel with make_dirs, when
+		 * this process is lcrun's own (single-threaded: kept for the
+		 * process's life otherwise, lcd makes many sandboxes). */
+		if (c->shared)
+			c->plan.idmap_userns_fd = c->shared->idmap_userns_fd;
+		else if (!c->single_threaded && (c->plan.idmap_userns_fd = idmap_userns(err)) < 0)
 			return -1;
 	}
 	return lc_mounts_open_binds(&c->plan, s, err);
+}
+
+/* The sandbox directory and its files, while the staging process makes
+ * its namespaces (plan_root decided the paths). */
+static int make_dirs(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	uid_t ou = c->rootless ? geteuid() : lc_uid_base();
+	gid_t og = c->rootless ? getegid() : (gid_t)lc_uid_base();
+	/* Host root only: pid 1 reaches rootfs/ and the files beside it through fds the
+	 * staging process opened, never through this path. */
+	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
+	if (lc_sandboxes_parent_make(parent, err) < 0)
+		return -1;
+	lc_dir_spread(parent);
+	__attribute__((cleanup(sb_paths_free))) sb_paths_t p = { 0 };
+	sb_paths(c, &p);
+	if (c->reuse_dir) {
+		/* start of a stopped sandbox: keep the uppers, remake the rest. */
+		struct stat st;
+		if (stat(p.upper, &st) < 0)
+			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper layer %s", p.upper);
+		/* files/ and etc-layer/: what an older lcrun made per sandbox */
+		_cleanup_free_ char *files = lc_strdup_printf("%s/files", c->sbdir);
+		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", p.priv);
+		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
+			return -1;
+	} else {
+		if (mkdir_mode(c->sbdir, 0711) < 0)
+			return lc_error_set(err, errno == EEXIST ? LC_EXIT_BUSY : LC_EXIT_RUNTIME, errno,
+					    "cannot create %s", c->sbdir);
+		if (mkdir_mode(p.priv0, 0711) < 0 || mkdir_mode(p.priv, 0700) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", p.priv);
+		if (keep_or_mkdir(p.upper, ou, og, 0755, s->upper_dir != NULL, err) < 0 ||
+		    keep_or_mkdir(p.work, 0, 0, 0700, s->upper_dir != NULL, err) < 0 || mkdir_mode(p.rootfs, 0755) < 0)
+			return err && *err ? -1 : lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", p.rootfs);
+	}
+	if (write_files(c, err) < 0)
+		return -1;
+	if (c->empty_lower && mkdir(p.empty, 0755) < 0 && errno != EEXIST)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", p.empty);
+	if (c->host_image) {
+		bool keep = c->reuse_dir || s->upper_dir; /* kept from before the stop, or on the disk */
+		if (keep_or_mkdir(p.usr_upper, ou, og, 0755, keep, err) < 0 ||
+		    keep_or_mkdir(p.usr_work, 0, 0, 0700, keep, err) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
@@ -640,19 +701,22 @@ static int remove_later(const char *dir, const char *id)
 		lc_sb_remove_now(dst);
 		return 0;
 	}
-	lc_sb_remove_detached(dst, fd, 0);
+	lc_sb_remove_detached(dst, fd, -1, 0);
 	close(fd); /* the lock stays with the remover */
 	return 0;
 }
 
-void lc_sb_remove_detached(const char *dir, int lock_fd, int nice)
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice)
 {
-	int r = lc_fork_detached(lock_fd);
+	int keep[2] = { lock_fd, hold_fd };
+	int r = lc_fork_detached(keep, hold_fd >= 0 ? 2 : 1);
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		if (nice && setpriority(PRIO_PROCESS, 0, nice) < 0) {
 			/* the default priority will do */
 		}
+		if (hold_fd >= 0)
+			close(hold_fd); /* the namespaces held for it go now */
 		lc_sb_remove_now(dir);
 		_exit(0);
 	}
@@ -670,7 +734,7 @@ void lc_sb_remove_detached(const char *dir, int lock_fd, int nice)
  * (kept, or lcrun gone) ends it with nothing removed. */
 static void remover_start(lc_sb_t *c)
 {
-	if (!c->sbdir || !lc_single_threaded())
+	if (!c->sbdir || !c->single_threaded)
 		return;
 	_cleanup_free_ char *trash = lc_trash_dir();
 	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
@@ -681,7 +745,16 @@ static void remover_start(lc_sb_t *c)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
-	int r = lc_fork_detached(sv[1]);
+	/* The sandbox's mount namespace (the staging process sent it with
+	 * pid 1's pid), held by the remover until the removal starts: pid 1's
+	 * exit then only drops a reference, and the unmounting of its root
+	 * (0.3 ms here) happens after lcrun returned. */
+	int keep[2] = { sv[1], c->mntns_fd };
+	int r = lc_fork_detached(keep, keep[1] >= 0 ? 2 : 1);
+	if (r != 0 && c->mntns_fd >= 0) {
+		close(c->mntns_fd);
+		c->mntns_fd = -1;
+	}
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -689,6 +762,12 @@ static void remover_start(lc_sb_t *c)
 		char go;
 		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
 			_exit(0);
+		/* Not while lcrun still has work to do on its way out: at its
+		 * end (the socket's end closed), when it has the CPU no more. */
+		while (read(sv[1], &go, 1) > 0 || errno == EINTR)
+			;
+		if (keep[1] >= 0)
+			close(keep[1]);
 		lc_sb_remove_now(dst);
 		_exit(0);
 	}
@@ -711,7 +790,7 @@ static int remover_go(lc_sb_t *c)
 	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
 		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
 			lc_sb_remove_now(c->rm_dst); /* the remover is gone */
-		r = 0;
+		return 0; /* rm_pipe stays open: its end (lc_sb_free) starts the removal */
 	}
 	close(c->rm_pipe);
 	c->rm_pipe = -1;
@@ -789,8 +868,10 @@ void lc_sb_free(lc_sb_t *c)
 		close(c->sp[1]);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->mntns_fd >= 0)
+		close(c->mntns_fd);
 	if (c->rm_pipe >= 0)
-		close(c->rm_pipe); /* kept: the remover goes without a word */
+		close(c->rm_pipe); /* moved to trash/: the remover starts; kept: it goes without a word */
 	free(c->rm_dst);
 }
 
@@ -803,9 +884,11 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->sp[0] = c->sp[1] = -1;
 	c->pidfd = -1;
 	c->rm_pipe = -1;
+	c->mntns_fd = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
+	c->single_threaded = lc_single_threaded();
 }
 
 bool lc_single_threaded(void)
@@ -880,13 +963,9 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
 	trace("cgroup made");
-	if (lc_sb_save_state(c, "creating", err) < 0)
+	if (plan_root(c, err) < 0)
 		return -1;
-	if (link_name(c, err) < 0)
-		return -1;
-	if (prepare_root(c, err) < 0)
-		return -1;
-	trace("root prepared");
+	trace("root planned");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
@@ -894,8 +973,9 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
+	c->hold_mntns = c->throwaway && c->single_threaded && (!c->shared || c->shared->hold[1] >= 0);
 	bool moved = false;
-	if (c->cg.dirfd >= 0 && lc_single_threaded()) {
+	if (c->cg.dirfd >= 0 && c->single_threaded) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
 					 .cgroup = (uint64_t)c->cg.dirfd };
 		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
@@ -917,10 +997,21 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		if (lc_write_file(procs, pid, err) < 0)
 			return -1;
 	}
+	/* The staging process makes its namespaces meanwhile, and waits for
+	 * this GO before it mounts anything from the directory. */
+	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0 || make_dirs(c, err) < 0)
+		return -1;
+	trace("root prepared");
+	lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 	bool got_pid = false, got_ready = false;
 	for (;;) {
 		lc_msg_t m;
-		int r = lc_msg_recv(c->sp[0], &m);
+		int fd;
+		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
+		if (fd >= 0 && m.type == LC_MSG_PID && c->mntns_fd < 0 && r == 1)
+			c->mntns_fd = fd;
+		else if (fd >= 0)
+			close(fd);
 		if (r <= 0) {
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: setup ended without a word", c->id);
 		}
@@ -1095,6 +1186,10 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
 		if (!spec->keep && !sh)
 			remover_start(&c);
+		if (sh && c.mntns_fd >= 0 && lc_run_shared_hold(sh, c.mntns_fd) == 0) {
+			close(c.mntns_fd);
+			c.mntns_fd = -1;
+		}
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

@@ -83,7 +83,7 @@ int lc_name_link(const char *id, const char *name, lc_error_t **err);
 /* ---- sync.c: messages between lcrun, the staging process and pid 1 */
 enum {
 	LC_MSG_USERNS = 1, /* staging -> parent: user namespace made, write the maps */
-	LC_MSG_GO,         /* parent -> staging: maps written, network set up */
+	LC_MSG_GO,         /* parent -> staging: directory made; maps written; network set up */
 	LC_MSG_PID,        /* staging -> parent: host pid of pid 1 in a */
 	LC_MSG_READY,      /* pid 1 -> parent: root set up, command starting */
 	LC_MSG_ERROR,      /* any -> parent: serialized lc_error_t in text */
@@ -211,6 +211,10 @@ typedef struct lc_sb {
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
 	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
+	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, idmap made by staging */
+	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
+	bool hold_mntns;      /* the staging process sends pid 1's mount namespace with its pid: */
+	int mntns_fd;         /* held for the remover (remover_start), -1 when none */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	struct lc_image_resolved *img; /* spec->image, resolved */
@@ -234,6 +238,8 @@ struct lc_run_shared {
 	pid_t owner;            /* the process that made it (frees and removes) */
 	struct lc_image_resolved *img; /* spec->image, resolved, or NULL */
 	char *skel, *etc;       /* the host image's layers when the batch runs on it */
+	int hold[2];            /* socket pair: [1] takes each sandbox's mount namespace, */
+				/* left unread in [0] until the batch's remover closes it */
 };
 /* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
  * lc_hostimage_etc), sh's when it holds them. */
@@ -241,16 +247,22 @@ int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, 
 			      char **etc, lc_error_t **err);
 /* A copy of the batch's program. */
 int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
+/* Hand the batch a sandbox's mount namespace (fd stays the caller's): held
+ * until the batch's remover starts, so that its teardown (and that of the
+ * network namespace its sysfs pins) is not on the batch's time.  -1: not
+ * taken (the caller's close tears it down as before). */
+int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
 /* Remove dir, retrying while an overlay in a dying namespace holds it. */
 void lc_sb_remove_now(const char *dir);
 /* Remove dir in a detached lcrun-rm that holds lock_fd (its flock on dir
- * tells gc it is at work) and runs at nice (0: the caller's); here and
+ * tells gc it is at work), closes hold_fd (-1: none) first, and runs at
+ * nice (0: the caller's); here and
  * now when none can be forked.  Single-threaded callers only; lock_fd
  * stays open in the caller. */
-void lc_sb_remove_detached(const char *dir, int lock_fd, int nice);
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice);
 
 /* Bring up lo in the calling process's network namespace. */
 int lc_loopback_up(void);

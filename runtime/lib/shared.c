@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,7 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	_cleanup_free_ char *trash = lc_trash_dir();
 	lc_run_shared_t *sh = lc_xmalloc0(sizeof(*sh));
 	sh->idmap_userns_fd = sh->trash_fd = -1;
+	sh->hold[0] = sh->hold[1] = -1;
 	sh->owner = getpid();
 	*out = NULL;
 	if (lc_seccomp_prepare_caps(spec->seccomp, spec->caps, &sh->prog, err) < 0)
@@ -88,6 +90,10 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot lock %s", sh->trash);
 		goto fail;
 	}
+	/* Best effort: without it the sandboxes tear their namespaces down
+	 * themselves, as a run's do without a remover. */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sh->hold) < 0)
+		sh->hold[0] = sh->hold[1] = -1;
 	*out = sh;
 	return 0;
 fail:
@@ -107,6 +113,29 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog)
 	return 0;
 }
 
+int lc_run_shared_hold(const lc_run_shared_t *sh, int fd)
+{
+	if (!sh || sh->hold[1] < 0)
+		return -1;
+	/* A stream, so that the queue is bounded by bytes (a few hundred
+	 * sandboxes), not by net.unix.max_dgram_qlen (10).  Never blocks: a
+	 * full queue only means this one is torn down by its sandbox. */
+	char b = 0;
+	struct iovec iov = { &b, 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	memset(&u, 0, sizeof(u));
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sh->hold[1], &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id)
 {
 	if (!sh || !sh->trash)
@@ -124,11 +153,17 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 		 * take the CPU from sandboxes being started meanwhile (nice 19
 		 * rather than SCHED_IDLE: on a busy machine it still gets on).
 		 * Threaded (or no fork possible): here and now. */
+		if (sh->hold[1] >= 0)
+			close(sh->hold[1]);
 		if (lc_single_threaded())
-			lc_sb_remove_detached(sh->trash, sh->trash_fd, 19);
+			lc_sb_remove_detached(sh->trash, sh->trash_fd, sh->hold[0], 19);
 		else
 			lc_sb_remove_now(sh->trash);
+	} else if (sh->hold[1] >= 0) {
+		close(sh->hold[1]);
 	}
+	if (sh->hold[0] >= 0)
+		close(sh->hold[0]);
 	if (sh->trash_fd >= 0)
 		close(sh->trash_fd);
 	free(sh->trash);

@@ -108,7 +108,7 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-int lc_fork_detached(int keep)
+int lc_fork_detached(const int *keep, size_t n)
 {
 	pid_t mid = fork();
 	if (mid < 0)
@@ -122,7 +122,7 @@ int lc_fork_detached(int keep)
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		for (int i = 0; i < 3 && null >= 0; i++)
 			dup2(null, i);
-		lc_close_fds_except(&keep, keep >= 0 ? 1 : 0);
+		lc_close_fds_except(keep, n);
 		setsid();
 		/* Not the signals the caller blocked to forward them. */
 		sigset_t none;

@@ -79,11 +79,11 @@ ssize_t lc_read_all(int fd, void *buf, size_t len);
  * made (they stay blocked: put *old back either way). */
 int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
 /* Fork a grandchild that outlives the caller (init reaps it): stdio on
- * /dev/null, every other fd closed but keep (-1: none), a session of its
+ * /dev/null, every other fd closed but the n in keep, a session of its
  * own, no signal blocked.  0 in the grandchild, 1 in the caller (the middle process already
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
-int lc_fork_detached(int keep);
+int lc_fork_detached(const int *keep, size_t n);
 /* Copy what is readable from `from` to `to` (terminals, pipes); false on
  * EOF or error. */
 bool lc_pump(int from, int to);

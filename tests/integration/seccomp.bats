@@ -72,6 +72,26 @@ EOF
 	[[ "$output" =~ ^Seccomp:[[:space:]]+2$ ]]
 }
 
+@test "default profile: an x32 system call ends the process (the profile covers x86_64 and x86 only)" {
+	need_x86_64
+	# getpid with the x32 bit: the filter's architecture check sends it to
+	# the bad-architecture action, whether or not the kernel has x32.
+	cat >"$TMP/x32.py" <<'EOF'
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall(ctypes.c_long(0x40000000 | 39))
+print("still here")
+EOF
+	run "$LCRUN" run --bind "$TMP/x32.py:/x32.py" -- "$PY" /x32.py
+	echo "$output"
+	[ "$status" -eq 159 ] # 128 + SIGSYS
+	[[ "$output" != *"still here"* ]]
+	# the x86_64 call without the bit is answered
+	run "$LCRUN" run -- "$PY" -c 'import os; print(os.getpid())'
+	[ "$status" -eq 0 ]
+	[ "$output" = 2 ]
+}
+
 @test "default profile: unshare -U is refused" {
 	need_tool unshare
 	run "$LCRUN" run -- unshare -U true
