@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archivelib.h"
 #include "gateway.h"
 #include "lcd.h"
 #include "pool.h"
@@ -372,8 +373,9 @@ int main(int argc, char **argv)
 	 * up.  lcd forks sandboxes' monitors and tasks from many threads: a
 	 * fork while another thread is inside dlopen() gives a child whose
 	 * loader lock is held for ever.  Load them now, before any thread;
-	 * libcrypto too, which liblcrun loads on its first hash. */
-	if (lc_netlibs_load(&err) < 0)
+	 * libarchive too (images, snapshots, cp), and libcrypto, which
+	 * liblcrun loads on its first hash. */
+	if (lc_netlibs_load(&err) < 0 || lc_archivelib_load(&err) < 0)
 		return fail(err);
 	lc_crypto_load();
 	if (cfg.catchup_max > 100000 || cfg.max_body > (1LL << 30) || cfg.webhook_max_body > (1LL << 30)) {

@@ -5,12 +5,10 @@
  * path there resolves in the sandbox's own root, so a symlink the sandbox
  * planted (even an absolute one, or ..) leads to the sandbox's files and
  * never to the host's, and what it creates belongs to the sandbox's ids.
- * The two sides talk tar (libarchive) over a pipe; with "-" the tar stream
- * is the caller's stdin or stdout.  Extraction refuses absolute paths, ..
- * and writing through symlinks; on the host it restores no owner and no
- * setuid bits, and takes no hard links. */
-#include <archive.h>
-#include <archive_entry.h>
+ * The two sides talk tar (libarchive, loaded before the fork) over a pipe;
+ * with "-" the tar stream is the caller's stdin or stdout.  Extraction
+ * refuses absolute paths, .. and writing through symlinks; on the host it
+ * restores no owner and no setuid bits, and takes no hard links. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -26,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "archivelib.h"
 #include "lifecycle.h"
 #include "util.h"
 
@@ -97,6 +96,10 @@ static int produce(const char *path, int fd, lc_error_t **err)
 	struct archive *w = archive_write_new();
 	struct archive_entry *e = archive_entry_new();
 	int r = -1;
+	if (!disk || !w || !e) {
+		lc_archivelib_error(err);
+		goto out;
+	}
 	archive_read_disk_set_symlink_hybrid(disk);
 	archive_write_set_format_pax_restricted(w);
 	archive_write_set_bytes_in_last_block(w, 1);
@@ -201,10 +204,14 @@ static int consume(int fd, const target_t *t, bool in_sandbox, uid_t uid, gid_t 
 		flags |= ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_OWNER;
 	struct archive *rd = archive_read_new();
 	struct archive *w = archive_write_disk_new();
+	int r = -1;
+	if (!rd || !w) {
+		lc_archivelib_error(err);
+		goto out;
+	}
 	archive_read_support_format_tar(rd);
 	archive_read_support_format_gnutar(rd);
 	archive_write_disk_set_options(w, flags);
-	int r = -1;
 	if (archive_read_open_fd(rd, fd, 65536) != ARCHIVE_OK) {
 		ar_fail(rd, "tar stream", LC_EXIT_INVALID, err);
 		goto out;
@@ -327,6 +334,10 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 				goto out;
 		}
 	}
+	/* Here, not in the child: there, a dlopen() would look for the library
+	 * in the sandbox's root (see archivelib.h). */
+	if (lc_archivelib_load(err) < 0)
+		goto out;
 	if (pipe2(pfd, O_CLOEXEC) < 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, es) < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a pipe");
 		goto out;

@@ -5,8 +5,6 @@
  *                             blobs and layers, exclusive for prune;
  *   lc_lib_dir()/.index.lock  exclusive around each index.json update;
  *   layers/.lock-<hex>        one unpacker per layer at a time. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archivelib.h"
 #include "image.h"
 #include "lcrun.h"
 #include "util.h"
@@ -1012,6 +1011,8 @@ static int import_dir(const char *dir, const char *name, unsigned flags, lc_erro
 static int is_oci_archive(const char *path, lc_error_t **err)
 {
 	struct archive *a = archive_read_new();
+	if (!a)
+		return lc_archivelib_error(err);
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
 	archive_read_support_format_empty(a);
@@ -1299,6 +1300,8 @@ out:
 static int tar_add_buf(struct archive *a, const char *path, const void *data, size_t len, lc_error_t **err)
 {
 	struct archive_entry *e = archive_entry_new();
+	if (!e)
+		return lc_archivelib_error(err);
 	archive_entry_set_pathname(e, path);
 	archive_entry_set_filetype(e, len == (size_t)-1 ? AE_IFDIR : AE_IFREG);
 	archive_entry_set_perm(e, len == (size_t)-1 ? 0755 : 0644);
@@ -1321,6 +1324,8 @@ static int tar_add_blob(struct archive *a, const char *hex, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_INVALID, errno, "image store is missing blob sha256:%s", hex);
 	_cleanup_free_ char *name = lc_strdup_printf("blobs/sha256/%s", hex);
 	struct archive_entry *e = archive_entry_new();
+	if (!e)
+		return lc_archivelib_error(err);
 	archive_entry_set_pathname(e, name);
 	archive_entry_set_filetype(e, AE_IFREG);
 	archive_entry_set_perm(e, 0644);
@@ -1369,6 +1374,10 @@ int lc_image_export(const char *name, int fd, lc_error_t **err)
 					       "manifests", desc);
 	_cleanup_free_ char *idxs = json_dumps(idx, JSON_COMPACT);
 	struct archive *a = archive_write_new();
+	if (!a) {
+		lc_archivelib_error(err);
+		goto out;
+	}
 	archive_write_set_format_pax_restricted(a);
 	archive_write_add_filter_none(a);
 	archive_write_set_bytes_in_last_block(a, 1);

@@ -5,8 +5,6 @@
  * O_NOFOLLOW|O_DIRECTORY from the target's own descriptor, so a symlink an
  * earlier entry placed cannot redirect a later write, and names with ".."
  * or a leading "/" are refused before anything is touched. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +15,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "archivelib.h"
 #include "layer.h"
 #include "util.h"
 
@@ -501,6 +500,10 @@ int lc_layer_extract(int fd, const char *dir, unsigned flags, char *blob_hex, ch
 		goto out;
 	}
 	x.a = archive_read_new();
+	if (!x.a) {
+		lc_archivelib_error(err);
+		goto out;
+	}
 	archive_read_support_filter_all(x.a);
 	archive_read_support_format_tar(x.a);
 	archive_read_support_format_empty(x.a);
@@ -558,6 +561,8 @@ int lc_layer_decompress(const char *path, int out_fd, char *hex, uint64_t *size,
 			lc_error_t **err)
 {
 	struct archive *a = archive_read_new();
+	if (!a)
+		return lc_archivelib_error(err);
 	archive_read_support_filter_all(a);
 	archive_read_support_format_raw(a);
 	archive_read_support_format_empty(a);
@@ -715,6 +720,8 @@ static int write_marker(struct writer *w, const char *dir_rel, const char *name,
 {
 	_cleanup_free_ char *path = *dir_rel ? lc_strdup_printf("%s/%s", dir_rel, name) : strdup(name);
 	struct archive_entry *m = archive_entry_new();
+	if (!m)
+		return lc_archivelib_error(err);
 	archive_entry_set_pathname(m, path);
 	archive_entry_set_filetype(m, AE_IFREG);
 	archive_entry_set_perm(m, 0);
@@ -826,6 +833,8 @@ static int emit(struct writer *w, int dfd, const char *name, const char *rel, co
 	if (S_ISSOCK(st->st_mode))
 		return 0;
 	struct archive_entry *e = archive_entry_new();
+	if (!e)
+		return lc_archivelib_error(err);
 	int ret = -1;
 	_cleanup_close_ int fd = -1;
 	archive_entry_copy_stat(e, st);
@@ -960,11 +969,15 @@ int lc_layer_write(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid
 	if (!w.buf)
 		abort();
 	w.a = archive_write_new();
+	w.lr = w.a ? archive_entry_linkresolver_new() : NULL;
+	if (!w.lr) {
+		lc_archivelib_error(err);
+		goto out;
+	}
 	archive_write_set_format_pax_restricted(w.a);
 	archive_write_add_filter_none(w.a);
 	archive_write_set_bytes_per_block(w.a, 1 << 16); /* fewer, larger writes */
 	archive_write_set_bytes_in_last_block(w.a, 1);
-	w.lr = archive_entry_linkresolver_new();
 	archive_entry_linkresolver_set_strategy(w.lr, archive_format(w.a));
 	if (archive_write_open(w.a, &w, NULL, writer_write, NULL) != ARCHIVE_OK) {
 		archive_fail(&w, "start", err);
@@ -986,6 +999,10 @@ int lc_layer_write(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t gid
 			}
 			/* the prefix directory itself, with the upper root's metadata */
 			struct archive_entry *e = archive_entry_new();
+			if (!e) {
+				lc_archivelib_error(err);
+				goto out;
+			}
 			archive_entry_copy_stat(e, &st);
 			archive_entry_set_pathname(e, prefix);
 			archive_entry_unset_atime(e);

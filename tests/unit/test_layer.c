@@ -1,7 +1,5 @@
 /* Unit tests for layer.c: safe unpacking, whiteouts, the upper writer.
  * Unpacking needs root (owners, whiteouts, trusted.* xattrs). */
-#include <archive.h>
-#include <archive_entry.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +11,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "archivelib.h"
 #include "layer.h"
 #include "util.h"
 
