@@ -116,6 +116,45 @@ static int cmd_main(void *arg)
 	lc_exec_command(x->spec, o->argv, &x->prog, x->envp, wd);
 }
 
+/* A helper forked from a threaded caller (lcd) joins the sandbox's cgroup
+ * without the cgroup.procs write that moved it there before: a move waits
+ * for an RCU grace period (5-10 ms here, on nearly every exec of an agent,
+ * whose commands come seconds apart).  Single-threaded now, it clones the
+ * real helper into the cgroup (CLONE_INTO_CGROUP, no wait) and stays as a
+ * stand-in that the caller waits for: it ends as the helper ends.  True in
+ * the helper, which is in the cgroup; false when the clone was refused
+ * (the caller moves it then). */
+static bool helper_into_cgroup(exec_ctx_t *x)
+{
+	int cgfd = open(x->cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cgfd < 0)
+		return false;
+	struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD, .cgroup = (uint64_t)cgfd };
+	pid_t p = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	close(cgfd);
+	if (p <= 0)
+		return p == 0;
+	/* The stand-in keeps nothing: the caller sees the socket and the
+	 * output pipes close when the helper and the command let them go. */
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; null >= 0 && i < 3; i++)
+		dup2(null, i);
+	syscall(SYS_close_range, 3U, ~0U, 0U);
+	int st = 0;
+	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(st)) {
+		int sig = WTERMSIG(st);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		signal(sig, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		kill(getpid(), sig);
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : LC_EXIT_RUNTIME);
+}
+
 static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 {
 	const lc_exec_opts_t *o = x->o;
@@ -134,7 +173,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		for (int i = 0; null >= 0 && i < 3; i++)
 			dup2(null, i);
 	}
-	if (x->cgroup && !x->in_cgroup) {
+	if (x->cgroup && !x->in_cgroup && !helper_into_cgroup(x)) {
 		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", x->cgroup);
 		if (lc_write_file(procs, "0", &e) < 0)
 			helper_fail(x, e);

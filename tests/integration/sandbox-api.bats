@@ -561,3 +561,40 @@ $base" ]
 	[ "$(echo "$r" | jq -r .stdout)" = "$base" ]
 	api DELETE "/sandboxes/$id" >/dev/null
 }
+
+@test "sandbox API: an exec's command and its helper are in the sandbox's own cgroup, a session's too; lcd's stand-in is not" {
+	# lcd is threaded: its exec helper joins the cgroup through a clone of
+	# its own (no cgroup.procs move), with a stand-in left outside it.
+	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
+	cg=$("$LCRUN" inspect "$id" | jq -r .cgroup)
+	[ -d "$cg" ]
+	r=$(api POST "/sandboxes/$id/exec" '{"cmd": "grep ^0:: /proc/self/cgroup"}' | head -1)
+	[ "$(echo "$r" | jq -r .exit_code)" = 0 ]
+	[ "$(echo "$r" | jq -r .stdout)" = "0::/" ]
+	s=$(api POST "/sandboxes/$id/sessions" '{}' | head -1 | jq -r .id)
+	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "grep ^0:: /proc/self/cgroup"}' | head -1)
+	[ "$(echo "$r" | jq -r .stdout)" = "0::/" ]
+	# while a command runs, the sandbox's cgroup holds pid 1, the helper
+	# and the command, and no process of lcd's own cgroup
+	api POST "/sandboxes/$id/exec" '{"cmd": "sleep 3"}' >/dev/null &
+	bg=$!
+	for _ in $(seq 50); do grep -qx "$(pgrep -f '^sleep 3$' | head -1)" "$cg/cgroup.procs" 2>/dev/null && break; sleep 0.1; done
+	pid=$(pgrep -f '^sleep 3$' | head -1)
+	[ -n "$pid" ]
+	grep -qx "$pid" "$cg/cgroup.procs"
+	# the helper (the command's parent) is in it; its stand-in, lcd's
+	# child, stays in lcd's cgroup
+	ppid() { awk '/^PPid:/ {print $2}' "/proc/$1/status"; }
+	helper=$pid stand=$(ppid "$pid")
+	while [ "$(ppid "$stand")" != "$LCD_PID" ]; do
+		[ "$stand" -gt 1 ]
+		helper=$stand stand=$(ppid "$stand")
+	done
+	[ "$(cat "/proc/$helper/comm")" = lcrun-exec ]
+	grep -qx "$helper" "$cg/cgroup.procs"
+	! grep -qx "$stand" "$cg/cgroup.procs"
+	[ "$(grep '^0::' "/proc/$stand/cgroup")" = "$(grep '^0::' "/proc/$LCD_PID/cgroup")" ]
+	kill "$bg" 2>/dev/null || true
+	wait "$bg" 2>/dev/null || true
+	api DELETE "/sandboxes/$id" >/dev/null
+}
