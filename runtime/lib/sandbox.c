@@ -981,14 +981,43 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		c->staging = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 		moved = c->staging >= 0;
 	}
-	if (!moved)
+	bool forked = false;
+	if (!moved) {
 		c->staging = fork();
+		forked = c->staging >= 0;
+	}
 	if (c->staging < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+	if (c->staging == 0 && forked && c->cg.dirfd >= 0) {
+		/* Forked from a threaded caller (lcd), single-threaded now:
+		 * clone the staging process into the cgroup from here (a move
+		 * with cgroup.procs would wait for an RCU grace period, 5-10
+		 * ms, on nearly every task lcd starts), as the caller's child
+		 * (CLONE_PARENT), say its pid and go. */
+		struct clone_args ca = { .flags = CLONE_INTO_CGROUP | CLONE_PARENT, .cgroup = (uint64_t)c->cg.dirfd };
+		pid_t p = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (p == 0)
+			staging_main(c);
+		lc_msg_send(c->sp[1], LC_MSG_STAGING, p > 0 ? p : -1, 0, NULL);
+		if (p > 0)
+			_exit(0);
+		/* refused: this process is the staging one, moved by the caller */
+	}
 	if (c->staging == 0)
 		staging_main(c);
 	close(c->sp[1]);
 	c->sp[1] = -1;
+	if (forked && c->cg.dirfd >= 0) {
+		lc_msg_t m;
+		if (lc_msg_recv(c->sp[0], &m) != 1 || m.type != LC_MSG_STAGING)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the staging process did not start", c->id);
+		if (m.a > 0) {
+			while (waitpid(c->staging, NULL, 0) < 0 && errno == EINTR)
+				;
+			c->staging = m.a;
+			moved = true;
+		}
+	}
 	lc_mounts_close_binds(&c->plan); /* the staging process has its own */
 	if (c->cg.path && !moved) {
 		char pid[32];

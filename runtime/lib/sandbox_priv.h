@@ -88,6 +88,8 @@ enum {
 	LC_MSG_READY,      /* pid 1 -> parent: root set up, command starting */
 	LC_MSG_ERROR,      /* any -> parent: serialized lc_error_t in text */
 	LC_MSG_EXIT,       /* pid 1 -> parent: command ended: a = code, b = signal */
+	LC_MSG_STAGING,    /* forked child -> threaded parent: host pid of the staging process */
+			   /* it cloned into the cgroup in a (-1: none, it is the staging process) */
 };
 typedef struct lc_msg {
 	int type;
