@@ -203,7 +203,10 @@ void lc_sandbox_purge(const char *id, json_t *st)
 		e = NULL;
 	}
 	_cleanup_free_ char *sbdir = lc_sandbox_dir(id);
-	for (int i = 0; i < 100; i++) {
+	struct stat sst;
+	if (lstat(sbdir, &sst) == 0 && S_ISDIR(sst.st_mode) && lc_sb_remove_later(sbdir, id) == 0)
+		sbdir[0] = '\0'; /* in trash/, removed in the background */
+	for (int i = 0; sbdir[0] && i < 100; i++) {
 		if (lc_rm_rf(sbdir, i == 99 ? &e : NULL) == 0)
 			break;
 		usleep(10000); /* the overlay may be mounted for a moment longer */

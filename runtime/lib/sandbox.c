@@ -677,15 +677,28 @@ char *lc_trash_dir(void)
 /* Removing the sandbox directory file by file costs about 3 ms on ext4
  * here even when it holds only what lcrun made (24 entries; more with a
  * big upper layer), all of it on the caller's path.  Instead: one rename
- * into trash/ (0700, beside sandboxes/) and a grandchild that removes it
+ * into trash/ (0700, beside sandboxes/) and a remover that deletes it
  * there, holding a flock on it meanwhile; lcrun gc removes what such a
- * process left (killed: no lock held).  Only when single-threaded (the
- * grandchild runs ordinary library code).  -1: nothing moved, remove it
- * now. */
-static int remove_later(const char *dir, const char *id)
+ * remover left (killed: no lock held).  Single-threaded, the remover is a
+ * detached grandchild (it runs ordinary library code); from a threaded
+ * caller (lcd), a detached thread.  -1: nothing moved, remove it now. */
+struct rm_job {
+	char *dir;
+	int lock_fd;
+};
+
+static void *rm_thread(void *arg)
 {
-	if (!lc_single_threaded())
-		return -1;
+	struct rm_job *j = arg;
+	lc_sb_remove_now(j->dir);
+	close(j->lock_fd);
+	free(j->dir);
+	free(j);
+	return NULL;
+}
+
+int lc_sb_remove_later(const char *dir, const char *id)
+{
 	_cleanup_free_ char *trash = lc_trash_dir();
 	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
 		return -1;
@@ -701,8 +714,21 @@ static int remove_later(const char *dir, const char *id)
 		lc_sb_remove_now(dst);
 		return 0;
 	}
-	lc_sb_remove_detached(dst, fd, -1, 0);
-	close(fd); /* the lock stays with the remover */
+	if (lc_single_threaded()) {
+		lc_sb_remove_detached(dst, fd, -1, 0);
+		close(fd); /* the lock stays with the remover */
+		return 0;
+	}
+	struct rm_job *j = lc_xmalloc0(sizeof(*j));
+	j->dir = lc_steal(dst);
+	j->lock_fd = fd;
+	pthread_attr_t a;
+	pthread_t t;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &a, rm_thread, j) != 0)
+		rm_thread(j);
+	pthread_attr_destroy(&a);
 	return 0;
 }
 
@@ -830,7 +856,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		trace("cgroup removed");
 	}
 	if (!keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) < 0 && remover_go(c) < 0 &&
-	    remove_later(c->sbdir, c->id) < 0)
+	    lc_sb_remove_later(c->sbdir, c->id) < 0)
 		lc_sb_remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written) {

@@ -257,6 +257,11 @@ int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
+/* Move the sandbox directory dir (of sandbox id) into trash/ and remove it
+ * there in the background (a detached process, or a detached thread from
+ * a threaded caller), flocked meanwhile for gc: 0, or -1 when it could not
+ * be moved (remove it now). */
+int lc_sb_remove_later(const char *dir, const char *id);
 /* Remove dir, retrying while an overlay in a dying namespace holds it. */
 void lc_sb_remove_now(const char *dir);
 /* Remove dir in a detached lcrun-rm that holds lock_fd (its flock on dir
