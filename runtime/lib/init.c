@@ -145,6 +145,10 @@ void lc_exec_command(const lc_spec_t *spec, char *const *argv, const lc_seccomp_
 		die_child(LC_EXIT_RUNTIME, "cannot switch to the sandbox user%s", "", errno);
 	if (lc_caps_apply(spec->caps, spec->uid == 0, &err) < 0)
 		die_child(LC_EXIT_RUNTIME, "%s", err->msg, 0);
+	/* The credential changes above made the memory, shared with pid 1
+	 * until the exec (spawn_command), dumpable again per fs.suid_dumpable;
+	 * the exec gives the command memory of its own with its own flag. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (chdir(workdir) < 0)
 		die_child(LC_EXIT_NOENT, "workdir %s in the sandbox", workdir, errno);
 	if (!spec->new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -210,13 +214,20 @@ static int command_main(void *arg)
  * again once the child has exec'd. */
 static pid_t spawn_command(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **envp, const char *workdir)
 {
-	static const size_t stack_size = 256 * 1024;
+	/* execvp's fallback for a script without #! copies argv on this
+	 * stack (as glibc's posix_spawn sizes its stack for). */
+	size_t argc = 0;
+	while (spec->argv[argc])
+		argc++;
+	const size_t stack_size = (256 * 1024 + (argc + 3) * sizeof(char *) + 4095) & ~(size_t)4095;
 	void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		return -1;
 	struct command_args a = { spec, prog, envp, workdir };
+	char **env = environ; /* the child points it at its own stack */
 	pid_t pid = clone(command_main, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	int e = errno;
+	environ = env;
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	munmap(stack, stack_size);
 	errno = e;

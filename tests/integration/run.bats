@@ -266,3 +266,13 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	[ "$status" -eq 118 ]
 	rm -rf "$RL"
 }
+
+@test "a script without #! and 60,000 arguments runs (execvp's /bin/sh fallback copies argv on the command's first stack)" {
+	d=$(mktemp -d /tmp/lcrun-bats-run.XXXXXX)
+	printf 'echo script ran with $# args\n' >"$d/noshebang.sh"
+	chmod 755 "$d/noshebang.sh"
+	run "$LCRUN" run --bind "$d/noshebang.sh:/s.sh" -- /s.sh $(seq 1 60000)
+	rm -rf "$d"
+	[ "$status" -eq 0 ]
+	[ "$output" = "script ran with 60000 args" ]
+}
