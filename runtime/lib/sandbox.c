@@ -790,7 +790,8 @@ static void remover_start(lc_sb_t *c)
 			_exit(0);
 		/* Not while lcrun still has work to do on its way out: at its
 		 * end (the socket's end closed), when it has the CPU no more. */
-		while (read(sv[1], &go, 1) > 0 || errno == EINTR)
+		ssize_t n;
+		while ((n = read(sv[1], &go, 1)) > 0 || (n < 0 && errno == EINTR))
 			;
 		if (keep[1] >= 0)
 			close(keep[1]);
@@ -999,7 +1000,12 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
-	c->hold_mntns = c->throwaway && c->single_threaded && (!c->shared || c->shared->hold[1] >= 0);
+	/* Not with an upper directory the next run may mount at once (its
+	 * overlay would still be mounted there), nor in a batch with a
+	 * network (the batch's held namespaces would keep every veth past its
+	 * lcrun-net's wait). */
+	c->hold_mntns = c->throwaway && !s->upper_dir && c->single_threaded &&
+			(!c->shared || (c->shared->hold[1] >= 0 && s->net.mode == LC_NET_NONE));
 	bool moved = false;
 	if (c->cg.dirfd >= 0 && c->single_threaded) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
@@ -1034,15 +1040,25 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	close(c->sp[1]);
 	c->sp[1] = -1;
 	if (forked && c->cg.dirfd >= 0) {
+		/* The staging process may fail (ERROR) before its parent said
+		 * its pid: keep that error, and still learn the pid to reap. */
 		lc_msg_t m;
-		if (lc_msg_recv(c->sp[0], &m) != 1 || m.type != LC_MSG_STAGING)
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the staging process did not start", c->id);
-		if (m.a > 0) {
+		_cleanup_free_ char *early = NULL;
+		int r;
+		while ((r = lc_msg_recv(c->sp[0], &m)) == 1 && m.type == LC_MSG_ERROR && !early)
+			early = strdup(m.text);
+		if (r == 1 && m.type == LC_MSG_STAGING && m.a > 0) {
 			while (waitpid(c->staging, NULL, 0) < 0 && errno == EINTR)
 				;
 			c->staging = m.a;
 			moved = true;
 		}
+		if (early) {
+			lc_error_from_buf(err, early, strlen(early));
+			return -1;
+		}
+		if (r != 1 || m.type != LC_MSG_STAGING)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the staging process did not start", c->id);
 	}
 	lc_mounts_close_binds(&c->plan); /* the staging process has its own */
 	if (c->cg.path && !moved) {

@@ -276,3 +276,18 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	[ "$status" -eq 0 ]
 	[ "$output" = "script ran with 60000 args" ]
 }
+
+@test "back-to-back runs on one --upper-dir: each finds the last one's overlay gone (no upper in use twice)" {
+	d=$(mktemp -d /tmp/lcrun-bats-run.XXXXXX)
+	up="$d/up"
+	mkdir "$up"
+	before=$(dmesg | grep -c "is in-use as upperdir/workdir of another mount" || true)
+	for i in $(seq 20); do
+		"$LCRUN" run --upper-dir "$up" -- sh -c "echo $i >> /root/count"
+	done
+	run "$LCRUN" run --upper-dir "$up" -- wc -l /root/count
+	rm -rf "$d"
+	[ "$output" = "20 /root/count" ]
+	after=$(dmesg | grep -c "is in-use as upperdir/workdir of another mount" || true)
+	[ "$after" -eq "$before" ]
+}
