@@ -30,6 +30,26 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static userns_entry_t cache[MAX_CACHED];
 static size_t n_cached;
 static pid_t cache_pid; /* a forked child may have closed the cached fds */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* lcd forks (monitors, tasks' staging processes) from threads while other
+ * threads may be inside lc_idmap_userns: a child must not inherit
+ * cache_lock held by a thread that does not exist in it, or its own first
+ * call would wait forever.  fork() takes the lock around the copy. */
+static void lock_cache(void)
+{
+	pthread_mutex_lock(&cache_lock);
+}
+
+static void unlock_cache(void)
+{
+	pthread_mutex_unlock(&cache_lock);
+}
+
+static void register_atfork(void)
+{
+	pthread_atfork(lock_cache, unlock_cache, unlock_cache);
+}
 
 /* The child only holds the namespace while its maps are written: it
  * shares the caller's memory (CLONE_VM: no copy of the page tables, most
@@ -75,6 +95,7 @@ static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_t
 
 int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
 {
+	pthread_once(&atfork_once, register_atfork);
 	pthread_mutex_lock(&cache_lock);
 	if (cache_pid != getpid()) {
 		n_cached = 0; /* not closed: their numbers may be in use for something else now */

@@ -1,8 +1,14 @@
 /* Unit tests for util.c and error.c. */
 #include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sandbox_priv.h"
 #include "util.h"
 
 START_TEST(test_parse_size)
@@ -83,6 +89,55 @@ START_TEST(test_strv_sort)
 }
 END_TEST
 
+/* A process forked while another thread is inside lc_idmap_userns (lcd
+ * forks monitors and staging processes from threads) must still be able to
+ * call it: the cache's lock is not inherited held. */
+static atomic_bool stop_spin;
+
+static void *spin_idmap(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop_spin)) {
+		int fd = lc_idmap_userns(0, 200000, 0, 200000, 1000, NULL);
+		if (fd >= 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+START_TEST(test_idmap_after_fork_from_threads)
+{
+	if (geteuid() != 0)
+		return; /* a user namespace with a mapped range needs root */
+	int fd = lc_idmap_userns(0, 200000, 0, 200000, 1000, NULL);
+	if (fd < 0)
+		return; /* root of a sandbox's own user namespace: no such mapping here */
+	close(fd);
+	pthread_t t;
+	atomic_store(&stop_spin, false);
+	ck_assert_int_eq(pthread_create(&t, NULL, spin_idmap, NULL), 0);
+	int hung = 0;
+	for (int i = 0; i < 300 && !hung; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			signal(SIGALRM, SIG_DFL); /* not check's timeout handler */
+			alarm(1);
+			int f = lc_idmap_userns(0, 200000, 0, 200000, 1000, NULL);
+			_exit(f >= 0 ? 0 : 1);
+		}
+		int st = 0;
+		ck_assert_int_eq(waitpid(p, &st, 0), p);
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+			hung++;
+		else
+			ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %d", i, st);
+	}
+	atomic_store(&stop_spin, true);
+	pthread_join(t, NULL);
+	ck_assert_msg(hung == 0, "a child forked from a threaded process hung in lc_idmap_userns");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -92,6 +147,8 @@ int main(void)
 	tcase_add_test(tc, test_random_hex);
 	tcase_add_test(tc, test_shell_quote);
 	tcase_add_test(tc, test_strv_sort);
+	tcase_add_test(tc, test_idmap_after_fork_from_threads);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
