@@ -138,9 +138,7 @@ static bool helper_into_cgroup(exec_ctx_t *x)
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* The stand-in keeps nothing: the caller sees the socket and the
 	 * output pipes close when the helper and the command let them go. */
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int i = 0; null >= 0 && i < 3; i++)
-		dup2(null, i);
+	lc_stdio_to_null();
 	syscall(SYS_close_range, 3U, ~0U, 0U);
 	int st = 0;
 	while (waitpid(p, &st, 0) < 0 && errno == EINTR)
@@ -170,10 +168,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		lc_close_fds_except(keep, sizeof(keep) / sizeof(keep[0]));
 	}
 	if (o->detach) {
-		/* let go of the caller's stdio: it may be a pipe someone reads to EOF */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		for (int i = 0; null >= 0 && i < 3; i++)
-			dup2(null, i);
+		lc_stdio_to_null(); /* the caller's may be a pipe someone reads to EOF */
 	}
 	if (x->cgroup && !x->in_cgroup && !helper_into_cgroup(x)) {
 		_cleanup_free_ char *procs = lc_strdup_printf("%s/cgroup.procs", x->cgroup);

@@ -108,6 +108,13 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+void lc_stdio_to_null(void)
+{
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; null >= 0 && i < 3; i++)
+		dup2(null, i);
+}
+
 int lc_fork_detached(const int *keep, size_t n)
 {
 	pid_t mid = fork();
@@ -117,11 +124,8 @@ int lc_fork_detached(const int *keep, size_t n)
 		pid_t g = fork();
 		if (g != 0)
 			_exit(g < 0 ? 1 : 0); /* 1: no helper; the caller does the work */
-		/* Nothing of the caller's but keep: not its stdio (a reader of
-		 * the caller's output waits for every writer). */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		for (int i = 0; i < 3 && null >= 0; i++)
-			dup2(null, i);
+		/* Nothing of the caller's but keep: not its stdio. */
+		lc_stdio_to_null();
 		lc_close_fds_except(keep, n);
 		setsid();
 		/* Not the signals the caller blocked to forward them. */

@@ -84,6 +84,9 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
 int lc_fork_detached(const int *keep, size_t n);
+/* stdin, stdout and stderr on /dev/null (a reader of the caller's output
+ * waits for every writer; the caller's stdin is not ours to read). */
+void lc_stdio_to_null(void);
 /* Copy what is readable from `from` to `to` (terminals, pipes); false on
  * EOF or error. */
 bool lc_pump(int from, int to);
