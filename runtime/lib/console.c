@@ -55,7 +55,7 @@ int lc_pty_open(int *master, int *slave, lc_error_t **err)
 	return 0;
 }
 
-int lc_send_fd(int sock, const void *data, size_t len, int fd)
+int lc_send_fd(int sock, const void *data, size_t len, int fd, int flags)
 {
 	struct iovec iov = { (void *)data, len };
 	union {
@@ -70,15 +70,16 @@ int lc_send_fd(int sock, const void *data, size_t len, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+	return sendmsg(sock, &msg, MSG_NOSIGNAL | flags) == (ssize_t)len ? 0 : -1;
 }
 
-int lc_msg_send_fd(int sock, int type, int fd)
+int lc_msg_send_fd(int sock, int type, int a, int fd)
 {
 	lc_msg_t m;
 	memset(&m, 0, sizeof(m));
 	m.type = type;
-	return lc_send_fd(sock, &m, sizeof(m), fd);
+	m.a = a;
+	return lc_send_fd(sock, &m, sizeof(m), fd, 0);
 }
 
 int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd)

@@ -486,7 +486,7 @@ static int setup_console(ctx_t *c, int rootfd, lc_error_t **err)
 	}
 	char name[32];
 	snprintf(name, sizeof(name), "/dev/pts/%d", n);
-	if (s->console_fd < 0 || lc_send_fd(s->console_fd, name, strlen(name), m) < 0)
+	if (s->console_fd < 0 || lc_send_fd(s->console_fd, name, strlen(name), m, 0) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "process.terminal: cannot send the pty to the console socket");
 	/* The pty is the process's stdio from now on: the runtime's own stdio
 	 * (pipes its caller may wait on to close) must not stay open here. */

@@ -542,7 +542,7 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
 			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s is not a regular file", path);
 		else if (wr && fchown(fd, spec->uid, spec->gid) < 0)
 			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u", path, (unsigned)spec->uid);
-		if (!e && lc_msg_send_fd(es[1], LC_MSG_READY, fd) < 0)
+		if (!e && lc_msg_send_fd(es[1], LC_MSG_READY, 0, fd) < 0)
 			_exit(1);
 		child_end(es[1], e, id);
 	}

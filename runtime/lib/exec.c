@@ -192,7 +192,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 		}
 		if (x->have_ws)
 			ioctl(slave, TIOCSWINSZ, &x->ws);
-		if (lc_msg_send_fd(x->sp[1], LC_MSG_READY, master) < 0)
+		if (lc_msg_send_fd(x->sp[1], LC_MSG_READY, 0, master) < 0)
 			_exit(LC_EXIT_RUNTIME);
 		close(master);
 	}
@@ -219,7 +219,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	/* The caller knows the command by a pidfd: the helper sees pids of
 	 * the sandbox's pid namespace, not the host's. */
 	int cfd = (int)syscall(SYS_pidfd_open, cmd, 0);
-	lc_msg_send_fd(x->sp[1], LC_MSG_PID, cfd);
+	lc_msg_send_fd(x->sp[1], LC_MSG_PID, 0, cfd);
 	if (o->detach)
 		_exit(0); /* the command is pid 1's to reap now */
 	{

@@ -51,11 +51,12 @@ void lc_tty_restore(int fd, const struct termios *saved);
 /* Open a new pty in the current mount namespace's /dev/pts (through
  * /dev/ptmx, checked to be the real ptmx): master and peer (slave). */
 int lc_pty_open(int *master, int *slave, lc_error_t **err);
-/* An lc_msg carrying one fd (SCM_RIGHTS), and the receiving side of any
+/* An lc_msg (type, a) carrying one fd (SCM_RIGHTS), and the receiving side of any
  * lc_msg that may carry one (*fd = -1 when none); returns as lc_msg_recv. */
-int lc_msg_send_fd(int sock, int type, int fd);
+int lc_msg_send_fd(int sock, int type, int a, int fd);
 /* Any bytes with one fd (the pty master to an OCI console socket). */
-int lc_send_fd(int sock, const void *data, size_t len, int fd);
+/* flags: sendmsg's, besides MSG_NOSIGNAL (MSG_DONTWAIT: never block). */
+int lc_send_fd(int sock, const void *data, size_t len, int fd, int flags);
 int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd);
 
 #endif

@@ -279,15 +279,10 @@ static void staging_main(lc_sb_t *c)
 	}
 	if (pid == 0)
 		pid1_main(c);
-	if (mntns >= 0) {
-		lc_msg_t pm;
-		memset(&pm, 0, sizeof(pm));
-		pm.type = LC_MSG_PID;
-		pm.a = pid;
-		lc_send_fd(c->sp[1], &pm, sizeof(pm), mntns);
-	} else {
+	if (mntns >= 0)
+		lc_msg_send_fd(c->sp[1], LC_MSG_PID, pid, mntns);
+	else
 		lc_msg_send(c->sp[1], LC_MSG_PID, pid, 0, NULL);
-	}
 	_exit(0);
 }
 

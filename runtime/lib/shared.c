@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "lifecycle.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -120,20 +121,7 @@ int lc_run_shared_hold(const lc_run_shared_t *sh, int fd)
 	/* A stream, so that the queue is bounded by bytes (a few hundred
 	 * sandboxes), not by net.unix.max_dgram_qlen (10).  Never blocks: a
 	 * full queue only means this one is torn down by its sandbox. */
-	char b = 0;
-	struct iovec iov = { &b, 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	memset(&u, 0, sizeof(u));
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sh->hold[1], &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+	return lc_send_fd(sh->hold[1], "", 1, fd, MSG_DONTWAIT);
 }
 
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id)
@@ -148,19 +136,17 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 {
 	if (!sh)
 		return;
+	if (sh->hold[1] >= 0)
+		close(sh->hold[1]);
 	if (sh->trash && sh->owner == getpid()) {
 		/* One remover for the batch, at the lowest priority: it must not
 		 * take the CPU from sandboxes being started meanwhile (nice 19
 		 * rather than SCHED_IDLE: on a busy machine it still gets on).
 		 * Threaded (or no fork possible): here and now. */
-		if (sh->hold[1] >= 0)
-			close(sh->hold[1]);
 		if (lc_single_threaded())
 			lc_sb_remove_detached(sh->trash, sh->trash_fd, sh->hold[0], 19);
 		else
 			lc_sb_remove_now(sh->trash);
-	} else if (sh->hold[1] >= 0) {
-		close(sh->hold[1]);
 	}
 	if (sh->hold[0] >= 0)
 		close(sh->hold[0]);
