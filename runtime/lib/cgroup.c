@@ -74,21 +74,22 @@ static bool word_in(const char *list, const char *w)
 	return false;
 }
 
-/* The root's cgroup.controllers as lc_cgroup_create read it once for all
- * its questions (NULL outside it: read each time). */
-static __thread const char *create_controllers;
+/* The root's cgroup.controllers ("" when there is none to read): read
+ * once by whoever asks several questions of it. */
+static char *root_controllers(void)
+{
+	const char *root = lc_cgroup_root(NULL);
+	char *s = NULL;
+	if (root) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.controllers", root);
+		lc_read_file(p, &s, NULL, NULL);
+	}
+	return s ? s : strdup("");
+}
 
 bool lc_cgroup_has_controller(const char *name)
 {
-	if (create_controllers)
-		return word_in(create_controllers, name);
-	const char *root = lc_cgroup_root(NULL);
-	if (!root)
-		return false;
-	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.controllers", root);
-	_cleanup_free_ char *s = NULL;
-	if (lc_read_file(p, &s, NULL, NULL) < 0)
-		return false;
+	_cleanup_free_ char *s = root_controllers();
 	return word_in(s, name);
 }
 
@@ -139,7 +140,7 @@ int lc_cgroup_check_limits(const lc_limits_t *lim, lc_error_t **err)
 }
 
 /* Make sure lcrun/ exists and delegates the controllers we may use. */
-static int prepare_parent(const char *root, lc_error_t **err)
+static int prepare_parent(const char *root, const char *ctrls, lc_error_t **err)
 {
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/lcrun", root);
 	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
@@ -150,7 +151,7 @@ static int prepare_parent(const char *root, lc_error_t **err)
 	_cleanup_free_ char *cur = NULL;
 	bool read_cur = false;
 	for (int i = 0; i < 4; i++) {
-		if (!lc_cgroup_has_controller(ctl[i]))
+		if (!word_in(ctrls, ctl[i]))
 			continue;
 		if (!read_cur) { /* once: what is delegated already */
 			lc_read_file(ps, &cur, NULL, NULL);
@@ -168,9 +169,10 @@ static int prepare_parent(const char *root, lc_error_t **err)
 	return 0;
 }
 
-static bool usable(const struct want *w, const lc_limits_t *lim, char **skipped, lc_error_t **err, int *st)
+static bool usable(const struct want *w, const char *ctrls, const lc_limits_t *lim, char **skipped, lc_error_t **err,
+		   int *st)
 {
-	if (lc_cgroup_has_controller(w->controller))
+	if (word_in(ctrls, w->controller))
 		return true;
 	if (!lim->best_effort) {
 		missing_controller(w, err);
@@ -191,7 +193,8 @@ static int set_knob(const char *cg, const char *knob, const char *val, lc_error_
 
 /* Write the requested limits into the cgroup at path; *skipped lists what
  * best-effort left out. */
-static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped, lc_error_t **err)
+static int apply_limits(const char *path, const char *ctrls, const lc_limits_t *lim, char **skipped,
+			lc_error_t **err)
 {
 	struct want w[5];
 	wants(lim, w);
@@ -199,7 +202,7 @@ static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped
 	/* usable(i): the controller exists; else fail, or note the skip
 	 * under best-effort. */
 	int st = 0;
-#define USABLE(i) usable(&w[i], lim, skipped, err, &st)
+#define USABLE(i) usable(&w[i], ctrls, lim, skipped, err, &st)
 	if ((lim->memory >= 0 || lim->memory_swap >= 0) && USABLE(0)) {
 		if (lim->memory >= 0) {
 			snprintf(buf, sizeof(buf), "%lld", lim->memory);
@@ -214,7 +217,7 @@ static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped
 	if (st < 0)
 		return -1;
 	/* pids: the requested value, else the default 4096 where it can be set. */
-	if (lim->pids >= 0 ? USABLE(1) : lc_cgroup_has_controller("pids")) {
+	if (lim->pids >= 0 ? USABLE(1) : word_in(ctrls, "pids")) {
 		snprintf(buf, sizeof(buf), "%lld", lim->pids >= 0 ? lim->pids : 4096);
 		if (set_knob(path, "pids.max", buf, err) < 0)
 			return -1;
@@ -248,8 +251,6 @@ static int apply_limits(const char *path, const lc_limits_t *lim, char **skipped
 	return st;
 }
 
-static int cgroup_create(const char *root, const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err);
-
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
 {
 	memset(cg, 0, sizeof(*cg));
@@ -257,19 +258,8 @@ int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc
 	const char *root = lc_cgroup_root(NULL);
 	if (!root)
 		return 0; /* no v2 at all: only requested limits fail (checked earlier) */
-	_cleanup_free_ char *cp = lc_strdup_printf("%s/cgroup.controllers", root);
-	_cleanup_free_ char *ctrls = NULL;
-	if (lc_read_file(cp, &ctrls, NULL, NULL) < 0)
-		ctrls = strdup("");
-	create_controllers = ctrls;
-	int r = cgroup_create(root, id, lim, cg, err);
-	create_controllers = NULL;
-	return r;
-}
-
-static int cgroup_create(const char *root, const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
-{
-	if (prepare_parent(root, err) < 0)
+	_cleanup_free_ char *ctrls = root_controllers();
+	if (prepare_parent(root, ctrls, err) < 0)
 		return -1;
 	cg->path = lc_cgroup_path_for(id);
 	if (mkdir(cg->path, 0755) < 0) {
@@ -279,7 +269,7 @@ static int cgroup_create(const char *root, const char *id, const lc_limits_t *li
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot create cgroup %s/lcrun/%s", root, id);
 	}
 	_cleanup_free_ char *skipped = NULL;
-	if (apply_limits(cg->path, lim, &skipped, err) < 0)
+	if (apply_limits(cg->path, ctrls, lim, &skipped, err) < 0)
 		goto fail;
 	cg->dirfd = open(cg->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cg->dirfd < 0) {
@@ -415,6 +405,7 @@ int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unifi
 	if (strncmp(path, root, rl) || path[rl] != '/' || strstr(path, "/../") || strstr(path, "/./"))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "cgroup %s is not under the cgroup v2 root %s", path, root);
 	_cleanup_free_ char *p = strdup(path);
+	_cleanup_free_ char *ctrls = root_controllers();
 	/* Every level from the root down to the parent delegates the
 	 * controllers we have. */
 	char *s = p + rl;
@@ -432,7 +423,7 @@ int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unifi
 			break;
 		static const char *ctl[] = { "memory", "pids", "cpu", "io", "cpuset" };
 		for (int i = 0; i < 5; i++) {
-			if (!lc_cgroup_has_controller(ctl[i]))
+			if (!word_in(ctrls, ctl[i]))
 				continue;
 			_cleanup_free_ char *sc = lc_strdup_printf("%s/cgroup.subtree_control", p);
 			_cleanup_free_ char *cur = NULL;
@@ -444,7 +435,7 @@ int lc_cgroup_create_path(const char *path, const lc_limits_t *lim, char **unifi
 		*s++ = '/';
 	}
 	_cleanup_free_ char *skipped = NULL;
-	if (apply_limits(path, lim, &skipped, err) < 0)
+	if (apply_limits(path, ctrls, lim, &skipped, err) < 0)
 		goto fail;
 	for (size_t i = 0; unified && unified[i]; i++) {
 		const char *eq = strchr(unified[i], '=');
