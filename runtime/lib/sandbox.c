@@ -677,6 +677,18 @@ char *lc_trash_dir(void)
  * remover left (killed: no lock held).  Single-threaded, the remover is a
  * detached grandchild (it runs ordinary library code); from a threaded
  * caller (lcd), a detached thread.  -1: nothing moved, remove it now. */
+/* A fresh name for sandbox id's directory in trash/ (made if need be), or
+ * NULL when there is no trash/ to move it to. */
+static char *trash_entry(const char *id)
+{
+	_cleanup_free_ char *trash = lc_trash_dir();
+	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+		return NULL;
+	char tag[9];
+	lc_random_hex(tag, 8);
+	return lc_strdup_printf("%s/%s.%s", trash, id, tag);
+}
+
 struct rm_job {
 	char *dir;
 	int lock_fd;
@@ -694,12 +706,9 @@ static void *rm_thread(void *arg)
 
 int lc_sb_remove_later(const char *dir, const char *id)
 {
-	_cleanup_free_ char *trash = lc_trash_dir();
-	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+	_cleanup_free_ char *dst = trash_entry(id);
+	if (!dst)
 		return -1;
-	char tag[9];
-	lc_random_hex(tag, 8);
-	_cleanup_free_ char *dst = lc_strdup_printf("%s/%s.%s", trash, id, tag);
 	if (rename(dir, dst) < 0)
 		return -1;
 	int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -757,12 +766,9 @@ static void remover_start(lc_sb_t *c)
 {
 	if (!c->sbdir || !c->single_threaded)
 		return;
-	_cleanup_free_ char *trash = lc_trash_dir();
-	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+	_cleanup_free_ char *dst = trash_entry(c->id);
+	if (!dst)
 		return;
-	char tag[9];
-	lc_random_hex(tag, 8);
-	_cleanup_free_ char *dst = lc_strdup_printf("%s/%s.%s", trash, c->id, tag);
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
