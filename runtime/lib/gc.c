@@ -196,6 +196,15 @@ static void gc_trash_entry(const char *path, json_t *removed)
 		note(removed, "removed directory %s", path);
 }
 
+/* A run's state directory its remover left (killed); older than 10 s,
+ * not one a remover is at. */
+static void gc_state_trash_entry(const char *path, json_t *removed)
+{
+	struct stat st;
+	if (lstat(path, &st) == 0 && time(NULL) - st.st_mtime > 10 && lc_rm_rf(path, NULL) == 0)
+		note(removed, "removed state %s", path);
+}
+
 /* A name whose sandbox has no state. */
 static void gc_name_entry(const char *path, json_t *removed)
 {
@@ -278,6 +287,8 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(names, gc_name_entry, removed);
 	_cleanup_free_ char *trash = lc_trash_dir();
 	each_entry(trash, gc_trash_entry, removed);
+	_cleanup_free_ char *state_trash = lc_strdup_printf("%s/trash", lc_run_dir());
+	each_entry(state_trash, gc_state_trash_entry, removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)

@@ -61,6 +61,10 @@ int lc_hostimage_etc(const char *skel, const lc_spec_t *spec, uid_t owner, gid_t
 int lc_state_write(const char *id, json_t *state, lc_error_t **err);
 json_t *lc_state_read(const char *id, lc_error_t **err);
 int lc_state_remove(const char *id);
+/* Remove names/NAME if it still names id. */
+void lc_name_unlink(const char *id, const char *name);
+/* Where a run's state directory waits for its remover (sandbox.c). */
+char *lc_state_trash(const char *id);
 char *lc_state_dir(const char *id);
 char *lc_sandbox_dir(const char *id);
 /* Where teardown moves a sandbox directory to remove it in the background
@@ -219,6 +223,7 @@ typedef struct lc_sb {
 	int mntns_fd;         /* held for the remover (remover_start), -1 when none */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
+	bool rm_went;    /* it has the directory: the state directory goes to it too */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 	const struct lc_run_shared *shared; /* lc_run_with: made once for a batch, or NULL */
 	bool got_exit;                      /* pid 1's EXIT came during lc_sb_start: */

@@ -65,25 +65,34 @@ json_t *lc_state_read(const char *id, lc_error_t **err)
 	return j;
 }
 
+void lc_name_unlink(const char *id, const char *name)
+{
+	_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), name);
+	char target[64];
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		if (!strcmp(target, id))
+			unlink(link);
+	}
+}
+
 int lc_state_remove(const char *id)
 {
 	_cleanup_free_ char *dir = lc_state_dir(id);
 	json_t *st = lc_state_read(id, NULL);
 	if (st) {
 		const char *name = json_string_value(json_object_get(st, "name"));
-		if (name) {
-			_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), name);
-			char target[64];
-			ssize_t n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0) {
-				target[n] = '\0';
-				if (!strcmp(target, id))
-					unlink(link);
-			}
-		}
+		if (name)
+			lc_name_unlink(id, name);
 		json_decref(st);
 	}
 	return lc_rm_rf(dir, NULL);
+}
+
+char *lc_state_trash(const char *id)
+{
+	return lc_strdup_printf("%s/trash/%s", lc_run_dir(), id);
 }
 
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)

@@ -496,6 +496,30 @@ wait_for() {
 	wait
 }
 
+@test "run's state goes at once (its name is free, ps is empty) and its files in the background; gc takes what a killed remover left" {
+	local root=$BATS_TEST_TMPDIR/root st=$BATS_TEST_TMPDIR/state
+	export LCRUN_ROOT=$root LCRUN_STATE_DIR=$st
+	"$LCRUN" run --name again -- true
+	# the name is free and nothing is listed the moment run returned
+	[ ! -e "$st/names/again" ]
+	[ "$("$LCRUN" ps --json | jq length)" -eq 0 ]
+	[ -z "$(ls "$st" | grep '^[0-9a-f]\{12\}$')" ]
+	"$LCRUN" run --name again -- true
+	# the state directory went to trash/, and from there away
+	for _ in $(seq 50); do [ -z "$(ls "$st/trash")" ] && break; sleep 0.1; done
+	[ -d "$st/trash" ]
+	[ -z "$(ls "$st/trash")" ]
+	# one a killed remover left: gc removes it once 10 s old, not before
+	mkdir -p "$st/trash/cccccccccccc" "$st/trash/dddddddddddd"
+	echo '{}' >"$st/trash/cccccccccccc/state.json"
+	touch -d '-1 minute' "$st/trash/cccccccccccc"
+	run "$LCRUN" gc
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"removed state $st/trash/cccccccccccc"* ]]
+	[ ! -e "$st/trash/cccccccccccc" ]
+	[ -d "$st/trash/dddddddddddd" ]
+}
+
 @test "gc with another state directory leaves the root's sandbox directories alone; its own gc still collects orphans" {
 	local root=$BATS_TEST_TMPDIR/root a=$BATS_TEST_TMPDIR/state-a b=$BATS_TEST_TMPDIR/state-b id
 	id=$(LCRUN_ROOT=$root LCRUN_STATE_DIR=$a "$LCRUN" create)
