@@ -460,7 +460,7 @@ static int make_dirs(lc_sb_t *c, lc_error_t **err)
 	_cleanup_free_ char *parent = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (lc_sandboxes_parent_make(parent, err) < 0)
 		return -1;
-	lc_dir_spread(parent);
+	lc_dir_spread(parent, true);
 	__attribute__((cleanup(sb_paths_free))) sb_paths_t p = { 0 };
 	sb_paths(c, &p);
 	if (c->reuse_dir) {
@@ -1000,7 +1000,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
 		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
 			return -1;
-		lc_dir_spread(lc_run_dir());
+		lc_dir_spread(lc_run_dir(), false);
 		if (mkdir(sd, 0700) < 0) {
 			if (errno == EEXIST)
 				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);

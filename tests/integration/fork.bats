@@ -182,10 +182,13 @@ EOF
 	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
 }
 
-@test "sandboxes/ and the state directory spread their directories on ext4 (lsattr: T)" {
+@test "sandboxes/ spreads its directories on ext4 (lsattr: T), the state directory does not" {
 	[ "$(stat -f -c %T "$LCRUN_ROOT")" = ext2/ext3 ] || skip "not on ext2/3/4"
+	[ "$(stat -f -c %T "$LCRUN_STATE_DIR")" = ext2/ext3 ] || skip "the state directory is not on ext2/3/4"
+	# as an older lcrun left it
+	chattr +T "$LCRUN_STATE_DIR"
 	run timeout -k 2 60 "$LCRUN" fork img --count 2 -- true
 	[ "$status" -eq 0 ]
 	[[ "$(lsattr -d "$LCRUN_ROOT/sandboxes" | cut -d' ' -f1)" == *T* ]]
-	[[ "$(lsattr -d "$LCRUN_STATE_DIR" | cut -d' ' -f1)" == *T* ]]
+	[[ "$(lsattr -d "$LCRUN_STATE_DIR" | cut -d' ' -f1)" != *T* ]]
 }
