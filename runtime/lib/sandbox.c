@@ -202,7 +202,8 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	lc_netpool_drop_inherited();
+	if (!c->single_threaded) /* only another thread can hold the pool's lock now */
+		lc_netpool_drop_inherited();
 	/* Pid 1 is cloned from here: it shows "lcrun-init", never the
 	 * command line of lcrun (or lcd).  While still host root. */
 	lc_proc_title("lcrun-init");
