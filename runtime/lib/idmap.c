@@ -64,7 +64,10 @@ static int hold_userns(void *arg)
 	return 0;
 }
 
-static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
+/* child: where to leave the killed child's pid for the caller to reap
+ * (NULL: reaped here, which waits for it to be scheduled and die). */
+static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, pid_t *child,
+		       lc_error_t **err)
 {
 	static const size_t stack_size = 16384;
 	_cleanup_free_ char *stack = malloc(stack_size);
@@ -88,9 +91,18 @@ static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_t
 		}
 	}
 	kill(pid, SIGKILL);
+	if (child && fd >= 0) {
+		*child = pid;
+		return fd;
+	}
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	return fd;
+}
+
+int lc_userns_new(uid_t base, unsigned count, pid_t *child, lc_error_t **err)
+{
+	return make_userns(0, base, 0, (gid_t)base, count, child, err);
 }
 
 int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err)
@@ -112,7 +124,7 @@ int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, 
 			return fd;
 		}
 	}
-	int fd = make_userns(uid_from, uid_to, gid_from, gid_to, count, err);
+	int fd = make_userns(uid_from, uid_to, gid_from, gid_to, count, NULL, err);
 	if (fd >= 0 && n_cached < MAX_CACHED) {
 		int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 		if (keep >= 0)

@@ -237,24 +237,40 @@ static void staging_main(lc_sb_t *c)
 	for (size_t i = 0; c->spec->sysctls && c->spec->sysctls[i]; i++)
 		if (write_sysctl(c->spec->sysctls[i], &e) < 0)
 			staging_fail(c, e);
-	if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
-	    (c->plan.idmap_userns_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), &e)) < 0)
-		staging_fail(c, e);
-	/* lcrun makes the sandbox directory meanwhile (make_dirs). */
+	/* lcrun makes the sandbox directory meanwhile (make_dirs), and, for
+	 * its own single sandbox, the sandbox's user namespace, which comes
+	 * with the GO: the lowers are idmapped with it, and this process
+	 * joins it below. */
 	lc_msg_t go;
-	if (lc_msg_recv(c->sp[1], &go) != 1 || go.type != LC_MSG_GO)
+	int own = -1;
+	if (lc_msg_recv_fd(c->sp[1], &go, &own) != 1 || go.type != LC_MSG_GO)
 		_exit(LC_EXIT_RUNTIME);
+	if (own >= 0)
+		c->plan.idmap_userns_fd = own;
+	else if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
+		 (c->plan.idmap_userns_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), &e)) < 0)
+		staging_fail(c, e);
 	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
 	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	trace("staging: overlays mounted");
-	if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
+	if (own >= 0) {
+		/* its maps written already */
+		if (setns(own, CLONE_NEWUSER) < 0) {
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot enter the sandbox's user namespace");
+			staging_fail(c, e);
+		}
+		close(own);
+		c->plan.idmap_userns_fd = -1;
+	} else if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
 		staging_fail(c, e);
 	}
-	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
+	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, own >= 0, NULL);
 	lc_msg_t m;
-	if (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO)
+	/* With a network, lcrun opens this process's network namespace
+	 * first (/proc/PID/ns/net): wait for it either way. */
+	if ((own < 0 || c->spec->net.mode != LC_NET_NONE) && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
 		_exit(LC_EXIT_RUNTIME);
 	if (!c->rootless && (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot become root in the sandbox's user namespace");
@@ -849,6 +865,17 @@ static int remover_go(lc_sb_t *c)
 	return r;
 }
 
+/* lc_userns_new's child, killed when the maps were written: dead by the
+ * time the staging process reports (or at teardown). */
+static void reap_userns_child(lc_sb_t *c)
+{
+	if (c->userns_child > 0) {
+		while (waitpid(c->userns_child, NULL, 0) < 0 && errno == EINTR)
+			;
+		c->userns_child = 0;
+	}
+}
+
 void lc_sb_teardown(lc_sb_t *c, bool keep)
 {
 	if (c->init > 0) {
@@ -863,6 +890,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		waitpid(c->staging, NULL, 0);
 		c->staging = 0;
 	}
+	reap_userns_child(c);
 	trace("teardown");
 	if (c->net_up) {
 		lc_error_t *e = NULL;
@@ -1095,11 +1123,28 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			return -1;
 	}
 	/* The staging process makes its namespaces meanwhile, and waits for
-	 * this GO before it mounts anything from the directory. */
-	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0 || make_dirs(c, err) < 0)
+	 * this GO before it mounts anything from the directory; the state and
+	 * the name are written while it mounts (the state directory, made
+	 * first, already keeps gc away; a name taken ends the start there). */
+	if (make_dirs(c, err) < 0)
+		return -1;
+	/* Single-threaded, this process's only sandbox: its user namespace,
+	 * maps written, for the staging process to idmap with and join (no
+	 * round trip for the maps).  Otherwise one idmap namespace serves
+	 * many sandboxes (lcd, a batch), and each makes its own. */
+	int own = -1;
+	if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
+	    (own = lc_userns_new(lc_uid_base(), lc_uid_count(), &c->userns_child, err)) < 0)
 		return -1;
 	trace("root prepared");
-	lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+	if (own >= 0) {
+		lc_msg_send_fd(c->sp[0], LC_MSG_GO, 0, own);
+		close(own);
+	} else {
+		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+	}
+	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0)
+		return -1;
 	bool got_pid = false, got_ready = false;
 	for (;;) {
 		lc_msg_t m;
@@ -1120,11 +1165,14 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		case LC_MSG_USERNS: {
 			trace("staged");
+			reap_userns_child(c);
 			c->idmapped = m.a != 0;
-			if (!c->rootless && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
+			bool joined = m.b != 0; /* lc_userns_new's, maps written */
+			if (!c->rootless && !joined && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
 			if (c->spec->net.mode == LC_NET_NONE) {
-				lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+				if (!joined)
+					lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 				break;
 			}
 			/* The network is set up while the staging process and

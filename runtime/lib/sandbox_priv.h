@@ -161,6 +161,10 @@ int lc_mounts_finish(const lc_rootfs_plan_t *plan, const lc_spec_t *spec, lc_err
  * uid_from/gid_from (as files store them) to uid_to/gid_to (as the kernel
  * sees them): what mount_setattr(MOUNT_ATTR_IDMAP) takes.  Cached. */
 int lc_idmap_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_to, unsigned count, lc_error_t **err);
+/* A new user namespace mapping 0..count-1 to base.. (uids and gids), not
+ * cached: a sandbox's own (staging_main joins it).  *child: the killed
+ * process that made it, for the caller to reap. */
+int lc_userns_new(uid_t base, unsigned count, pid_t *child, lc_error_t **err);
 
 /* ---- proctitle.c: what /proc/PID/cmdline and comm show for processes
  * the sandbox can see (pid 1, exec's helper): a fixed title, never the
@@ -209,6 +213,7 @@ typedef struct lc_sb {
 	char **envp;
 	int sp[2];
 	pid_t staging;
+	pid_t userns_child; /* lc_userns_new's, killed, to reap */
 	pid_t init;
 	int pidfd;
 	long long start_ms;
