@@ -27,6 +27,28 @@ teardown() {
 	[ "$(echo ${lines[2]})" = "0 1000000000 65536" ]
 }
 
+@test "each run has a user namespace of its own: a child of the host's, owned by host root, not another run's" {
+	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 3' >"$BATS_TEST_TMPDIR/a" &
+	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 3' >"$BATS_TEST_TMPDIR/b" &
+	sleep 1
+	a=$(cat "$BATS_TEST_TMPDIR/a") b=$(cat "$BATS_TEST_TMPDIR/b")
+	[[ "$a" == user:* ]] && [[ "$b" == user:* ]]
+	[ "$a" != "$b" ]
+	[ "$a" != "$(readlink /proc/self/ns/user)" ]
+	for pid in $(pgrep -x sleep); do
+		[ "$(readlink /proc/$pid/ns/user)" = "$a" ] || continue
+		# parent: the host's user namespace; owner: host root (NS_GET_OWNER_UID)
+		[ "$(lsns -t user -p "$pid" -n -o PNS)" = "$(stat -L -c %i /proc/self/ns/user)" ]
+		run python3 -c 'import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(struct.unpack("I", fcntl.ioctl(fd, 0xb704, bytes(4)))[0])' "/proc/$pid/ns/user"
+		[ "$output" = 0 ]
+		found=1
+	done
+	wait
+	[ "${found:-}" = 1 ]
+}
+
 @test "capabilities, no_new_privs and seccomp are what lcrun sets" {
 	run "$LCRUN" run -- grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status
 	[ "$status" -eq 0 ]
