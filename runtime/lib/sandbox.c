@@ -158,9 +158,12 @@ static void pid1_main(lc_sb_t *c)
 		staging_fail(c, e);
 	}
 	/* The network, set up meanwhile (lc_sb_start): nothing of the
-	 * command runs before its veth and its chains are in place. */
+	 * command runs before its veth and its chains are in place.  Without
+	 * one, in a joined user namespace nothing waited for lcrun since the
+	 * first GO: the word that its state and name were written (a name
+	 * taken ends the start, and no command of it may run). */
 	lc_msg_t m;
-	if (c->spec->net.mode != LC_NET_NONE && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
+	if ((c->spec->net.mode != LC_NET_NONE || c->joined) && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
 		_exit(LC_EXIT_RUNTIME);
 	lc_msg_send(c->sp[1], LC_MSG_READY, 0, 0, NULL);
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
@@ -266,6 +269,7 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
 		staging_fail(c, e);
 	}
+	c->joined = own >= 0; /* for pid 1 (pid1_main) */
 	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, own >= 0, NULL);
 	lc_msg_t m;
 	/* With a network, lcrun opens this process's network namespace
@@ -1145,6 +1149,11 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	}
 	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0)
 		return -1;
+	/* Joined, no network: pid 1 waits for this word, the only one after
+	 * the first GO (with a network, the GOs after USERNS come later and
+	 * gate it the same way). */
+	if (own >= 0 && c->spec->net.mode == LC_NET_NONE)
+		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 	bool got_pid = false, got_ready = false;
 	for (;;) {
 		lc_msg_t m;

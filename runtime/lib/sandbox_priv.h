@@ -224,6 +224,7 @@ typedef struct lc_sb {
 	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
 	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, idmap made by staging */
 	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
+	bool joined;          /* the staging process joined lcrun's user namespace (set there, for pid 1) */
 	bool hold_mntns;      /* the staging process sends pid 1's mount namespace with its pid: */
 	int mntns_fd;         /* held for the remover (remover_start), -1 when none */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */

@@ -299,6 +299,24 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	[ "$output" = "script ran with 60000 args" ]
 }
 
+@test "a run whose name is taken fails in one line and runs nothing of its command (20 tries)" {
+	local out=$BATS_TEST_TMPDIR/out
+	mkdir -p "$out"
+	"$LCRUN" run --name "held-$$" -- sleep 30 &
+	local holder=$!
+	for _ in $(seq 100); do [ -L "${LCRUN_STATE_DIR:-/run/lcrun}/names/held-$$" ] && break; sleep 0.1; done
+	for i in $(seq 20); do
+		run "$LCRUN" run --name "held-$$" --bind "$out:/out" -- touch "/out/ran-$i"
+		[ "$status" -eq 119 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == *"held-$$"*"taken"* ]]
+	done
+	# the command of none of them ran, even for a moment
+	[ -z "$(ls "$out")" ]
+	kill "$holder"
+	wait "$holder" || true
+}
+
 @test "back-to-back runs on one --upper-dir: each finds the last one's overlay gone (no upper in use twice)" {
 	d=$(mktemp -d /tmp/lcrun-bats-run.XXXXXX)
 	up="$d/up"
