@@ -201,7 +201,9 @@ static void gc_trash_entry(const char *path, json_t *removed)
 static void gc_state_trash_entry(const char *path, json_t *removed)
 {
 	struct stat st;
-	if (lstat(path, &st) == 0 && time(NULL) - st.st_mtime > 10 && lc_rm_rf(path, NULL) == 0)
+	const char *base = strrchr(path, '/');
+	if (base && lc_id_valid(base + 1) && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    time(NULL) - st.st_mtime > 10 && lc_rm_rf(path, NULL) == 0)
 		note(removed, "removed state %s", path);
 }
 
@@ -287,7 +289,7 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(names, gc_name_entry, removed);
 	_cleanup_free_ char *trash = lc_trash_dir();
 	each_entry(trash, gc_trash_entry, removed);
-	_cleanup_free_ char *state_trash = lc_strdup_printf("%s/trash", lc_run_dir());
+	_cleanup_free_ char *state_trash = lc_state_trash(NULL);
 	each_entry(state_trash, gc_state_trash_entry, removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);

@@ -836,18 +836,21 @@ static void remover_start(lc_sb_t *c)
 /* The state directory, for the remover as well: its unlinks free disk
  * blocks, and where /run is an ext4 mounted with discard and no journal
  * (this machine), each unlink waits for the disk's discard, 0.3-1.2 ms.
- * A rename into lc_run_dir()/trash is not.  The name goes now. */
+ * A rename into lc_run_dir()/trash-state is not.  The name goes now. */
 static int state_to_trash(lc_sb_t *c)
 {
 	if (c->spec->name)
 		lc_name_unlink(c->id, c->spec->name);
 	_cleanup_free_ char *sd = lc_state_dir(c->id), *dst = lc_state_trash(c->id);
-	if (rename(sd, dst) == 0)
-		return 0;
-	_cleanup_free_ char *trash = lc_strdup_printf("%s/trash", lc_run_dir());
-	if (errno != ENOENT || mkdir(trash, 0700) < 0)
-		return -1;
-	return rename(sd, dst);
+	if (rename(sd, dst) < 0) {
+		_cleanup_free_ char *trash = lc_state_trash(NULL);
+		if (errno != ENOENT || mkdir(trash, 0700) < 0 || rename(sd, dst) < 0)
+			return -1;
+	}
+	/* Its mtime is its last state write, maybe long ago: gc judges an
+	 * entry's age by it (gc_state_trash_entry). */
+	utimensat(AT_FDCWD, dst, NULL, 0);
+	return 0;
 }
 
 /* 0: the directory is in trash/, locked, and its remover at work. */

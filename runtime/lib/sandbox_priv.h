@@ -63,7 +63,8 @@ json_t *lc_state_read(const char *id, lc_error_t **err);
 int lc_state_remove(const char *id);
 /* Remove names/NAME if it still names id. */
 void lc_name_unlink(const char *id, const char *name);
-/* Where a run's state directory waits for its remover (sandbox.c). */
+/* Where a run's state directory waits for its remover (sandbox.c); with
+ * id NULL, the directory of those. */
 char *lc_state_trash(const char *id);
 char *lc_state_dir(const char *id);
 char *lc_sandbox_dir(const char *id);

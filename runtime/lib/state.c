@@ -92,7 +92,8 @@ int lc_state_remove(const char *id)
 
 char *lc_state_trash(const char *id)
 {
-	return lc_strdup_printf("%s/trash/%s", lc_run_dir(), id);
+	/* Not "trash": that is LCRUN_ROOT's, which may be the same directory. */
+	return id ? lc_strdup_printf("%s/trash-state/%s", lc_run_dir(), id) : lc_strdup_printf("%s/trash-state", lc_run_dir());
 }
 
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)

@@ -28,19 +28,19 @@ host_state() {
 	echo "== sandboxes"
 	[ -d "$LCRUN_LIB/sandboxes" ] && ls -1 "$LCRUN_LIB/sandboxes" | sort
 	echo "== state"
-	[ -d "$LCRUN_RUN" ] && find "$LCRUN_RUN" -mindepth 1 -maxdepth 1 ! -name names ! -name net ! -name trash ! -name '*.lock' -printf '%f\n' | sort
+	[ -d "$LCRUN_RUN" ] && find "$LCRUN_RUN" -mindepth 1 -maxdepth 1 ! -name names ! -name net ! -name trash-state ! -name '*.lock' -printf '%f\n' | sort
 	[ -d "$LCRUN_RUN/names" ] && find "$LCRUN_RUN/names" -mindepth 1 -printf 'name %f\n' | sort
-	[ -d "$LCRUN_RUN/trash" ] && find "$LCRUN_RUN/trash" -mindepth 1 -maxdepth 1 -printf 'state in trash %f\n' | sort
+	[ -d "$LCRUN_RUN/trash-state" ] && find "$LCRUN_RUN/trash-state" -mindepth 1 -maxdepth 1 -printf 'state in trash %f\n' | sort
 	echo "== nft"
 	nft list table inet lcrun 2>/dev/null | grep -E '^\s*chain ' | sort
 	true
 }
 
-# A run's state directory waits in trash/ for its remover, a moment
+# A run's state directory waits in trash-state/ for its remover, a moment
 # after run returned (see README, Speed): wait for those, 5 s at most.
 state_settle() {
 	for _ in $(seq 50); do
-		[ -z "$(ls -A "${LCRUN_STATE_DIR:-/run/lcrun}/trash" "$LCRUN_RUN/trash" 2>/dev/null | grep -v -e '^$' -e ':$')" ] && break
+		[ -z "$(ls -A "${LCRUN_STATE_DIR:-/run/lcrun}/trash-state" "$LCRUN_RUN/trash-state" 2>/dev/null | grep -v -e '^$' -e ':$')" ] && break
 		sleep 0.1
 	done
 	true

@@ -505,19 +505,19 @@ wait_for() {
 	[ "$("$LCRUN" ps --json | jq length)" -eq 0 ]
 	[ -z "$(ls "$st" | grep '^[0-9a-f]\{12\}$')" ]
 	"$LCRUN" run --name again -- true
-	# the state directory went to trash/, and from there away
-	for _ in $(seq 50); do [ -z "$(ls "$st/trash")" ] && break; sleep 0.1; done
-	[ -d "$st/trash" ]
-	[ -z "$(ls "$st/trash")" ]
+	# the state directory went to trash-state/, and from there away
+	for _ in $(seq 50); do [ -z "$(ls "$st/trash-state")" ] && break; sleep 0.1; done
+	[ -d "$st/trash-state" ]
+	[ -z "$(ls "$st/trash-state")" ]
 	# one a killed remover left: gc removes it once 10 s old, not before
-	mkdir -p "$st/trash/cccccccccccc" "$st/trash/dddddddddddd"
-	echo '{}' >"$st/trash/cccccccccccc/state.json"
-	touch -d '-1 minute' "$st/trash/cccccccccccc"
+	mkdir -p "$st/trash-state/cccccccccccc" "$st/trash-state/dddddddddddd"
+	echo '{}' >"$st/trash-state/cccccccccccc/state.json"
+	touch -d '-1 minute' "$st/trash-state/cccccccccccc"
 	run "$LCRUN" gc
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"removed state $st/trash/cccccccccccc"* ]]
-	[ ! -e "$st/trash/cccccccccccc" ]
-	[ -d "$st/trash/dddddddddddd" ]
+	[[ "$output" == *"removed state $st/trash-state/cccccccccccc"* ]]
+	[ ! -e "$st/trash-state/cccccccccccc" ]
+	[ -d "$st/trash-state/dddddddddddd" ]
 }
 
 @test "gc with another state directory leaves the root's sandbox directories alone; its own gc still collects orphans" {
