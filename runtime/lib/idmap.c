@@ -91,6 +91,10 @@ static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_t
 		}
 	}
 	kill(pid, SIGKILL);
+	/* Left to the caller to reap: the child may be killed a moment after
+	 * its stack is freed below, which it never touches again (it sleeps
+	 * in pause(), or has not run yet; SIGKILL has no handler, so the
+	 * kernel writes no frame there on its way out). */
 	if (child && fd >= 0) {
 		*child = pid;
 		return fd;

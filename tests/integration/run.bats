@@ -28,25 +28,28 @@ teardown() {
 }
 
 @test "each run has a user namespace of its own: a child of the host's, owned by host root, not another run's" {
-	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 3' >"$BATS_TEST_TMPDIR/a" &
-	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 3' >"$BATS_TEST_TMPDIR/b" &
-	sleep 1
+	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 5' >"$BATS_TEST_TMPDIR/a" &
+	"$LCRUN" run -- sh -c 'readlink /proc/self/ns/user; exec sleep 5' >"$BATS_TEST_TMPDIR/b" &
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/a" ] && [ -s "$BATS_TEST_TMPDIR/b" ] && break; sleep 0.1; done
 	a=$(cat "$BATS_TEST_TMPDIR/a") b=$(cat "$BATS_TEST_TMPDIR/b")
 	[[ "$a" == user:* ]] && [[ "$b" == user:* ]]
 	[ "$a" != "$b" ]
 	[ "$a" != "$(readlink /proc/self/ns/user)" ]
+	local found=
 	for pid in $(pgrep -x sleep); do
 		[ "$(readlink /proc/$pid/ns/user)" = "$a" ] || continue
-		# parent: the host's user namespace; owner: host root (NS_GET_OWNER_UID)
-		[ "$(lsns -t user -p "$pid" -n -o PNS)" = "$(stat -L -c %i /proc/self/ns/user)" ]
+		# NS_GET_PARENT: the host's user namespace; NS_GET_OWNER_UID: host root
 		run python3 -c 'import fcntl, os, struct, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
-print(struct.unpack("I", fcntl.ioctl(fd, 0xb704, bytes(4)))[0])' "/proc/$pid/ns/user"
-		[ "$output" = 0 ]
+parent = fcntl.ioctl(fd, 0xb702)
+print(os.fstat(parent).st_ino == os.stat("/proc/self/ns/user").st_ino,
+      struct.unpack("I", fcntl.ioctl(fd, 0xb704, bytes(4)))[0])' "/proc/$pid/ns/user"
+		[ "$output" = "True 0" ]
 		found=1
 	done
+	kill %1 %2 2>/dev/null || true
 	wait
-	[ "${found:-}" = 1 ]
+	[ "$found" = 1 ]
 }
 
 @test "capabilities, no_new_privs and seccomp are what lcrun sets" {
