@@ -248,16 +248,14 @@ static void staging_main(lc_sb_t *c)
 	int own = -1;
 	if (lc_msg_recv_fd(c->sp[1], &go, &own) != 1 || go.type != LC_MSG_GO)
 		_exit(LC_EXIT_RUNTIME);
-	if (own >= 0)
+	c->joined = own >= 0; /* as lcrun's c->joined; pid 1 reads it (pid1_main) */
+	if (c->joined)
 		c->plan.idmap_userns_fd = own;
-	else if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
-		 (c->plan.idmap_userns_fd = lc_idmap_userns(0, lc_uid_base(), 0, (gid_t)lc_uid_base(), lc_uid_count(), &e)) < 0)
-		staging_fail(c, e);
 	if (lc_mounts_stage(&c->plan, &e) < 0 || lc_mounts_stage_targets(&c->plan, &e) < 0 ||
 	    lc_mounts_stage_binds(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	trace("staging: overlays mounted");
-	if (own >= 0) {
+	if (c->joined) {
 		/* its maps written already */
 		if (setns(own, CLONE_NEWUSER) < 0) {
 			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot enter the sandbox's user namespace");
@@ -269,12 +267,11 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
 		staging_fail(c, e);
 	}
-	c->joined = own >= 0; /* for pid 1 (pid1_main) */
-	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, own >= 0, NULL);
+	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
 	lc_msg_t m;
 	/* With a network, lcrun opens this process's network namespace
 	 * first (/proc/PID/ns/net): wait for it either way. */
-	if ((own < 0 || c->spec->net.mode != LC_NET_NONE) && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
+	if ((!c->joined || c->spec->net.mode != LC_NET_NONE) && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
 		_exit(LC_EXIT_RUNTIME);
 	if (!c->rootless && (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot become root in the sandbox's user namespace");
@@ -405,7 +402,8 @@ static void sb_paths_free(sb_paths_t *p)
 }
 
 /* What the staging process mounts, decided before it is forked: the
- * lower layers, the idmap user namespace, the binds' detached trees.
+ * lower layers, the idmap user namespace (unless lcrun's own comes with
+ * the GO), the binds' detached trees.
  * Nothing on disk yet: make_dirs, in lcrun, makes the directories while
  * the staging process makes its namespaces. */
 static int plan_root(lc_sb_t *c, lc_error_t **err)
@@ -458,9 +456,10 @@ static int plan_root(lc_sb_t *c, lc_error_t **err)
 		c->plan.usr_overlay = true;
 	}
 	if (!c->rootless) {
-		/* Made by the staging process, in parallel with make_dirs, when
-		 * this process is lcrun's own (single-threaded: kept for the
-		 * process's life otherwise, lcd makes many sandboxes). */
+		/* Single-threaded (lcrun's own sandbox), none here: the
+		 * sandbox's own user namespace, which lcrun makes after
+		 * make_dirs, serves for it (lc_sb_start).  Otherwise one kept
+		 * for the process's life: lcd makes many sandboxes. */
 		if (c->shared)
 			c->plan.idmap_userns_fd = c->shared->idmap_userns_fd;
 		else if (!c->single_threaded && (c->plan.idmap_userns_fd = idmap_userns(err)) < 0)
@@ -690,14 +689,6 @@ char *lc_trash_dir(void)
 	return lc_strdup_printf("%s/trash", lc_lib_dir());
 }
 
-/* Removing the sandbox directory file by file costs about 3 ms on ext4
- * here even when it holds only what lcrun made (24 entries; more with a
- * big upper layer), all of it on the caller's path.  Instead: one rename
- * into trash/ (0700, beside sandboxes/) and a remover that deletes it
- * there, holding a flock on it meanwhile; lcrun gc removes what such a
- * remover left (killed: no lock held).  Single-threaded, the remover is a
- * detached grandchild (it runs ordinary library code); from a threaded
- * caller (lcd), a detached thread.  -1: nothing moved, remove it now. */
 /* A fresh name for sandbox id's directory in trash/ (made if need be), or
  * NULL when there is no trash/ to move it to. */
 static char *trash_entry(const char *id)
@@ -725,6 +716,14 @@ static void *rm_thread(void *arg)
 	return NULL;
 }
 
+/* Removing the sandbox directory file by file costs about 3 ms on ext4
+ * here even when it holds only what lcrun made (24 entries; more with a
+ * big upper layer), all of it on the caller's path.  Instead: one rename
+ * into trash/ (0700, beside sandboxes/) and a remover that deletes it
+ * there, holding a flock on it meanwhile; lcrun gc removes what such a
+ * remover left (killed: no lock held).  Single-threaded, the remover is a
+ * detached grandchild (it runs ordinary library code); from a threaded
+ * caller (lcd), a detached thread.  -1: nothing moved, remove it now. */
 int lc_sb_remove_later(const char *dir, const char *id)
 {
 	_cleanup_free_ char *dst = trash_entry(id);
@@ -859,7 +858,6 @@ static int remover_go(lc_sb_t *c)
 	if (c->rm_pipe < 0)
 		return -1;
 	char locked = 0;
-	int r = -1;
 	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
 		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
 			lc_sb_remove_now(c->rm_dst); /* the remover is gone */
@@ -869,7 +867,7 @@ static int remover_go(lc_sb_t *c)
 	}
 	close(c->rm_pipe);
 	c->rm_pipe = -1;
-	return r;
+	return -1;
 }
 
 /* lc_userns_new's child, killed when the maps were written: dead by the
@@ -924,10 +922,8 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		if (!c->rm_went || state_to_trash(c) < 0)
 			lc_state_remove(c->id);
 	} else if (!keep) {
-		if (c->name_linked) {
-			_cleanup_free_ char *link = lc_strdup_printf("%s/names/%s", lc_run_dir(), c->spec->name);
-			unlink(link);
-		}
+		if (c->name_linked)
+			lc_name_unlink(c->id, c->spec->name);
 		if (c->state_dir_made) { /* a failure before the first state write */
 			_cleanup_free_ char *sd = lc_state_dir(c->id);
 			rmdir(sd);
@@ -1057,16 +1053,16 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
+	/* pid 1's mount namespace held by the remover: not with an upper
+	 * directory the next run may mount at once (its overlay would still
+	 * be mounted there), nor in a batch with a network (the batch's held
+	 * namespaces would keep every veth past its lcrun-net's wait). */
+	c->hold_mntns = c->throwaway && !s->upper_dir && c->single_threaded &&
+			(!c->shared || (c->shared->hold[1] >= 0 && s->net.mode == LC_NET_NONE));
 	/* Moving a process into a cgroup afterwards costs an RCU grace period
 	 * (about 10 ms here); clone3(CLONE_INTO_CGROUP) does not.  A raw clone3
 	 * skips glibc's fork handling, which only matters when other threads
 	 * may hold libc locks (lcd): those take fork() and move the child. */
-	/* Not with an upper directory the next run may mount at once (its
-	 * overlay would still be mounted there), nor in a batch with a
-	 * network (the batch's held namespaces would keep every veth past its
-	 * lcrun-net's wait). */
-	c->hold_mntns = c->throwaway && !s->upper_dir && c->single_threaded &&
-			(!c->shared || (c->shared->hold[1] >= 0 && s->net.mode == LC_NET_NONE));
 	bool moved = false;
 	if (c->cg.dirfd >= 0 && c->single_threaded) {
 		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
@@ -1143,8 +1139,11 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
 	    (own = lc_userns_new(lc_uid_base(), lc_uid_count(), &c->userns_child, err)) < 0)
 		return -1;
+	c->joined = own >= 0;
 	trace("root prepared");
-	if (own >= 0) {
+	/* A send that fails means the staging process is gone: its ERROR, or
+	 * its silence, is read below. */
+	if (c->joined) {
 		lc_msg_send_fd(c->sp[0], LC_MSG_GO, 0, own);
 		close(own);
 	} else {
@@ -1155,7 +1154,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	/* Joined, no network: pid 1 waits for this word, the only one after
 	 * the first GO (with a network, the GOs after USERNS come later and
 	 * gate it the same way). */
-	if (own >= 0 && c->spec->net.mode == LC_NET_NONE)
+	if (c->joined && c->spec->net.mode == LC_NET_NONE)
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 	bool got_pid = false, got_ready = false;
 	for (;;) {
@@ -1179,11 +1178,10 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			trace("staged");
 			reap_userns_child(c);
 			c->idmapped = m.a != 0;
-			bool joined = m.b != 0; /* lc_userns_new's, maps written */
-			if (!c->rootless && !joined && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
+			if (!c->rootless && !c->joined && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
 				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
 			if (c->spec->net.mode == LC_NET_NONE) {
-				if (!joined)
+				if (!c->joined)
 					lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 				break;
 			}

@@ -87,7 +87,7 @@ int lc_name_link(const char *id, const char *name, lc_error_t **err);
 
 /* ---- sync.c: messages between lcrun, the staging process and pid 1 */
 enum {
-	LC_MSG_USERNS = 1, /* staging -> parent: user namespace made, write the maps */
+	LC_MSG_USERNS = 1, /* staging -> parent: user namespace made (write the maps unless joined) */
 	LC_MSG_GO,         /* parent -> staging: directory made; maps written; network set up */
 	LC_MSG_PID,        /* staging -> parent: host pid of pid 1 in a */
 	LC_MSG_READY,      /* pid 1 -> parent: root set up, command starting */
@@ -223,9 +223,9 @@ typedef struct lc_sb {
 	bool reuse_dir;  /* start: the sandbox directory and state exist (stopped) */
 	bool idmapped;   /* the staging process could idmap the lower layers */
 	bool throwaway;  /* lc_run without --keep: nothing of it outlives the run */
-	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, idmap made by staging */
+	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, its own user namespace */
 	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
-	bool joined;          /* the staging process joined lcrun's user namespace (set there, for pid 1) */
+	bool joined;          /* lcrun made the user namespace (sent with the GO), staging joins it */
 	bool hold_mntns;      /* the staging process sends pid 1's mount namespace with its pid: */
 	int mntns_fd;         /* held for the remover (remover_start), -1 when none */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */

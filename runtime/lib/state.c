@@ -93,7 +93,7 @@ int lc_state_remove(const char *id)
 char *lc_state_trash(const char *id)
 {
 	/* Not "trash": that is LCRUN_ROOT's, which may be the same directory. */
-	return id ? lc_strdup_printf("%s/trash-state/%s", lc_run_dir(), id) : lc_strdup_printf("%s/trash-state", lc_run_dir());
+	return lc_strdup_printf("%s/trash-state%s%s", lc_run_dir(), id ? "/" : "", id ? id : "");
 }
 
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)

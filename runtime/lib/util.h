@@ -60,7 +60,8 @@ int lc_write_file(const char *path, const char *s, lc_error_t **err);
 int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
 /* A hint to ext2/3/4 to spread the directories made in path over the disk
- * (FS_TOPDIR_FL); nothing elsewhere. */
+ * (FS_TOPDIR_FL), or with spread false not to (the flag cleared); nothing
+ * elsewhere. */
 void lc_dir_spread(const char *path, bool spread);
 /* rm -rf that never crosses into another mount. */
 int lc_rm_rf(const char *path, lc_error_t **err);
