@@ -93,9 +93,9 @@ int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd)
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
 	ssize_t r;
-	do
+	do /* ECONNRESET: as lc_msg_recv (sync.c) */
 		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
+	while (r < 0 && (errno == EINTR || errno == ECONNRESET));
 	if (r == 0)
 		return 0;
 	if (r != (ssize_t)sizeof(*m))

@@ -35,7 +35,10 @@ int lc_msg_recv(int fd, lc_msg_t *m)
 {
 	for (;;) {
 		ssize_t r = recv(fd, m, sizeof(*m), 0);
-		if (r < 0 && errno == EINTR)
+		/* ECONNRESET: the last holder of the other end closed it with
+		 * a message of ours unread (pid 1 failing before it read its
+		 * GO).  Reported once, ahead of what it had sent: read on. */
+		if (r < 0 && (errno == EINTR || errno == ECONNRESET))
 			continue;
 		if (r < 0)
 			return -1;

@@ -302,6 +302,17 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	[ "$output" = "script ran with 60000 args" ]
 }
 
+@test "pid 1's own error reaches lcrun every time, though it dies with a word of lcrun's unread (200 tries)" {
+	# pid 1 fails on the workdir before it reads lcrun's last GO: the
+	# kernel then reports ECONNRESET ahead of pid 1's ERROR, which
+	# lcrun must still read
+	for i in $(seq 200); do
+		run "$LCRUN" run --workdir /no/such/wd -- true
+		[ "$status" -eq 122 ] || { echo "try $i: $status $output" >&2; false; }
+		[[ "$output" == *"workdir /no/such/wd does not exist in the sandbox"* ]]
+	done
+}
+
 @test "a run whose name is taken fails in one line and runs nothing of its command (20 tries)" {
 	local out=$BATS_TEST_TMPDIR/out
 	mkdir -p "$out"
