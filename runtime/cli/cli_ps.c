@@ -108,20 +108,22 @@ int lc_cmd_logs(int argc, char **argv)
 
 int lc_cmd_gc(int argc, char **argv)
 {
-	bool json = false, wait = false;
+	bool json = false, wait = false, spares = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
 			json = true;
 		else if (!strcmp(argv[i], "--wait"))
 			wait = true;
+		else if (!strcmp(argv[i], "--spares"))
+			spares = true;
 		else
-			return lc_cli_usage_error("gc: unknown option '%s' (lcrun gc [--json] [--wait])", argv[i]);
+			return lc_cli_usage_error("gc: unknown option '%s' (lcrun gc [--json] [--wait] [--spares])", argv[i]);
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *removed = NULL;
 	if (wait && lc_gc_wait(10000, &err) < 0)
 		return lc_cli_fail(err);
-	if (lc_gc(&removed, &err) < 0)
+	if (lc_gc(&removed, &err) < 0 || (spares && lc_gc_spares(removed, &err) < 0))
 		return lc_cli_fail(err);
 	if (json) {
 		json_dumpf(removed, stdout, JSON_INDENT(2));

@@ -19,6 +19,7 @@
 
 #include "lifecycle.h"
 #include "net.h"
+#include "netspare.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -207,6 +208,31 @@ static void gc_state_trash_entry(const char *path, json_t *removed)
 		note(removed, "removed state %s", path);
 }
 
+/* A spare sandbox directory a killed remover left half made (tmp.*,
+ * older than a minute). */
+static void gc_spare_entry(const char *path, json_t *removed)
+{
+	struct stat st;
+	const char *base = strrchr(path, '/');
+	if (base && !strncmp(base + 1, "tmp.", 4) && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    time(NULL) - st.st_mtime > 60 && lc_rm_rf(path, NULL) == 0)
+		note(removed, "removed directory %s", path);
+}
+
+int lc_gc_spares(json_t *removed, lc_error_t **err)
+{
+	if (lc_netspare_release() == 1)
+		note(removed, "let the spare network namespaces go");
+	_cleanup_free_ char *dir = lc_strdup_printf("%s/spare", lc_lib_dir());
+	struct stat st;
+	if (lstat(dir, &st) < 0)
+		return 0;
+	if (lc_rm_rf(dir, err) < 0)
+		return -1;
+	note(removed, "removed the spare sandbox directories in %s", dir);
+	return 0;
+}
+
 /* A name whose sandbox has no state. */
 static void gc_name_entry(const char *path, json_t *removed)
 {
@@ -291,6 +317,8 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(trash, gc_trash_entry, removed);
 	_cleanup_free_ char *state_trash = lc_state_trash(NULL);
 	each_entry(state_trash, gc_state_trash_entry, removed);
+	_cleanup_free_ char *spare = lc_strdup_printf("%s/spare", lc_lib_dir());
+	each_entry(spare, gc_spare_entry, removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)

@@ -292,6 +292,9 @@ int lc_tar_to_host(int fd, const char *dir, lc_error_t **err);
  * sandbox dirs, state dirs, names of sandboxes that are not alive.  Never
  * touches a live sandbox.  removed (optional) gets one string per item. */
 int lc_gc(json_t **removed, lc_error_t **err);
+/* Let go what runs keep ready for the next ones (the spare network
+ * namespaces' holder, lc_lib_dir()/spare); removed gets a line for each. */
+int lc_gc_spares(json_t *removed, lc_error_t **err);
 /* Wait for the background removals that runs leave for a moment (the
  * network remainders of lc_net_teardown_exited, the sandbox directories
  * lcrun-rm removes) to finish, at most timeout_ms (then LC_EXIT_BUSY).
