@@ -28,7 +28,7 @@ host_state() {
 	echo "== sandboxes"
 	[ -d "$LCRUN_LIB/sandboxes" ] && ls -1 "$LCRUN_LIB/sandboxes" | sort
 	echo "== state"
-	[ -d "$LCRUN_RUN" ] && find "$LCRUN_RUN" -mindepth 1 -maxdepth 1 ! -name names ! -name net ! -name trash-state ! -name '*.lock' -printf '%f\n' | sort
+	[ -d "$LCRUN_RUN" ] && find "$LCRUN_RUN" -mindepth 1 -maxdepth 1 ! -name names ! -name net ! -name trash-state ! -name '*.lock' ! -name netspare.sock -printf '%f\n' | sort
 	[ -d "$LCRUN_RUN/names" ] && find "$LCRUN_RUN/names" -mindepth 1 -printf 'name %f\n' | sort
 	[ -d "$LCRUN_RUN/trash-state" ] && find "$LCRUN_RUN/trash-state" -mindepth 1 -maxdepth 1 -printf 'state in trash %f\n' | sort
 	echo "== nft"
