@@ -21,17 +21,17 @@
 #include "sandbox_priv.h"
 #include "util.h"
 
-/* The words on netspare.sock (lc_msg_t frames, one request a connection). */
+/* The words on netspare.sock (lc_msg_t frames, one request a connection).
+ * Nobody hands the holder a namespace: a process that is uid 0 without
+ * privileges (a container's root with the state directory mounted in)
+ * could hand over its own.  It makes every spare itself. */
 enum {
 	NS_CLAIM = 1, /* -> NS_FD with a namespace, or NS_NONE */
-	NS_COUNT,     /* -> NS_N, a = how many are kept */
-	NS_PUT,       /* with a namespace -> NS_KEPT, or NS_FULL (the sender's to close) */
-	NS_QUIT,      /* -> NS_KEPT; the holder lets its spares go and ends */
+	NS_FILL,      /* the holder makes spares up to the cap -> NS_N */
+	NS_QUIT,      /* -> NS_N; the holder lets its spares go and ends */
 	NS_FD,
 	NS_NONE,
-	NS_N,
-	NS_KEPT,
-	NS_FULL,
+	NS_N,         /* a = how many are kept */
 };
 
 static char *sock_path(void)
@@ -129,27 +129,40 @@ static int make_netns(void)
 
 void lc_netspare_refill(lc_netspare_t *ns)
 {
-	ns->hold = false;
 	lc_msg_t m;
 	int fd;
-	if (ask(NS_COUNT, -1, &m, &fd) < 0 || m.type != NS_N) {
-		if (fd >= 0)
-			close(fd);
-		ns->hold = geteuid() == 0;
-		return;
-	}
-	for (int n = m.a; n < LC_NETSPARE_CAP; n++) {
-		_cleanup_close_ int spare = make_netns();
-		int got;
-		if (spare < 0 || ask(NS_PUT, spare, &m, &got) < 0 || m.type != NS_KEPT)
-			return;
+	/* Answered once the spares are made: this remover's own removal,
+	 * which the benchmarks and gc --wait wait for, comes after. */
+	ns->hold = ask(NS_FILL, -1, &m, &fd) < 0 && geteuid() == 0;
+	if (fd >= 0)
+		close(fd);
+}
+
+typedef struct {
+	int fd;
+	long long made_ms;
+} spare_t;
+
+/* Up to the cap, the oldest first in the array. */
+static void fill(spare_t *spares, int *n)
+{
+	while (*n < LC_NETSPARE_CAP && (spares[*n].fd = make_netns()) >= 0)
+		spares[(*n)++].made_ms = lc_now_ms();
+}
+
+/* A spare a minute old goes: what a new namespace copies from the host's
+ * (net.ipv4.conf.*) is never older than that. */
+static void drop_old(spare_t *spares, int *n)
+{
+	while (*n > 0 && lc_now_ms() - spares[0].made_ms > LC_NETSPARE_MAX_AGE_S * 1000LL) {
+		close(spares[0].fd);
+		memmove(spares, spares + 1, (size_t)--*n * sizeof(*spares));
 	}
 }
 
 /* The holder: answers one request a connection, until idle or moved. */
-static void serve(int lfd, int *spares, int *count, const struct stat *bound)
+static void serve(int lfd, spare_t *spares, int *n, const struct stat *bound)
 {
-	int n = *count;
 	int idle_s = 0;
 	_cleanup_free_ char *path = sock_path();
 	for (;;) {
@@ -162,6 +175,7 @@ static void serve(int lfd, int *spares, int *count, const struct stat *bound)
 			if (++idle_s >= LC_NETSPARE_IDLE_S || stat(path, &st) < 0 || st.st_ino != bound->st_ino ||
 			    st.st_dev != bound->st_dev)
 				break;
+			drop_old(spares, n);
 			continue;
 		}
 		if (r < 0 && errno == EINTR)
@@ -177,42 +191,28 @@ static void serve(int lfd, int *spares, int *count, const struct stat *bound)
 		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		lc_msg_t m;
 		int fd = -1;
-		if (lc_msg_recv_fd(c, &m, &fd) != 1) {
-			if (fd >= 0)
-				close(fd);
+		r = lc_msg_recv_fd(c, &m, &fd);
+		if (fd >= 0)
+			close(fd); /* nothing comes with a request */
+		if (r != 1)
 			continue;
-		}
-		switch (m.type) {
-		case NS_CLAIM:
-			if (n > 0 && lc_msg_send_fd(c, NS_FD, 0, spares[n - 1]) == 0) {
-				close(spares[--n]);
+		drop_old(spares, n);
+		if (m.type == NS_CLAIM) {
+			/* The oldest: none waits long for its turn. */
+			if (*n > 0 && lc_msg_send_fd(c, NS_FD, 0, spares[0].fd) == 0) {
+				close(spares[0].fd);
+				memmove(spares, spares + 1, (size_t)--*n * sizeof(*spares));
 			} else {
 				lc_msg_send(c, NS_NONE, 0, 0, NULL);
 			}
-			break;
-		case NS_COUNT:
-			lc_msg_send(c, NS_N, n, 0, NULL);
-			break;
-		case NS_PUT:
-			if (fd >= 0 && n < LC_NETSPARE_CAP && is_netns(fd)) {
-				spares[n++] = fd;
-				fd = -1;
-				lc_msg_send(c, NS_KEPT, 0, 0, NULL);
-			} else {
-				lc_msg_send(c, NS_FULL, 0, 0, NULL);
-			}
-			break;
-		case NS_QUIT:
-			lc_msg_send(c, NS_KEPT, 0, 0, NULL);
-			*count = n;
-			return;
-		default:
+		} else if (m.type == NS_FILL) {
+			fill(spares, n);
+			lc_msg_send(c, NS_N, *n, 0, NULL);
+		} else if (m.type == NS_QUIT) {
+			lc_msg_send(c, NS_N, *n, 0, NULL);
 			break;
 		}
-		if (fd >= 0)
-			close(fd);
 	}
-	*count = n;
 }
 
 void lc_netspare_hold(const lc_netspare_t *ns)
@@ -224,15 +224,20 @@ void lc_netspare_hold(const lc_netspare_t *ns)
 	_cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
 		return;
-	lc_proc_title("lcrun-netspare");
-	int spares[LC_NETSPARE_CAP], n = 0;
-	while (n < LC_NETSPARE_CAP && (spares[n] = make_netns()) >= 0)
-		n++;
 	struct sockaddr_un a;
+	if (!fill_addr(&a))
+		return; /* a state directory's path too long for a socket: no spares */
+	lc_proc_title("lcrun-netspare");
+	/* Nothing of the caller's kept busy for its life but what it must. */
+	if (chdir("/") < 0)
+		return;
+	spare_t spares[LC_NETSPARE_CAP];
+	int n = 0;
+	fill(spares, &n);
 	_cleanup_close_ int lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	struct stat bound;
 	_cleanup_free_ char *path = sock_path();
-	if (n > 0 && lfd >= 0 && fill_addr(&a)) {
+	if (n > 0 && lfd >= 0) {
 		/* A socket there is a dead holder's: the lock was free. */
 		unlink(path);
 		mode_t old = umask(077);
@@ -248,7 +253,7 @@ void lc_netspare_hold(const lc_netspare_t *ns)
 		}
 	}
 	for (int i = 0; i < n; i++)
-		close(spares[i]);
+		close(spares[i].fd);
 }
 
 int lc_netspare_release(void)
@@ -258,5 +263,5 @@ int lc_netspare_release(void)
 	int r = ask(NS_QUIT, -1, &m, &fd);
 	if (fd >= 0)
 		close(fd);
-	return r == 0 && m.type == NS_KEPT ? 1 : 0;
+	return r == 0 && m.type == NS_N ? 1 : 0;
 }
