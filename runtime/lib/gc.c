@@ -227,7 +227,16 @@ int lc_gc_spares(json_t *removed, lc_error_t **err)
 	struct stat st;
 	if (lstat(dir, &st) < 0)
 		return 0;
-	if (lc_rm_rf(dir, err) < 0)
+	/* Out of the way first, in one step: a start may be renaming a spare
+	 * out of it into sandboxes/, and a removal that went on through that
+	 * tree would empty a live sandbox's. */
+	_cleanup_free_ char *trash = lc_trash_dir();
+	char tag[9];
+	lc_random_hex(tag, 8);
+	_cleanup_free_ char *aside = lc_strdup_printf("%s/spare.%s", trash, tag);
+	if ((mkdir(trash, 0700) < 0 && errno != EEXIST) || rename(dir, aside) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot move %s aside to remove it", dir);
+	if (lc_rm_rf(aside, err) < 0)
 		return -1;
 	note(removed, "removed the spare sandbox directories in %s", dir);
 	return 0;

@@ -232,12 +232,11 @@ static void staging_main(lc_sb_t *c)
 	 * which would copy the host's mounts for nothing. */
 	int spare = c->rootless ? -1 : lc_netspare_claim();
 	if (spare >= 0) {
-		if (setns(spare, CLONE_NEWNET) < 0) {
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot enter a spare network namespace");
-			staging_fail(c, e);
-		}
+		int r = setns(spare, CLONE_NEWNET);
 		close(spare);
-		trace("staging: a spare network namespace");
+		spare = r; /* refused: made here as without one */
+		if (r == 0)
+			trace("staging: a spare network namespace");
 	}
 	if (unshare(CLONE_NEWNS | (spare >= 0 ? 0 : CLONE_NEWNET)) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create mount and network namespaces");
@@ -482,8 +481,10 @@ static int plan_root(lc_sb_t *c, lc_error_t **err)
 }
 
 /* A new sandbox's directories under sbdir, its uppers under upper_dir if
- * given (kept if there), with usr-upper/usr-work for a host image. */
-static int make_tree(const char *sbdir, const char *upper_dir, bool host, uid_t ou, gid_t og, lc_error_t **err)
+ * given (kept if there), with usr-upper/usr-work for a host image; a
+ * spare without the uppers (upper, usr-upper), made when it is taken. */
+static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool uppers, uid_t ou, gid_t og,
+		     lc_error_t **err)
 {
 	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", sbdir);
 	_cleanup_free_ char *priv = lc_strdup_printf("%s/private/ovl", sbdir);
@@ -498,6 +499,8 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, uid_t 
 	for (size_t i = 0; i < (host ? 4u : 2u); i++) {
 		_cleanup_free_ char *d = lc_strdup_printf("%s/%s", ud, names[i]);
 		bool owned = i % 2 == 0; /* the uppers are the sandbox's root's; the work dirs host root's */
+		if (owned && !uppers)
+			continue;
 		if (keep_or_mkdir(d, owned ? ou : 0, owned ? og : 0, owned ? 0755 : 0700, keep, err) < 0)
 			return -1;
 	}
@@ -513,13 +516,17 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, uid_t 
  * of the start.  The remover of a run (after `run` returned) makes up to
  * SPARE_DIRS of its run's shape ahead, in lc_lib_dir()/spare/ (0700,
  * host root's), each a rename away from being a sandbox's; a start of
- * that shape takes one.  They are what make_tree makes, nothing of any
- * sandbox in them; `lcrun gc --spares` removes them. */
+ * that shape takes one.  They are what make_tree makes but the uppers,
+ * nothing of any sandbox in them: the uppers are made when a spare is
+ * taken, since the sandbox's / and /usr show their times (their birth
+ * time, which nothing can set, included).  The name carries the tree's
+ * layout (v1): a later lcrun with another leaves these alone.  `lcrun gc
+ * --spares` removes them. */
 #define SPARE_DIRS 4
 
 static char *spare_slot(bool host, uid_t ou, gid_t og, int k)
 {
-	return lc_strdup_printf("%s/spare/%s-%u-%u.%d", lc_lib_dir(), host ? "host" : "image", (unsigned)ou,
+	return lc_strdup_printf("%s/spare/%s-v1-%u-%u.%d", lc_lib_dir(), host ? "host" : "image", (unsigned)ou,
 				(unsigned)og, k);
 }
 
@@ -549,8 +556,12 @@ static void spare_refill(const lc_sb_t *c)
 	uid_t ou = lc_uid_base();
 	gid_t og = (gid_t)lc_uid_base();
 	_cleanup_free_ char *dir = lc_strdup_printf("%s/spare", lc_lib_dir());
+	_cleanup_free_ char *sbs = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (mkdir(dir, 0700) == 0)
 		lc_dir_spread(dir, true); /* as sandboxes/ */
+	struct stat a, b;
+	if (stat(dir, &a) < 0 || stat(sbs, &b) < 0 || a.st_dev != b.st_dev)
+		return; /* sandboxes/ on a filesystem of its own: no rename reaches it */
 	for (int k = 0; k < SPARE_DIRS; k++) {
 		_cleanup_free_ char *slot = spare_slot(c->host_image, ou, og, k);
 		if (access(slot, F_OK) == 0)
@@ -559,7 +570,7 @@ static void spare_refill(const lc_sb_t *c)
 		lc_random_hex(tag, 8);
 		_cleanup_free_ char *tmp = lc_strdup_printf("%s/tmp.%s", dir, tag);
 		lc_error_t *e = NULL;
-		if (make_tree(tmp, NULL, c->host_image, ou, og, &e) < 0) {
+		if (make_tree(tmp, NULL, c->host_image, false, ou, og, &e) < 0) {
 			lc_error_free(e);
 			lc_rm_rf(tmp, NULL);
 			return;
@@ -597,8 +608,12 @@ static int make_dirs(lc_sb_t *c, lc_error_t **err)
 		if (c->host_image && (keep_or_mkdir(p.usr_upper, ou, og, 0755, true, err) < 0 ||
 				      keep_or_mkdir(p.usr_work, 0, 0, 0700, true, err) < 0))
 			return -1;
-	} else if (!(spare_shape(c) && spare_claim(c, ou, og)) &&
-		   make_tree(c->sbdir, s->upper_dir, c->host_image, ou, og, err) < 0) {
+	} else if (spare_shape(c) && spare_claim(c, ou, og)) {
+		/* its uppers, made now (spare_refill) */
+		if (keep_or_mkdir(p.upper, ou, og, 0755, false, err) < 0 ||
+		    (c->host_image && keep_or_mkdir(p.usr_upper, ou, og, 0755, false, err) < 0))
+			return -1;
+	} else if (make_tree(c->sbdir, s->upper_dir, c->host_image, true, ou, og, err) < 0) {
 		return -1;
 	}
 	if (write_files(c, err) < 0)
