@@ -15,6 +15,7 @@ setup() {
 
 teardown() {
 	for n in a b c; do "$LCRUN" rm -f "$n-$$" >/dev/null 2>&1 || true; done
+	"$LCRUN" gc --wait >/dev/null 2>&1 || true # the last remover's spares made first
 	"$LCRUN" gc --spares >/dev/null 2>&1 || true
 	wait_no_holder || true
 }
@@ -39,11 +40,16 @@ spare_dirs() {
 	ls "$LCRUN_ROOT/spare" 2>/dev/null | grep -c '^host-' || true
 }
 
+# The holder listens (it does once its spares are made).
+listening() {
+	ss -xlH | grep -qF " $LCRUN_STATE_DIR/netspare.sock "
+}
+
 # Wait (5 s at most) until n spares of each kind are there.
 wait_spares() {
 	local n=$1 p
 	for _ in $(seq 50); do
-		p=$(holder_pid) && [ "$(held "$p")" -ge "$n" ] && [ "$(spare_dirs)" -ge "$n" ] && return 0
+		p=$(holder_pid) && listening && [ "$(held "$p")" -ge "$n" ] && [ "$(spare_dirs)" -ge "$n" ] && return 0
 		sleep 0.1
 	done
 	echo "spares: holder '$(holder_pid)', namespaces $(held "$(holder_pid)"), directories $(spare_dirs)" >&2
@@ -59,7 +65,7 @@ wait_no_holder() {
 }
 
 # What a sandbox sees of its network, but the namespace's inode (last line).
-FP='ls /sys/class/net; cat /sys/class/net/lo/flags; ip -o addr; for f in unix tcp tcp6 udp udp6 raw packet; do wc -l </proc/net/$f; done; cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/core/somaxconn /proc/sys/net/ipv4/ping_group_range; readlink /proc/self/ns/net'
+FP='ls /sys/class/net; cat /sys/class/net/lo/flags; ip -o addr; for f in unix tcp tcp6 udp udp6 raw packet; do wc -l </proc/net/$f; done; cat /proc/sys/net/ipv4/ip_forward /proc/sys/net/core/somaxconn /proc/sys/net/ipv4/ping_group_range; ls -l /proc/self/fd | wc -l; readlink /proc/self/ns/net'
 
 # A kept sandbox's directory: paths, modes, owners (not times).
 tree_of() {
@@ -77,9 +83,14 @@ tree_of() {
 	"$LCRUN" run -- true
 	wait_spares 2
 	before=$(spare_dirs)
-	pooled=$(LCRUN_TRACE=1 "$LCRUN" run --keep --name b-$$ -- sh -c "$FP" 2>"$BATS_TEST_TMPDIR/trace-b")
+	sleep 1.1 # the spares a second older than the run: its / and /usr are not
+	start=$(date +%s)
+	pooled=$(LCRUN_TRACE=1 "$LCRUN" run --keep --name b-$$ -- sh -c "stat -c %W / /usr; $FP" 2>"$BATS_TEST_TMPDIR/trace-b")
 	grep -q "a spare network namespace" "$BATS_TEST_TMPDIR/trace-b"
 	[ "$(spare_dirs)" -eq $((before - 1)) ] # its directory was one of them
+	born=$(echo "$pooled" | head -2)
+	pooled=$(echo "$pooled" | tail -n +3)
+	for t in $born; do [ "$t" -ge "$start" ]; done
 	# the same network, but a namespace of its own, not the host's
 	echo "$fresh" | grep -qx "lo"
 	[ "$(echo "$fresh" | sed '$d')" = "$(echo "$pooled" | sed '$d')" ]
@@ -92,8 +103,14 @@ tree_of() {
 @test "spares: two sandboxes on spares share nothing, nor with an earlier tenant" {
 	"$LCRUN" run -- sh -c 'echo tenant >/root/marker; echo tenant >/tmp/marker'
 	wait_spares 2
+	"$LCRUN" gc --wait
+	n0=$(held "$(holder_pid)")
+	d0=$(spare_dirs)
 	a=$("$LCRUN" create --name a-$$)
 	b=$("$LCRUN" create --name b-$$)
+	# both on spares (a sandbox that stays makes none for the next)
+	[ "$(held "$(holder_pid)")" -eq $((n0 - 2)) ]
+	[ "$(spare_dirs)" -eq $((d0 - 2)) ]
 	na=$("$LCRUN" exec "$a" -- readlink /proc/self/ns/net)
 	nb=$("$LCRUN" exec "$b" -- readlink /proc/self/ns/net)
 	[ -n "$na" ] && [ "$na" != "$nb" ]
