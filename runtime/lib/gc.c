@@ -197,14 +197,20 @@ static void gc_trash_entry(const char *path, json_t *removed)
 		note(removed, "removed directory %s", path);
 }
 
+/* Remove path, a directory untouched for more than age seconds. */
+static bool rm_stale_dir(const char *path, time_t age)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && time(NULL) - st.st_mtime > age &&
+	       lc_rm_rf(path, NULL) == 0;
+}
+
 /* A run's state directory its remover left (killed); older than 10 s,
  * not one a remover is at. */
 static void gc_state_trash_entry(const char *path, json_t *removed)
 {
-	struct stat st;
 	const char *base = strrchr(path, '/');
-	if (base && lc_id_valid(base + 1) && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    time(NULL) - st.st_mtime > 10 && lc_rm_rf(path, NULL) == 0)
+	if (base && lc_id_valid(base + 1) && rm_stale_dir(path, 10))
 		note(removed, "removed state %s", path);
 }
 
@@ -212,10 +218,8 @@ static void gc_state_trash_entry(const char *path, json_t *removed)
  * older than a minute). */
 static void gc_spare_entry(const char *path, json_t *removed)
 {
-	struct stat st;
 	const char *base = strrchr(path, '/');
-	if (base && !strncmp(base + 1, "tmp.", 4) && lstat(path, &st) == 0 && S_ISDIR(st.st_mode) &&
-	    time(NULL) - st.st_mtime > 60 && lc_rm_rf(path, NULL) == 0)
+	if (base && !strncmp(base + 1, "tmp.", 4) && rm_stale_dir(path, 60))
 		note(removed, "removed directory %s", path);
 }
 
@@ -223,7 +227,7 @@ int lc_gc_spares(json_t *removed, lc_error_t **err)
 {
 	if (lc_netspare_release() == 1)
 		note(removed, "let the spare network namespaces go");
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/spare", lc_lib_dir());
+	_cleanup_free_ char *dir = lc_spare_dir();
 	struct stat st;
 	if (lstat(dir, &st) < 0)
 		return 0;
@@ -326,7 +330,7 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(trash, gc_trash_entry, removed);
 	_cleanup_free_ char *state_trash = lc_state_trash(NULL);
 	each_entry(state_trash, gc_state_trash_entry, removed);
-	_cleanup_free_ char *spare = lc_strdup_printf("%s/spare", lc_lib_dir());
+	_cleanup_free_ char *spare = lc_spare_dir();
 	each_entry(spare, gc_spare_entry, removed);
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);

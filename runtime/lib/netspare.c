@@ -65,6 +65,16 @@ static bool is_netns(int fd)
 	return fstatfs(fd, &sf) == 0 && sf.f_type == NSFS_MAGIC && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
 }
 
+/* 100 ms for a word either way: a holder that does not answer at once is
+ * no better than none, and a client that does not ask at once holds the
+ * holder up. */
+static void set_timeouts(int s)
+{
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100 * 1000 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
 static int connect_holder(void)
 {
 	struct sockaddr_un a;
@@ -73,10 +83,7 @@ static int connect_holder(void)
 	int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -1;
-	/* A holder that does not answer at once is no better than none. */
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 100 * 1000 };
-	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	set_timeouts(s);
 	if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0 || !peer_is_root(s)) {
 		close(s);
 		return -1;
@@ -85,13 +92,13 @@ static int connect_holder(void)
 }
 
 /* One request, its answer (*fd: what came with it, or -1). */
-static int ask(int type, int passfd, lc_msg_t *m, int *fd)
+static int ask(int type, lc_msg_t *m, int *fd)
 {
 	*fd = -1;
 	int s = connect_holder();
 	if (s < 0)
 		return -1;
-	int r = passfd >= 0 ? lc_msg_send_fd(s, type, 0, passfd) : lc_msg_send(s, type, 0, 0, NULL);
+	int r = lc_msg_send(s, type, 0, 0, NULL);
 	if (r == 0)
 		r = lc_msg_recv_fd(s, m, fd) == 1 ? 0 : -1;
 	close(s);
@@ -102,7 +109,7 @@ int lc_netspare_claim(void)
 {
 	lc_msg_t m;
 	int fd;
-	if (ask(NS_CLAIM, -1, &m, &fd) < 0 || m.type != NS_FD || fd < 0 || !is_netns(fd)) {
+	if (ask(NS_CLAIM, &m, &fd) < 0 || m.type != NS_FD || fd < 0 || !is_netns(fd)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -133,7 +140,7 @@ void lc_netspare_refill(lc_netspare_t *ns)
 	int fd;
 	/* Answered once the spares are made: this remover's own removal,
 	 * which the benchmarks and gc --wait wait for, comes after. */
-	ns->hold = ask(NS_FILL, -1, &m, &fd) < 0 && geteuid() == 0;
+	ns->hold = ask(NS_FILL, &m, &fd) < 0 && geteuid() == 0;
 	if (fd >= 0)
 		close(fd);
 }
@@ -186,9 +193,7 @@ static void serve(int lfd, spare_t *spares, int *n, const struct stat *bound)
 		if (c < 0 || !peer_is_root(c))
 			continue;
 		idle_s = 0;
-		struct timeval tv = { .tv_sec = 0, .tv_usec = 100 * 1000 };
-		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		set_timeouts(c);
 		lc_msg_t m;
 		int fd = -1;
 		r = lc_msg_recv_fd(c, &m, &fd);
@@ -221,8 +226,8 @@ void lc_netspare_hold(const lc_netspare_t *ns)
 		return;
 	/* One holder a state directory: the one with the lock, for its life. */
 	_cleanup_free_ char *lock = lc_strdup_printf("%s/netspare.lock", lc_run_dir());
-	_cleanup_close_ int lk = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+	_cleanup_close_ int lk = lc_lock_file(lock, LOCK_EX | LOCK_NB, NULL);
+	if (lk < 0)
 		return;
 	struct sockaddr_un a;
 	if (!fill_addr(&a))
@@ -260,7 +265,7 @@ int lc_netspare_release(void)
 {
 	lc_msg_t m;
 	int fd;
-	int r = ask(NS_QUIT, -1, &m, &fd);
+	int r = ask(NS_QUIT, &m, &fd);
 	if (fd >= 0)
 		close(fd);
 	return r == 0 && m.type == NS_N ? 1 : 0;

@@ -524,10 +524,15 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool u
  * --spares` removes them. */
 #define SPARE_DIRS 4
 
+char *lc_spare_dir(void)
+{
+	return lc_strdup_printf("%s/spare", lc_lib_dir());
+}
+
 static char *spare_slot(bool host, uid_t ou, gid_t og, int k)
 {
-	return lc_strdup_printf("%s/spare/%s-v1-%u-%u.%d", lc_lib_dir(), host ? "host" : "image", (unsigned)ou,
-				(unsigned)og, k);
+	_cleanup_free_ char *dir = lc_spare_dir();
+	return lc_strdup_printf("%s/%s-v1-%u-%u.%d", dir, host ? "host" : "image", (unsigned)ou, (unsigned)og, k);
 }
 
 /* Host root's sandboxes with their uppers in their own directory. */
@@ -555,7 +560,7 @@ static void spare_refill(const lc_sb_t *c)
 		return;
 	uid_t ou = lc_uid_base();
 	gid_t og = (gid_t)lc_uid_base();
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/spare", lc_lib_dir());
+	_cleanup_free_ char *dir = lc_spare_dir();
 	_cleanup_free_ char *sbs = lc_strdup_printf("%s/sandboxes", lc_lib_dir());
 	if (mkdir(dir, 0700) == 0)
 		lc_dir_spread(dir, true); /* as sandboxes/ */
