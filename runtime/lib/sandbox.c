@@ -545,6 +545,15 @@ static bool spare_claim(lc_sb_t *c, uid_t ou, gid_t og)
 {
 	for (int k = SPARE_DIRS - 1; k >= 0; k--) {
 		_cleanup_free_ char *slot = spare_slot(c->host_image, ou, og, k);
+		/* A look first (lock-free): a rename between two directories
+		 * takes the filesystem's one rename mutex even when the name
+		 * is not there, and overlayfs takes it at every mount; ten
+		 * sandboxes starting at once queued on it for nothing. */
+		if (faccessat(AT_FDCWD, slot, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				return false;
+			continue;
+		}
 		if (rename(slot, c->sbdir) == 0)
 			return true;
 		if (errno != ENOENT)
