@@ -860,7 +860,7 @@ int lc_sb_remove_later(const char *dir, const char *id)
 		return 0;
 	}
 	if (lc_single_threaded()) {
-		lc_sb_remove_detached(dst, fd, -1, 0);
+		lc_sb_remove_detached(dst, fd, -1, 0, false);
 		close(fd); /* the lock stays with the remover */
 		return 0;
 	}
@@ -877,7 +877,17 @@ int lc_sb_remove_later(const char *dir, const char *id)
 	return 0;
 }
 
-void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice)
+/* A batch's trash holds its sandboxes' directories under their ids; the
+ * state directories of the same ids went into trash-state (state_to_trash)
+ * and go first, while the batch's entry is still locked: whoever waits
+ * for the trash (gc --wait) waits for them too. */
+void lc_sb_remove_batch_now(const char *dir)
+{
+	lc_state_trash_rm_ids(dir);
+	lc_sb_remove_now(dir);
+}
+
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, bool batch)
 {
 	int keep[2] = { lock_fd, hold_fd };
 	int r = lc_fork_detached(keep, hold_fd >= 0 ? 2 : 1);
@@ -888,11 +898,11 @@ void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice)
 		}
 		if (hold_fd >= 0)
 			close(hold_fd); /* the namespaces held for it go now */
-		lc_sb_remove_now(dir);
+		(batch ? lc_sb_remove_batch_now : lc_sb_remove_now)(dir);
 		_exit(0);
 	}
 	if (r < 0)
-		lc_sb_remove_now(dir);
+		(batch ? lc_sb_remove_batch_now : lc_sb_remove_now)(dir);
 }
 
 
@@ -1044,12 +1054,14 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		trace("cgroup removed");
 	}
-	if (!keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) < 0 && remover_go(c) < 0 &&
-	    lc_sb_remove_later(c->sbdir, c->id) < 0)
+	/* In a batch's trash, the batch's remover removes the state too
+	 * (lc_sb_remove_detached). */
+	bool batched = !keep && c->sbdir && lc_run_shared_trash(c->shared, c->sbdir, c->id) == 0;
+	if (!keep && c->sbdir && !batched && remover_go(c) < 0 && lc_sb_remove_later(c->sbdir, c->id) < 0)
 		lc_sb_remove_now(c->sbdir);
 	trace("dirs removed");
 	if (!keep && c->state_written) {
-		if (!c->rm_went || state_to_trash(c) < 0)
+		if ((!c->rm_went && !batched) || state_to_trash(c) < 0)
 			lc_state_remove(c->id);
 	} else if (!keep) {
 		if (c->name_linked)

@@ -66,6 +66,10 @@ void lc_name_unlink(const char *id, const char *name);
 /* Where a run's state directory waits for its remover (sandbox.c); with
  * id NULL, the directory of those. */
 char *lc_state_trash(const char *id);
+/* Remove trash-state/NAME for every entry NAME of dir that is a sandbox
+ * id: the state directories of a batch's sandboxes, whose directories
+ * are dir's entries (shared.c). */
+void lc_state_trash_rm_ids(const char *dir);
 char *lc_state_dir(const char *id);
 char *lc_sandbox_dir(const char *id);
 /* Where teardown moves a sandbox directory to remove it in the background
@@ -282,8 +286,12 @@ void lc_sb_remove_now(const char *dir);
  * tells gc it is at work), closes hold_fd (-1: none) first, and runs at
  * nice (0: the caller's); here and
  * now when none can be forked.  Single-threaded callers only; lock_fd
- * stays open in the caller. */
-void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice);
+ * stays open in the caller.  batch: dir is a batch's trash (shared.c),
+ * and lc_sb_remove_batch_now removes it. */
+void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, bool batch);
+/* A batch's trash, whose entries are named by sandbox id: first the state
+ * directories of those ids in trash-state, then dir. */
+void lc_sb_remove_batch_now(const char *dir);
 
 /* Bring up lo in the calling process's network namespace. */
 int lc_loopback_up(void);

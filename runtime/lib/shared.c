@@ -144,9 +144,9 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 		 * rather than SCHED_IDLE: on a busy machine it still gets on).
 		 * Threaded (or no fork possible): here and now. */
 		if (lc_single_threaded())
-			lc_sb_remove_detached(sh->trash, sh->trash_fd, sh->hold[0], 19);
+			lc_sb_remove_detached(sh->trash, sh->trash_fd, sh->hold[0], 19, true);
 		else
-			lc_sb_remove_now(sh->trash);
+			lc_sb_remove_batch_now(sh->trash);
 	}
 	if (sh->hold[0] >= 0)
 		close(sh->hold[0]);
