@@ -279,7 +279,18 @@ static void staging_main(lc_sb_t *c)
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
 		staging_fail(c, e);
 	}
-	lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
+	/* This mount namespace (the host's mounts and the overlays) is left
+	 * for pid 1's below, and the last reference to a mount namespace
+	 * unmounts its tree and waits for an RCU grace period: 0.05 ms
+	 * alone, milliseconds with ten sandboxes starting at once, on the
+	 * way to pid 1.  Held by whoever holds pid 1's, it goes with it. */
+	int stage_ns = c->hold_mntns ? open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
+	if (stage_ns >= 0) {
+		lc_msg_send_fd(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, stage_ns);
+		close(stage_ns);
+	} else {
+		lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
+	}
 	lc_msg_t m;
 	/* With a network, lcrun opens this process's network namespace
 	 * first (/proc/PID/ns/net): wait for it either way. */
@@ -926,13 +937,18 @@ static void remover_start(lc_sb_t *c)
 	/* The sandbox's mount namespace (the staging process sent it with
 	 * pid 1's pid), held by the remover until the removal starts: pid 1's
 	 * exit then only drops a reference, and the unmounting of its root
-	 * (0.3 ms here) happens after lcrun returned. */
-	int keep[2] = { sv[1], c->mntns_fd };
-	int r = lc_fork_detached(keep, keep[1] >= 0 ? 2 : 1);
-	if (r != 0 && c->mntns_fd >= 0) {
-		close(c->mntns_fd);
-		c->mntns_fd = -1;
-	}
+	 * (0.3 ms here) happens after lcrun returned.  The staging
+	 * process's, left for it, likewise. */
+	int keep[3] = { sv[1] }, nkeep = 1;
+	for (int i = 0; i < 2; i++)
+		if (c->held_ns[i] >= 0)
+			keep[nkeep++] = c->held_ns[i];
+	int r = lc_fork_detached(keep, nkeep);
+	for (int i = 0; i < 2 && r != 0; i++)
+		if (c->held_ns[i] >= 0) {
+			close(c->held_ns[i]);
+			c->held_ns[i] = -1;
+		}
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -945,8 +961,8 @@ static void remover_start(lc_sb_t *c)
 		ssize_t n;
 		while ((n = read(sv[1], &go, 1)) > 0 || (n < 0 && errno == EINTR))
 			;
-		if (keep[1] >= 0)
-			close(keep[1]);
+		for (int i = 1; i < nkeep; i++)
+			close(keep[i]);
 		/* state_to_trash's first: while the sandbox directory's
 		 * locked entry is there, gc --wait waits for both. */
 		_cleanup_free_ char *st = lc_state_trash(c->id);
@@ -1094,8 +1110,9 @@ void lc_sb_free(lc_sb_t *c)
 		close(c->sp[1]);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	if (c->mntns_fd >= 0)
-		close(c->mntns_fd);
+	for (int i = 0; i < 2; i++)
+		if (c->held_ns[i] >= 0)
+			close(c->held_ns[i]);
 	if (c->rm_pipe >= 0)
 		close(c->rm_pipe); /* moved to trash/: the remover starts; kept: it goes without a word */
 	free(c->rm_dst);
@@ -1110,7 +1127,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->sp[0] = c->sp[1] = -1;
 	c->pidfd = -1;
 	c->rm_pipe = -1;
-	c->mntns_fd = -1;
+	c->held_ns[0] = c->held_ns[1] = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -1303,8 +1320,9 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		lc_msg_t m;
 		int fd;
 		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
-		if (fd >= 0 && m.type == LC_MSG_PID && c->mntns_fd < 0 && r == 1)
-			c->mntns_fd = fd;
+		int held = m.type == LC_MSG_PID ? LC_HELD_PID1 : m.type == LC_MSG_USERNS ? LC_HELD_STAGING : -1;
+		if (fd >= 0 && held >= 0 && c->held_ns[held] < 0 && r == 1)
+			c->held_ns[held] = fd;
 		else if (fd >= 0)
 			close(fd);
 		if (r <= 0) {
@@ -1483,10 +1501,11 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
 		if (!spec->keep && !sh)
 			remover_start(&c);
-		if (sh && c.mntns_fd >= 0 && lc_run_shared_hold(sh, c.mntns_fd) == 0) {
-			close(c.mntns_fd);
-			c.mntns_fd = -1;
-		}
+		for (int i = 0; i < 2; i++)
+			if (sh && c.held_ns[i] >= 0 && lc_run_shared_hold(sh, c.held_ns[i]) == 0) {
+				close(c.held_ns[i]);
+				c.held_ns[i] = -1;
+			}
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

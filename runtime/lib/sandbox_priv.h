@@ -232,8 +232,10 @@ typedef struct lc_sb {
 	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, its own user namespace */
 	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
 	bool joined;          /* lcrun made the user namespace (sent with the GO), staging joins it */
-	bool hold_mntns;      /* the staging process sends pid 1's mount namespace with its pid: */
-	int mntns_fd;         /* held for the remover (remover_start), -1 when none */
+	bool hold_mntns;      /* the staging process sends its mount namespaces: */
+	int held_ns[2];       /* held for the remover (remover_start) or the batch, -1 when none: */
+#define LC_HELD_PID1 0        /* pid 1's (sent with PID) */
+#define LC_HELD_STAGING 1     /* the staging process's own, left for pid 1's (sent with USERNS) */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	bool rm_went;    /* it has the directory: the state directory goes to it too */

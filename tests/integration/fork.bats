@@ -36,6 +36,13 @@ map=$(cat /proc/self/uid_map /proc/self/gid_map | tr -s " \n" "  ")
 un=$(unshare -U true 2>/dev/null && echo unshared || echo refused)
 test ! -e /srv/mine && echo x >/srv/mine && test "$(cat /srv/marker)" = base && echo "$ns|$sec|$map|$(id -u)|$un"'
 
+# Mount namespaces some process holds open (an fd) that no process is in:
+# what a remover holds for a moment, or what a leak would keep.
+held_mntns() {
+	find /proc/[0-9]*/ns/mnt -maxdepth 0 -printf '%l\n' 2>/dev/null | sort -u >"$T/live-mntns"
+	find /proc/[0-9]*/fd -lname 'mnt:*' -printf '%l\n' 2>/dev/null | sort -u | comm -23 - "$T/live-mntns"
+}
+
 # Wait (up to 30 s) until all ten are up: a namespace's number may be
 # reused once its sandbox ended.
 BARRIER='mktemp /bar/XXXXXX >/dev/null; i=0
@@ -99,6 +106,31 @@ PY
 	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
 }
 
+@test "fork: the batch's remover takes its sandboxes' state and the mount namespaces held for it" {
+	before=$(held_mntns)
+	timeout -k 2 60 "$LCRUN" fork img --count 3 --result "$T/r.json" -- true 2>/dev/null
+	ids=$(python3 -c 'import json, sys; print("\n".join(x["id"] for x in json.load(open(sys.argv[1]))))' "$T/r.json")
+	[ "$(echo "$ids" | wc -l)" -eq 3 ]
+	# gone from the state directory when lcrun fork returned: ps, exec
+	# and names no longer find them
+	for id in $ids; do [ ! -e "$LCRUN_STATE_DIR/$id" ]; done
+	run "$LCRUN" ps
+	for id in $ids; do [[ "$output" != *"$id"* ]]; done
+	# and gone for good once the batch's removal is over
+	run "$LCRUN" gc --wait
+	[ "$status" -eq 0 ]
+	for id in $ids; do [ ! -e "$LCRUN_STATE_DIR/trash-state/$id" ]; done
+	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+	[ "$(held_mntns)" = "$before" ]
+	# a run's remover (which may stay on as the spare network namespaces'
+	# holder) lets its held mount namespaces go too
+	"$LCRUN" run --image img -- true
+	run "$LCRUN" gc --wait
+	[ "$status" -eq 0 ]
+	[ "$(held_mntns)" = "$before" ]
+}
+
 @test "fork: a failing sandbox reports its own code; lcrun fork exits with the first failing one's" {
 	mkdir -m 1777 "$T/claim"
 	# each sandbox claims a number (mkdir is atomic) and exits with (n-1)*10
@@ -159,6 +191,8 @@ EOF
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"removed directory $batch"* ]]
 	[ ! -e "$batch" ]
+	# with its sandboxes' state, which waited in trash-state for the batch
+	[ -z "$(ls -A "$LCRUN_STATE_DIR/trash-state" 2>/dev/null)" ]
 }
 
 @test "fork: a TERM to lcrun fork reaches every sandbox; it still reports each and leaves nothing" {
