@@ -15,6 +15,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -160,18 +161,53 @@ static int put_blob_file(const char *tmp, const char *hex, bool *created, lc_err
 	return 0;
 }
 
+/* A JSON blob whose digest was checked carries this xattr: its digest and
+ * its file as it was then (inode, size, modification time).  While they
+ * still hold, a run does not hash it again: SHA-256 means loading
+ * libcrypto, 1.1-1.3 ms of every `run --image` here, more than all the
+ * rest of resolving the image.  A blob whose file was written since is
+ * hashed again (and refused if it changed). */
+#define BLOB_CHECKED_XATTR "user.lcrun.checked"
+
+static void blob_mark(const char *hex, const struct stat *st, char *buf, size_t n)
+{
+	snprintf(buf, n, "sha256:%s %llu %lld %lld.%09ld", hex, (unsigned long long)st->st_ino,
+		 (long long)st->st_size, (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+}
+
 /* Load a JSON blob and check it is what its digest says. */
 static int load_blob_json(const char *hex, json_t **out, lc_error_t **err)
 {
 	_cleanup_free_ char *p = blob_path(hex);
 	_cleanup_free_ char *data = NULL;
 	size_t len = 0;
-	if (lc_read_file(p, &data, &len, err) < 0)
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno, "cannot open %s", p);
 		return lc_error_wrap(err, "image store is missing blob sha256:%s", hex);
-	char got[LC_HEX_LEN + 1];
-	lc_sha256_buf(data, len, got);
-	if (strcmp(got, hex))
-		return lc_error_set(err, LC_EXIT_INVALID, 0, "blob sha256:%s is corrupt (content hashes to %s)", hex, got);
+	}
+	/* the mark of the file as it is before its bytes are read: a write
+	 * meanwhile leaves a newer mtime, and the next run hashes it again */
+	struct stat st;
+	char mark[160] = "", had[160];
+	if (fstat(fd, &st) == 0)
+		blob_mark(hex, &st, mark, sizeof(mark));
+	ssize_t n = *mark ? fgetxattr(fd, BLOB_CHECKED_XATTR, had, sizeof(had)) : -1;
+	bool checked = n > 0 && (size_t)n == strlen(mark) && !memcmp(had, mark, (size_t)n);
+	if (lc_read_fd(fd, p, &data, &len, err) < 0)
+		return lc_error_wrap(err, "image store is missing blob sha256:%s", hex);
+	if (!checked) {
+		char got[LC_HEX_LEN + 1];
+		lc_sha256_buf(data, len, got);
+		if (strcmp(got, hex))
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "blob sha256:%s is corrupt (content hashes to %s)",
+					    hex, got);
+		/* best effort: a read-only store, or a filesystem without
+		 * user xattrs, is hashed at every run */
+		if (*mark && fsetxattr(fd, BLOB_CHECKED_XATTR, mark, strlen(mark), 0) < 0) {
+			/* hashed again next time */
+		}
+	}
 	json_error_t je;
 	*out = json_loadb(data, len, 0, &je);
 	if (!*out)

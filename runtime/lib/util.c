@@ -223,6 +223,11 @@ int lc_read_file(const char *path, char **out, size_t *lenp, lc_error_t **err)
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno, "cannot open %s", path);
+	return lc_read_fd(fd, path, out, lenp, err);
+}
+
+int lc_read_fd(int fd, const char *path, char **out, size_t *lenp, lc_error_t **err)
+{
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
 	if (!buf)

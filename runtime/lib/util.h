@@ -58,6 +58,8 @@ int lc_write_file_replace(const char *path, const void *buf, size_t len, mode_t 
 int lc_write_file(const char *path, const char *s, lc_error_t **err);
 /* Read a whole small file (NUL-terminated); *len optional. */
 int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
+/* The same from an open fd (path only names it in errors). */
+int lc_read_fd(int fd, const char *path, char **out, size_t *len, lc_error_t **err);
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
 /* A hint to ext2/3/4 to spread the directories made in path over the disk
  * (FS_TOPDIR_FL), or with spread false not to (the flag cleared); nothing
