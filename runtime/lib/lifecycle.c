@@ -525,10 +525,13 @@ static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_
 	 * child forked from a possibly threaded process (lcd). */
 	if (spec->net.mode != LC_NET_NONE && lc_netlibs_load(err) < 0)
 		return -1;
-	/* The monitor checks an image's blobs by their SHA-256: libcrypto is
-	 * loaded here, not in a child of a possibly threaded process.  The
-	 * seccomp cache and the host skeleton need no libcrypto. */
-	if (spec->image)
+	/* The monitor checks an image's blobs by their SHA-256 when they were
+	 * not checked before (image.c, load_blob_json): from a possibly
+	 * threaded process (lcd), libcrypto is loaded here, not in a child of
+	 * it.  Single-threaded (lcrun create), the monitor loads it itself if
+	 * it hashes at all: 1.1-1.3 ms that a checked image does not cost.
+	 * The seccomp cache and the host skeleton need no libcrypto. */
+	if (spec->image && !lc_single_threaded())
 		lc_crypto_load();
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
