@@ -65,14 +65,18 @@ static void forward(int sfd, const pid_t *pids, long count)
 			kill(pids[j], (int)si.ssi_signo);
 }
 
-static json_t *read_result(int fd, int sfd, const pid_t *pids, long count)
+/* One sandbox's result; meanwhile the signals to forward, and the mount
+ * namespaces its staging processes left (lc_run_shared_drop_fd) to let go. */
+static json_t *read_result(int fd, int sfd, const lc_run_shared_t *sh, const pid_t *pids, long count)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
 	for (;;) {
-		struct pollfd p[2] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 } };
-		if (poll(p, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+		struct pollfd p[3] = { { fd, POLLIN, 0 }, { sfd, POLLIN, 0 }, { lc_run_shared_drop_fd(sh), POLLIN, 0 } };
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
+		if (p[2].revents & POLLIN)
+			lc_run_shared_drop(sh);
 		if (sfd >= 0 && (p[1].revents & POLLIN))
 			forward(sfd, pids, count);
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -219,7 +223,7 @@ int lc_cmd_fork(int argc, char **argv)
 	json_t *all = json_array();
 	int code = 0;
 	for (long i = 0; i < count; i++) {
-		json_t *r = read_result(fds[i], sfd, pids, count);
+		json_t *r = read_result(fds[i], sfd, sh, pids, count);
 		close(fds[i]);
 		while (waitpid(pids[i], NULL, 0) < 0 && errno == EINTR)
 			;

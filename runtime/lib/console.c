@@ -82,27 +82,37 @@ int lc_msg_send_fd(int sock, int type, int a, int fd)
 	return lc_send_fd(sock, &m, sizeof(m), fd, 0);
 }
 
-int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd)
+ssize_t lc_recv_fd(int sock, void *data, size_t len, int *fd, int flags)
 {
 	*fd = -1;
-	struct iovec iov = { m, sizeof(*m) };
+	struct iovec iov = { data, len };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} u;
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
 			      .msg_controllen = sizeof(u.buf) };
+	ssize_t r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
+	struct cmsghdr *cm = r > 0 ? CMSG_FIRSTHDR(&msg) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return r;
+}
+
+int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd)
+{
 	ssize_t r;
 	do /* ECONNRESET: as lc_msg_recv (sync.c) */
-		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+		r = lc_recv_fd(sock, m, sizeof(*m), fd, 0);
 	while (r < 0 && (errno == EINTR || errno == ECONNRESET));
 	if (r == 0)
 		return 0;
-	if (r != (ssize_t)sizeof(*m))
+	if (r != (ssize_t)sizeof(*m)) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
 		return -1;
+	}
 	m->text[sizeof(m->text) - 1] = '\0';
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-		memcpy(fd, CMSG_DATA(cm), sizeof(int));
 	return 1;
 }

@@ -177,6 +177,12 @@ json_t *lc_result_to_json(const lc_result_t *res);
 typedef struct lc_run_shared lc_run_shared_t;
 int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t **err);
 void lc_run_shared_free(lc_run_shared_t *sh);
+/* The staging process of each sandbox leaves a mount namespace (a copy of
+ * the host's mounts) that is best let go off the sandboxes' way: the
+ * process that made sh polls this fd while it waits for them and calls
+ * lc_run_shared_drop when it is readable, which closes what came. */
+int lc_run_shared_drop_fd(const lc_run_shared_t *sh);
+void lc_run_shared_drop(const lc_run_shared_t *sh);
 /* lc_run, with the parts sh holds (NULL: lc_run itself); spec must be the
  * one sh was made from. */
 int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err);

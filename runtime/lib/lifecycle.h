@@ -57,6 +57,9 @@ int lc_msg_send_fd(int sock, int type, int a, int fd);
 /* Any bytes with one fd (the pty master to an OCI console socket). */
 /* flags: sendmsg's, besides MSG_NOSIGNAL (MSG_DONTWAIT: never block). */
 int lc_send_fd(int sock, const void *data, size_t len, int fd, int flags);
+/* Its receiving side: up to len bytes and *fd (-1 when none came); flags
+ * are recvmsg's (MSG_CMSG_CLOEXEC always); returns recvmsg's result. */
+ssize_t lc_recv_fd(int sock, void *data, size_t len, int *fd, int flags);
 int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd);
 
 #endif

@@ -283,7 +283,9 @@ static void staging_main(lc_sb_t *c)
 	 * for pid 1's below, and the last reference to a mount namespace
 	 * unmounts its tree and waits for an RCU grace period: 0.05 ms
 	 * alone, milliseconds with ten sandboxes starting at once, on the
-	 * way to pid 1.  Held by whoever holds pid 1's, it goes with it. */
+	 * way to pid 1.  Where pid 1's is held for a remover, this one goes
+	 * to lcrun too, which lets it go off the sandbox's way: the
+	 * remover as it starts, lcrun fork as it comes. */
 	int stage_ns = c->hold_mntns ? open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
 	if (stage_ns >= 0) {
 		lc_msg_send_fd(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, stage_ns);
@@ -943,6 +945,7 @@ static void remover_start(lc_sb_t *c)
 	for (int i = 0; i < 2; i++)
 		if (c->held_ns[i] >= 0)
 			keep[nkeep++] = c->held_ns[i];
+	int stage_ns = c->held_ns[LC_HELD_STAGING];
 	int r = lc_fork_detached(keep, nkeep);
 	for (int i = 0; i < 2 && r != 0; i++)
 		if (c->held_ns[i] >= 0) {
@@ -951,6 +954,11 @@ static void remover_start(lc_sb_t *c)
 		}
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
+		/* The staging process's goes at once, while the command runs:
+		 * it holds a copy of the host's mounts, which must not stay
+		 * pinned for the sandbox's life. */
+		if (stage_ns >= 0)
+			close(stage_ns);
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 		char go;
@@ -962,7 +970,8 @@ static void remover_start(lc_sb_t *c)
 		while ((n = read(sv[1], &go, 1)) > 0 || (n < 0 && errno == EINTR))
 			;
 		for (int i = 1; i < nkeep; i++)
-			close(keep[i]);
+			if (keep[i] != stage_ns)
+				close(keep[i]);
 		/* state_to_trash's first: while the sandbox directory's
 		 * locked entry is there, gc --wait waits for both. */
 		_cleanup_free_ char *st = lc_state_trash(c->id);
@@ -1320,8 +1329,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		lc_msg_t m;
 		int fd;
 		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
-		int held = m.type == LC_MSG_PID ? LC_HELD_PID1 : m.type == LC_MSG_USERNS ? LC_HELD_STAGING : -1;
-		if (fd >= 0 && held >= 0 && c->held_ns[held] < 0 && r == 1)
+		int held = r != 1 ? -1 : m.type == LC_MSG_PID ? LC_HELD_PID1 : m.type == LC_MSG_USERNS ? LC_HELD_STAGING : -1;
+		if (fd >= 0 && held >= 0 && c->held_ns[held] < 0)
 			c->held_ns[held] = fd;
 		else if (fd >= 0)
 			close(fd);
@@ -1501,11 +1510,19 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
 		if (!spec->keep && !sh)
 			remover_start(&c);
-		for (int i = 0; i < 2; i++)
-			if (sh && c.held_ns[i] >= 0 && lc_run_shared_hold(sh, c.held_ns[i]) == 0) {
-				close(c.held_ns[i]);
-				c.held_ns[i] = -1;
-			}
+		/* pid 1's mount namespace waits for the batch's remover; the
+		 * staging process's goes to lcrun fork, which lets it go as
+		 * it comes: it holds a copy of the host's mounts, which must
+		 * not stay pinned for the batch's life. */
+		int *pid1_ns = &c.held_ns[LC_HELD_PID1], *stage_ns = &c.held_ns[LC_HELD_STAGING];
+		if (sh && *pid1_ns >= 0 && lc_run_shared_hold(sh, *pid1_ns) == 0) {
+			close(*pid1_ns);
+			*pid1_ns = -1;
+		}
+		if (sh && *stage_ns >= 0 && lc_run_shared_give_drop(sh, *stage_ns) == 0) {
+			close(*stage_ns);
+			*stage_ns = -1;
+		}
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

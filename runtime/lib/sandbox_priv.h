@@ -262,6 +262,8 @@ struct lc_run_shared {
 	char *skel, *etc;       /* the host image's layers when the batch runs on it */
 	int hold[2];            /* socket pair: [1] takes each sandbox's mount namespace, */
 				/* left unread in [0] until the batch's remover closes it */
+	int drop[2];            /* socket pair: [1] takes each staging process's, closed */
+				/* as they come by the batch's owner (lc_run_shared_drop) */
 };
 /* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
  * lc_hostimage_etc), sh's when it holds them. */
@@ -274,6 +276,8 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
  * network namespace its sysfs pins) is not on the batch's time.  -1: not
  * taken (the caller's close tears it down as before). */
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
+/* Hand fd to the batch's owner, which closes it soon (-1: not sent). */
+int lc_run_shared_give_drop(const lc_run_shared_t *sh, int fd);
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);

@@ -52,6 +52,7 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	lc_run_shared_t *sh = lc_xmalloc0(sizeof(*sh));
 	sh->idmap_userns_fd = sh->trash_fd = -1;
 	sh->hold[0] = sh->hold[1] = -1;
+	sh->drop[0] = sh->drop[1] = -1;
 	sh->owner = getpid();
 	*out = NULL;
 	if (lc_seccomp_prepare_caps(spec->seccomp, spec->caps, &sh->prog, err) < 0)
@@ -95,6 +96,8 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	 * themselves, as a run's do without a remover. */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sh->hold) < 0)
 		sh->hold[0] = sh->hold[1] = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sh->drop) < 0)
+		sh->drop[0] = sh->drop[1] = -1;
 	*out = sh;
 	return 0;
 fail:
@@ -112,6 +115,31 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog)
 		memcpy(prog->filter, sh->prog.filter, bytes);
 	}
 	return 0;
+}
+
+int lc_run_shared_give_drop(const lc_run_shared_t *sh, int fd)
+{
+	if (!sh || sh->drop[1] < 0)
+		return -1;
+	return lc_send_fd(sh->drop[1], "", 1, fd, MSG_DONTWAIT);
+}
+
+int lc_run_shared_drop_fd(const lc_run_shared_t *sh)
+{
+	return sh ? sh->drop[0] : -1;
+}
+
+void lc_run_shared_drop(const lc_run_shared_t *sh)
+{
+	if (!sh || sh->drop[0] < 0)
+		return;
+	/* Each close may unmount a copy of the host's mounts and wait for an
+	 * RCU grace period: here, in the owner, which only waits. */
+	char byte;
+	int fd;
+	while (lc_recv_fd(sh->drop[0], &byte, 1, &fd, MSG_DONTWAIT) > 0)
+		if (fd >= 0)
+			close(fd);
 }
 
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd)
@@ -138,6 +166,11 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 		return;
 	if (sh->hold[1] >= 0)
 		close(sh->hold[1]);
+	if (sh->owner == getpid())
+		lc_run_shared_drop(sh);
+	for (int i = 0; i < 2; i++)
+		if (sh->drop[i] >= 0)
+			close(sh->drop[i]);
 	if (sh->trash && sh->owner == getpid()) {
 		/* One remover for the batch, at the lowest priority: it must not
 		 * take the CPU from sandboxes being started meanwhile (nice 19

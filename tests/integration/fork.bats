@@ -131,6 +131,36 @@ PY
 	[ "$(held_mntns)" = "$before" ]
 }
 
+@test "run and fork: a host filesystem unmounted while sandboxes run is let go, not pinned by a copy of the host's mounts" {
+	truncate -s 16M "$T/fs.img"
+	mkfs.ext4 -q -F "$T/fs.img"
+	dev=$(losetup --find --show "$T/fs.img" 2>/dev/null) || skip "no loop device"
+	mkdir "$T/m"
+	mount "$dev" "$T/m"
+	sb=/proc/fs/ext4/$(basename "$dev") # there while the filesystem is mounted anywhere
+	[ -d "$sb" ]
+	"$LCRUN" run -- sleep 60 &
+	rpid=$!
+	"$LCRUN" fork img --count 2 -- sleep 60 2>/dev/null &
+	fpid=$!
+	# all three started (each staging process copied the host's mounts,
+	# this one included, before pid 1 was ready)
+	for _ in $(seq 200); do
+		[ "$("$LCRUN" ps | grep -c ' running ')" -eq 3 ] && break
+		sleep 0.05
+	done
+	[ "$("$LCRUN" ps | grep -c ' running ')" -eq 3 ]
+	umount "$T/m"
+	for _ in $(seq 30); do [ ! -e "$sb" ] && break; sleep 0.1; done
+	[ -e "$sb" ] && pinned=yes || pinned=no
+	kill -TERM "$rpid" "$fpid"
+	wait "$rpid" || true
+	wait "$fpid" || true
+	"$LCRUN" gc --wait
+	losetup -d "$dev"
+	[ "$pinned" = no ]
+}
+
 @test "fork: a failing sandbox reports its own code; lcrun fork exits with the first failing one's" {
 	mkdir -m 1777 "$T/claim"
 	# each sandbox claims a number (mkdir is atomic) and exits with (n-1)*10
