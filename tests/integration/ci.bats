@@ -111,5 +111,5 @@ green_suite() { # SCRIPT UID:GID
 	ci_run "$script" "$co"
 	[ "$status" -eq 124 ]
 	[ $((SECONDS - start)) -lt 30 ]
-	! pgrep -f "sleep 3600" >/dev/null
+	if pgrep -f "sleep 3600" >/dev/null; then false; fi
 }

@@ -82,7 +82,7 @@ teardown() {
 	run "$LCCTL" ssh-config --prune
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"pruned 1 block"* ]]
-	! grep -q 'lcrun-b2' "$HOME/.ssh/config"
+	if grep -q 'lcrun-b2' "$HOME/.ssh/config"; then false; fi
 	grep -q '^Host lcrun-b1$' "$HOME/.ssh/config"
 	grep -q '^Host other$' "$HOME/.ssh/config"
 	"$LCCTL" devbox stop b1
@@ -195,8 +195,8 @@ teardown() {
 	for v in "$v1" "$v2"; do
 		run grep -c -a -F -- "$v" "$img"
 		[ "$output" = 0 ]
-		! grep -r -a -q -F -- "$v" "$LCRUN_STATE_DIR" "$T/lcd.log"
-		! grep -r -a -q -F -- "$v" "$LCRUN_ROOT/lcd/logs" "$LCRUN_ROOT/sandboxes"
+		if grep -r -a -q -F -- "$v" "$LCRUN_STATE_DIR" "$T/lcd.log"; then false; fi
+		if grep -r -a -q -F -- "$v" "$LCRUN_ROOT/lcd/logs" "$LCRUN_ROOT/sandboxes"; then false; fi
 	done
 	# a value that sshd's SetEnv cannot carry is refused, naming the secret
 	printf 'a\nb' | "$LCCTL" secret set DBX_TOKEN

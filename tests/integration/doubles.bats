@@ -111,7 +111,7 @@ EOF
 	# turn 6: a body that is not JSON
 	run ns_curl -H 'x-api-key: sk-good' -d '{"model":"m"}' "$u4/v1/messages"
 	[ "$status" -eq 0 ]
-	! jq . <<<"$output" >/dev/null 2>&1
+	if jq . <<<"$output" >/dev/null 2>&1; then false; fi
 	# turn 7: an error event inside a 200 stream
 	run ns_curl -N -H 'x-api-key: sk-good' -d '{"model":"m","stream":true}' "$u4/v1/messages"
 	[ "$(grep '^event:' <<<"$output" | tail -1)" = "event: error" ]
@@ -167,7 +167,7 @@ EOF
 	run ns_curl -w ' %{http_code}' -H 'Authorization: Bearer sk-oai' -d '{"model":"m"}' "$u/v1/chat/completions"
 	[[ "$output" == *'"type": "server_error"'*" 500" ]]
 	run ns_curl -H 'Authorization: Bearer sk-oai' -d '{"model":"m"}' "$u/v1/chat/completions"
-	! jq . <<<"$output" >/dev/null 2>&1
+	if jq . <<<"$output" >/dev/null 2>&1; then false; fi
 	run ns_curl -H 'Authorization: Bearer sk-oai' -d '{"model":"m"}' "$u/v1/chat/completions"
 	[ "$(jq -c .choices <<<"$output")" = "[]" ]
 	run in_ns curl -sS -m 1 -H 'Authorization: Bearer sk-oai' -d '{"model":"m"}' "$u/v1/chat/completions"
@@ -256,7 +256,7 @@ EOF
 	run ns_curl -H "$A" "$u/repos/octo/demo/issues/8"
 	[ "$(jq -r '.pull_request.html_url' <<<"$output")" = "$u/octo/demo/pull/8" ]
 	# the log: method, path, body, the auth verdict; never the token
-	! grep -q ghs_good_token "$W/st/requests.jsonl"
+	if grep -q ghs_good_token "$W/st/requests.jsonl"; then false; fi
 	[ "$(jq -r 'select(.method=="POST" and .status==201 and (.path|endswith("/pulls"))) | "\(.auth) \(.login) \(.body.head) \(.headers.authorization)"' "$W/st/requests.jsonl")" = "ok coding-agent[bot] octo:agent/issue-7 Bearer <redacted>" ]
 	[ "$(jq -r 'select(.status==401 and (.path|startswith("/repos/"))) | .auth' "$W/st/requests.jsonl" | tr '\n' ' ')" = "missing bad " ]
 	# git asks without credentials first, then with them after the 401
@@ -280,7 +280,7 @@ EOF
 	run in_ns git push "http://x-access-token:wrong@$h/octo/demo.git" HEAD:refs/heads/agent/issue-7
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"Authentication failed"* ]]
-	! git --git-dir "$W/st/git/octo/demo.git" rev-parse -q --verify refs/heads/agent/issue-7
+	if git --git-dir "$W/st/git/octo/demo.git" rev-parse -q --verify refs/heads/agent/issue-7; then false; fi
 	run in_ns git push "http://x-access-token:ghs_good_token@$h/octo/demo.git" HEAD:refs/heads/agent/issue-7
 	[ "$status" -eq 0 ]
 	[ "$(git --git-dir "$W/st/git/octo/demo.git" rev-parse refs/heads/agent/issue-7)" = "$(git rev-parse HEAD)" ]
@@ -296,7 +296,7 @@ EOF
 	[ "$status" -eq 0 ]
 	[ "$(cat "$W/p2/secret.txt")" = s ]
 	cd /
-	! grep -q ghs_good_token "$W/st/requests.jsonl"
+	if grep -q ghs_good_token "$W/st/requests.jsonl"; then false; fi
 	[ "$(jq -r 'select(.ref_updates and .status==200) | .ref_updates[] | "\(.ref) \(.new)"' "$W/st/requests.jsonl" | tail -1)" = "refs/heads/agent/issue-7 $(git -C "$W/c" rev-parse HEAD)" ]
 	[ "$(jq -r 'select(.service=="git-receive-pack" and .status==401) | .auth' "$W/st/requests.jsonl" | sort -u | tr '\n' ' ')" = "bad missing " ]
 }

@@ -85,8 +85,8 @@ EOF
 
 	# the provider got the real key, never the token, and the client's own headers
 	[ "$(jq -r '.headers["x-api-key"]' "$W/req.jsonl" | sort -u)" = "$REAL_KEY" ]
-	! grep -q "$token" "$W/req.jsonl"
-	! grep -q lcgw- "$W/req.jsonl"
+	if grep -q "$token" "$W/req.jsonl"; then false; fi
+	if grep -q lcgw- "$W/req.jsonl"; then false; fi
 	[ "$(jq -r 'select(.turn == 1) | "\(.query) \(.headers["anthropic-version"]) \(.headers["accept-encoding"])"' "$W/req.jsonl")" = " 2023-06-01 identity" ]
 	[ "$(jq -s length "$W/req.jsonl")" -eq 4 ]
 
@@ -213,7 +213,7 @@ EOF2
 	[ "${lines[-1]}" = 200 ]
 	printf '%s\n' "${lines[@]}" | grep -q 'response.completed'
 	[ "$(jq -r '.headers.authorization' "$W/req.jsonl" | sort -u)" = "Bearer $REAL_KEY" ]
-	! grep -q lcgw- "$W/req.jsonl"
+	if grep -q lcgw- "$W/req.jsonl"; then false; fi
 	# gpt-4o-mini: $0.15 in, $0.60 out, $0.075 cached (OpenAI counts cached inside its input)
 	# 1000 in 200 out: 270000000; 1500 in 500 cached 100 out: 322500000; 300 in 30 out: 63000000
 	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.path) \(.input_tokens) \(.output_tokens) \(.cache_read_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "/v1/chat/completions 1000 200 0 270000000,/v1/chat/completions 1500 100 500 322500000,/v1/responses 300 30 0 63000000," ]
@@ -246,7 +246,7 @@ EOF2
 	cat "$W/stream.out"
 	grep -q '^event: error$' "$W/stream.out"
 	grep '^data: {"type":"error"' "$W/stream.out" | sed 's/^data: //' | jq -e '.error.type == "billing_error" and (.error.message | test("budget of \\$0.01 is spent"))'
-	! grep -q 'message_stop' "$W/stream.out"
+	if grep -q 'message_stop' "$W/stream.out"; then false; fi
 	# the next request is refused before it reaches the provider
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	echo "$output"
@@ -289,7 +289,7 @@ EOF2
 	# the control copy is found (the scan works), nothing else
 	[ "$output" = /tmp/control ]
 	# nor in lcd's log and state, nor in the sandbox's
-	! grep -rqF "$REAL_KEY" "$T/lcd.log" "$LCRUN_STATE_DIR"
+	if grep -rqF "$REAL_KEY" "$T/lcd.log" "$LCRUN_STATE_DIR"; then false; fi
 	# the double is routed from the host, but the sandbox's chain lets
 	# only the gateway's port on the host through
 	run "$LCCTL" sandbox exec "$SB" -- curl -sS -k --max-time 3 "https://$DBL4:$DBL_PORT/v1/models"
@@ -339,7 +339,7 @@ EOF2
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	echo "$output"
 	[ "${lines[-1]}" = 200 ]
-	! echo "${lines[0]}" | jq . >/dev/null 2>&1
+	if echo "${lines[0]}" | jq . >/dev/null 2>&1; then false; fi
 	# and the gateway still serves, and counts
 	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
 	[ "${lines[-1]}" = 200 ]

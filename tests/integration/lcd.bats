@@ -232,7 +232,7 @@ count_fn() { # FN [STATE]
 	[ "$output" = DEMO_TOKEN ]
 	id=$("$LCCTL" run -d demo:withsecret)
 	wait_state "$id" running
-	! ps -eo args | grep -q "$SECRET" # not on any command line
+	if ps -eo args | grep -q "$SECRET"; then false; fi # not on any command line
 	run "$LCCTL" run demo:withsecret
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jq .len)" -eq "${#SECRET}" ]
@@ -242,11 +242,11 @@ count_fn() { # FN [STATE]
 	id=$("$LCCTL" task list --json | jq -r '.[0].id')
 	"$LCCTL" task logs "$id" | grep -qx token-absent
 	# nowhere to be read back
-	! "$LCCTL" secret ls --json | grep -q "$SECRET"
-	! "$LCCTL" task list --json | grep -q "$SECRET"
-	! "$LCCTL" task show "$id" | grep -q "$SECRET"
-	! sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q "$SECRET"
-	! grep -rq "$SECRET" "$LCRUN_ROOT/lcd/logs" "$T/lcd.log"
+	if "$LCCTL" secret ls --json | grep -q "$SECRET"; then false; fi
+	if "$LCCTL" task list --json | grep -q "$SECRET"; then false; fi
+	if "$LCCTL" task show "$id" | grep -q "$SECRET"; then false; fi
+	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q "$SECRET"; then false; fi
+	if grep -rq "$SECRET" "$LCRUN_ROOT/lcd/logs" "$T/lcd.log"; then false; fi
 	run api GET /secrets/DEMO_TOKEN
 	[ "${lines[1]}" != 200 ]
 	[ "$(stat -c %a "$LCRUN_ROOT/lcd.db")" = 600 ]

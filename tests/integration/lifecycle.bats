@@ -29,7 +29,7 @@ state_of() {
 
 # fail when the command succeeds (a bare `! cmd` never fails a bats test)
 refute() {
-	! "$@"
+	if "$@"; then false; fi
 }
 
 # wait up to $1 seconds for "$2..." to succeed

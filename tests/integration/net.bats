@@ -163,7 +163,7 @@ end_with_remainder_held() {
 	wait $pid || true
 	[ -e "$LCRUN_STATE_DIR/net/$id.json" ]
 	pending=$(grep -lx "$id" "$LCRUN_STATE_DIR"/net/pending.*)
-	! flock -n -s "$pending" true
+	if flock -n -s "$pending" true; then false; fi
 }
 
 @test "run returns before its network's remainder is removed; the lease is held until it is; the next run is not held up" {
@@ -201,7 +201,7 @@ end_with_remainder_held() {
 	flock 8
 	"$LCRUN" stop restarted
 	pending=$(grep -lx "$id" "$LCRUN_STATE_DIR"/net/pending.*)
-	! flock -n -s "$pending" true
+	if flock -n -s "$pending" true; then false; fi
 	"$LCRUN" start restarted 2>"$BATS_TEST_TMPDIR/start.err" 8>&- &
 	pid=$!
 	sleep 0.3
@@ -334,8 +334,8 @@ end_with_remainder_held() {
 	run "$NET_HARNESS" gc aaaaaaaaaaa1
 	[ "$status" -eq 0 ]
 	[ "$output" = 1 ]
-	! ip link show lcbbbbbbbbbbb2
-	! nft list chain inet lcrun out_bbbbbbbbbbb2
+	if ip link show lcbbbbbbbbbbb2; then false; fi
+	if nft list chain inet lcrun out_bbbbbbbbbbb2; then false; fi
 	[ ! -e "$LCRUN_STATE_DIR/net/bbbbbbbbbbb2.json" ]
 	ip link show lcaaaaaaaaaaa1
 	nft list chain inet lcrun out_aaaaaaaaaaa1
@@ -421,7 +421,7 @@ end_with_remainder_held() {
 	[ "${#lines[@]}" -eq 1 ]
 	ip link show lc0000000000dd
 	[ "$(leases)" = 0 ]
-	! nft list chain inet lcrun out_0000000000dd
+	if nft list chain inet lcrun out_0000000000dd; then false; fi
 }
 
 @test "inside lcrun: /etc/hosts pinned and read-only, resolver as given, network not changeable" {

@@ -164,10 +164,10 @@ seed_unchanged() {
 	echo "$req" | jq -e '.body.messages[1].content | contains("add(2, 3) is 5") and contains("def add(a, b):\\n    return a - b") and contains("test_calculator.py")'
 	[ "$(echo "$req" | jq -c '.body' | grep -c -- "$KEY")" -eq 0 ]
 	# the key is nowhere else: lcd's log, the tasks' logs, results and records
-	! grep -q -- "$KEY" "$T/lcd.log"
+	if grep -q -- "$KEY" "$T/lcd.log"; then false; fi
 	for id in $(echo "$task" | jq -r .id) "$pt"; do
-		! "$LCCTL" task logs "$id" | grep -q -- "$KEY"
-		! "$LCCTL" task show "$id" | grep -q -- "$KEY"
+		if "$LCCTL" task logs "$id" | grep -q -- "$KEY"; then false; fi
+		if "$LCCTL" task show "$id" | grep -q -- "$KEY"; then false; fi
 	done
 	# the test sandbox: made once, removed, its record kept
 	no_sandbox_left
@@ -271,7 +271,7 @@ seed_unchanged() {
 	"$LCCTL" run --detach "$APP:run-agent" >"$W/id"
 	sleep 1.5
 	for p in /proc/[0-9]*; do
-		! grep -qa -- "$KEY" "$p/cmdline" 2>/dev/null
+		if grep -qa -- "$KEY" "$p/cmdline" 2>/dev/null; then false; fi
 		! grep -qa -- "$KEY" "$p/environ" 2>/dev/null || { echo "key in $p/environ: $(tr '\0' ' ' <"$p/cmdline")"; false; }
 	done
 	wait_state "$(cat "$W/id")" failed 30
@@ -288,8 +288,8 @@ seed_unchanged() {
 	run_agent
 	[ "$status" -eq 2 ]
 	echo "$output" | jq -e '.result.status == 401 and .result.attempts == 1 and (.result.error | contains("the provider answered 401: Incorrect API key provided: ***"))'
-	! echo "$output" | grep -q -- "${KEY: -8}"
-	! grep -q -- "${KEY: -8}" "$T/lcd.log"
+	if echo "$output" | grep -q -- "${KEY: -8}"; then false; fi
+	if grep -q -- "${KEY: -8}" "$T/lcd.log"; then false; fi
 	# only the 429 run made a sandbox
 	[ "$(made_sandboxes)" -eq 1 ]
 	no_sandbox_left
@@ -427,12 +427,12 @@ $(good_calc)")")"
 	# the provider got the real key, never the token; one request
 	[ "$(gw_requests)" -eq 1 ]
 	[ "$(auth_of)" = "Bearer $KEY" ]
-	! grep -q lcgw- "$W/req.jsonl"
+	if grep -q lcgw- "$W/req.jsonl"; then false; fi
 	jq -e '.path == "/v1/chat/completions" and .body.model == "gpt-4.1-mini"' "$W/req.jsonl"
 	grep -q "model gateway: sandbox $(echo "$t" | jq -r .sandbox_id) task $pt openai /v1/chat/completions model gpt-4.1-mini: 200 ok, tokens in 900 out 150 " "$T/lcd.log"
 	# the key is in no log or record; the task's token died with it: no lease, no sandbox left
-	! grep -q -- "$KEY" "$T/lcd.log"
-	! "$LCCTL" task logs "$pt" | grep -q -- "$KEY"
+	if grep -q -- "$KEY" "$T/lcd.log"; then false; fi
+	if "$LCCTL" task logs "$pt" | grep -q -- "$KEY"; then false; fi
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
 	no_lease_left
 	no_sandbox_left
@@ -478,14 +478,14 @@ PY
 	echo "$res" | jq -e '.env.CODING_AGENT_MODEL == "gpt-4.1-mini"'
 	echo "$res" | jq -e '.direct | startswith("blocked (")'
 	# the key: nowhere in the sandbox's environment, its processes' or their command lines
-	! echo "$res" | grep -q -- "$KEY"
+	if echo "$res" | grep -q -- "$KEY"; then false; fi
 	[ "$(echo "$res" | jq -r .proc | grep -c lcgw-)" -ge 1 ] # the probe saw its own environment
 	[ "$(auth_of)" = "Bearer $KEY" ]
 	# the token is dead once the task ended
 	tok=$(echo "$res" | jq -r .env.OPENAI_API_KEY)
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
 	grep -q "model gateway: sandbox $(echo "$output" | jq -r .sandbox_id) task $(echo "$output" | jq -r .id) openai /v1/chat/completions" "$T/lcd.log"
-	! grep -q -- "$tok" "$T/lcd.log"
+	if grep -q -- "$tok" "$T/lcd.log"; then false; fi
 	no_lease_left
 	no_sandbox_left
 }

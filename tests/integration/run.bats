@@ -169,7 +169,7 @@ print("ptrace", r, os.strerror(ctypes.get_errno()))
 	run "$LCRUN" run --timeout 2 -- sh -c 'setsid sh -c "exec sleep 4321" < /dev/null > /dev/null 2>&1 & exec sleep 4322'
 	[ "$status" -eq 124 ]
 	[[ "$output" == *"timed out after 2 s"* ]]
-	! pgrep -f "sleep 432[12]"
+	if pgrep -f "sleep 432[12]"; then false; fi
 }
 
 @test "--env, --env-file, --workdir, --hostname and a clean environment" {

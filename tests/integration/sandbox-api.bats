@@ -239,7 +239,7 @@ two" ]
 	# the sleep of the run that timed out
 	comms=$("$LCRUN" exec "$id" -- sh -c 'cat /proc/[0-9]*/comm')
 	[ "$(echo "$comms" | grep -cx sh)" -eq 1 ]
-	! echo "$comms" | grep -qx sleep
+	if echo "$comms" | grep -qx sleep; then false; fi
 	api DELETE "/sandboxes/$id" >/dev/null
 }
 
@@ -368,15 +368,15 @@ two" ]
 	t=$("$LCCTL" run --detach sba:py "$(task_args secrets)")
 	sb=$(map_wait sba sandbox)
 	# while it is alive: not in its state, not in lcd's answers or logs, not in lcd.db's sandbox row
-	! grep -rq "$SECRET" "$LCRUN_STATE_DIR"
-	! "$LCCTL" sandbox show "$sb" | grep -q "$SECRET"
+	if grep -rq "$SECRET" "$LCRUN_STATE_DIR"; then false; fi
+	if "$LCCTL" sandbox show "$sb" | grep -q "$SECRET"; then false; fi
 	"$LCCTL" sandbox show "$sb" | jq -e '.secrets == ["SB_SECRET"]'
-	! grep -q "$SECRET" "$T/lcd.log"
-	! sqlite3 "$LCRUN_ROOT/lcd.db" '.dump sandboxes' | grep -q "$SECRET"
+	if grep -q "$SECRET" "$T/lcd.log"; then false; fi
+	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump sandboxes' | grep -q "$SECRET"; then false; fi
 	# a snapshot of it does not carry the environment (only what the sandbox wrote itself)
 	"$LCCTL" sandbox exec "$sb" -- rm /tmp/env-dump
 	"$LCCTL" sandbox snapshot "$sb" sec/snap >/dev/null
-	! grep -rq "$SECRET" "$LCRUN_ROOT/images"
+	if grep -rq "$SECRET" "$LCRUN_ROOT/images"; then false; fi
 	"$LCCTL" map set sba/state done 1
 	wait_state "$t" succeeded
 	r=$("$LCCTL" task show "$t" | jq .result)
@@ -592,7 +592,7 @@ $base" ]
 	done
 	[ "$(cat "/proc/$helper/comm")" = lcrun-exec ]
 	grep -qx "$helper" "$cg/cgroup.procs"
-	! grep -qx "$stand" "$cg/cgroup.procs"
+	if grep -qx "$stand" "$cg/cgroup.procs"; then false; fi
 	[ "$(grep '^0::' "/proc/$stand/cgroup")" = "$(grep '^0::' "/proc/$LCD_PID/cgroup")" ]
 	kill "$bg" 2>/dev/null || true
 	wait "$bg" 2>/dev/null || true

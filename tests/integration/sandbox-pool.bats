@@ -56,7 +56,7 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	start_lcd
 	"$LCCTL" sandbox create >/dev/null
 	[ "$("$LCRUN" ps --json | jq length)" -eq 1 ]
-	! grep -q "sandbox pool" "$T/lcd.log"
+	if grep -q "sandbox pool" "$T/lcd.log"; then false; fi
 	stop_lcd
 	check() { # CONFIG MESSAGE
 		echo "$1" >"$T/bad.json"
@@ -148,7 +148,7 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	# a deleted sandbox is gone for good: never back in the pool
 	run "$LCRUN" inspect "$a"
 	[ "$status" -eq 120 ]
-	! members | grep -qx "$a"
+	if members | grep -qx "$a"; then false; fi
 }
 
 @test "sandbox pool: ttl and idle_timeout count from the create; a request that does not fit goes the usual way" {
@@ -290,7 +290,7 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	"$LCRUN" image rm pool/base
 	"$LCRUN" image tag pool/v2 pool/base
 	v2=$("$LCCTL" sandbox create --image pool/base)
-	! grep -q "sandbox $v2 created for the operator (image pool/base, from the pool)" "$T/lcd.log"
+	if grep -q "sandbox $v2 created for the operator (image pool/base, from the pool)" "$T/lcd.log"; then false; fi
 	[ "$("$LCCTL" sandbox exec "$v2" -- cat /root/base)" = version-2 ]
 	for _ in $(seq 100); do grep -q "of pool/base is of an older version of the image; replacing it" "$T/lcd.log" && break; sleep 0.1; done
 	grep -q "$old of pool/base is of an older version of the image; replacing it" "$T/lcd.log"

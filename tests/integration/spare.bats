@@ -77,7 +77,7 @@ tree_of() {
 @test "spares: a sandbox on spares sees and has what one made from nothing does" {
 	# nothing kept yet: made from nothing
 	fresh=$(LCRUN_TRACE=1 "$LCRUN" run --keep --name a-$$ -- sh -c "$FP" 2>"$BATS_TEST_TMPDIR/trace-a")
-	! grep -q "a spare network namespace" "$BATS_TEST_TMPDIR/trace-a"
+	if grep -q "a spare network namespace" "$BATS_TEST_TMPDIR/trace-a"; then false; fi
 	[ "$(spare_dirs)" -eq 0 ]
 	# a run that goes leaves spares behind it
 	"$LCRUN" run -- true
@@ -148,7 +148,7 @@ time.sleep(30)'
 	[ ! -e "$LCRUN_ROOT/spare" ]
 	# nothing kept: the next run makes its own
 	LCRUN_TRACE=1 "$LCRUN" run -- true 2>"$BATS_TEST_TMPDIR/trace"
-	! grep -q "a spare network namespace" "$BATS_TEST_TMPDIR/trace"
+	if grep -q "a spare network namespace" "$BATS_TEST_TMPDIR/trace"; then false; fi
 }
 
 @test "spares: the holder ends when its state directory goes" {

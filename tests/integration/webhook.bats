@@ -79,10 +79,10 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(grep -c "webhook hooks/github delivery $id" "$T/lcd.log")" -eq 1 ]
 	grep -q "webhook hooks/github delivery $id event issues.labeled from 127.0.0.1: 202 task $task" "$T/lcd.log"
 	sig=$(sign "$PAYLOAD")
-	! grep -q -- "$HOOK_SECRET" "$T/lcd.log"
-	! grep -q -- "${sig#sha256=}" "$T/lcd.log"
-	! grep -rq -- "$HOOK_SECRET" "$LCRUN_ROOT/lcd/logs"
-	! sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q -- "$HOOK_SECRET"
+	if grep -q -- "$HOOK_SECRET" "$T/lcd.log"; then false; fi
+	if grep -q -- "${sig#sha256=}" "$T/lcd.log"; then false; fi
+	if grep -rq -- "$HOOK_SECRET" "$LCRUN_ROOT/lcd/logs"; then false; fi
+	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q -- "$HOOK_SECRET"; then false; fi
 	[ "$(tasks)" -eq 1 ]
 }
 
@@ -114,7 +114,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(tasks)" -eq 0 ]
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM webhook_deliveries')" -eq 0 ]
 	[ "$(grep -c 'webhook hooks/.* 401 ' "$T/lcd.log")" -eq 12 ]
-	! grep -q -- "$HOOK_SECRET" "$T/lcd.log"
+	if grep -q -- "$HOOK_SECRET" "$T/lcd.log"; then false; fi
 }
 
 @test "webhook: 20 deliveries of one id, at once and after a restart, start one task; old ids expire" {
@@ -287,7 +287,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	# no plain HTTP on the TLS port, no TLS older than 1.2
 	run curl -s --max-time 5 -o /dev/null -w '%{http_code}' -X POST --data '{}' "http://127.0.0.1:$PORT/hooks/hooks/github"
 	[ "$output" = 000 ]
-	! curl -s --max-time 5 --cacert "$T/cert.pem" --tlsv1.1 --tls-max 1.1 -o /dev/null "$URL/hooks/hooks/github"
+	if curl -s --max-time 5 --cacert "$T/cert.pem" --tlsv1.1 --tls-max 1.1 -o /dev/null "$URL/hooks/hooks/github"; then false; fi
 	# a certificate without its key, or a key that is not PEM, is refused at start
 	stop_lcd
 	write_config "\"webhook_tls_cert\": \"$T/cert.pem\""
