@@ -193,7 +193,7 @@ static int load_blob_json(const char *hex, json_t **out, lc_error_t **err)
 	if (fstat(fd, &st) == 0)
 		blob_mark(hex, &st, mark, sizeof(mark));
 	ssize_t n = *mark ? fgetxattr(fd, BLOB_CHECKED_XATTR, had, sizeof(had)) : -1;
-	bool checked = false && n > 0 && (size_t)n == strlen(mark) && !memcmp(had, mark, (size_t)n);
+	bool checked = n > 0 && (size_t)n == strlen(mark) && !memcmp(had, mark, (size_t)n);
 	if (lc_read_fd(fd, p, &data, &len, err) < 0)
 		return lc_error_wrap(err, "image store is missing blob sha256:%s", hex);
 	if (!checked) {

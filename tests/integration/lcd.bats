@@ -232,7 +232,9 @@ count_fn() { # FN [STATE]
 	[ "$output" = DEMO_TOKEN ]
 	id=$("$LCCTL" run -d demo:withsecret)
 	wait_state "$id" running
-	if ps -eo args | grep -q "$SECRET"; then false; fi # not on any command line
+	# not on any command line (pgrep leaves itself out; a grep of ps's
+	# output would find its own)
+	if pgrep -af -- "$SECRET"; then false; fi
 	run "$LCCTL" run demo:withsecret
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jq .len)" -eq "${#SECRET}" ]
