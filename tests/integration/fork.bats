@@ -43,6 +43,16 @@ held_mntns() {
 	find /proc/[0-9]*/fd -lname 'mnt:*' -printf '%l\n' 2>/dev/null | sort -u | comm -23 - "$T/live-mntns"
 }
 
+# Wait (up to 10 s) until N sandboxes run (lcrun ps), else fail.
+wait_running() {
+	local _
+	for _ in $(seq 200); do
+		[ "$("$LCRUN" ps | grep -c ' running ')" -eq "$1" ] && return 0
+		sleep 0.05
+	done
+	false
+}
+
 # Wait (up to 30 s) until all ten are up: a namespace's number may be
 # reused once its sandbox ended.
 BARRIER='mktemp /bar/XXXXXX >/dev/null; i=0
@@ -145,11 +155,7 @@ PY
 	fpid=$!
 	# all three started (each staging process copied the host's mounts,
 	# this one included, before pid 1 was ready)
-	for _ in $(seq 200); do
-		[ "$("$LCRUN" ps | grep -c ' running ')" -eq 3 ] && break
-		sleep 0.05
-	done
-	[ "$("$LCRUN" ps | grep -c ' running ')" -eq 3 ]
+	wait_running 3
 	umount "$T/m"
 	for _ in $(seq 30); do [ ! -e "$sb" ] && break; sleep 0.1; done
 	[ -e "$sb" ] && pinned=yes || pinned=no
