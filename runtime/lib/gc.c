@@ -194,7 +194,7 @@ static void gc_trash_entry(const char *path, json_t *removed)
 	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
 		return;
 	const char *base = strrchr(path, '/');
-	if (base && !strncmp(base + 1, "batch-", 6))
+	if (base && !strncmp(base + 1, LC_BATCH_TRASH_PREFIX, strlen(LC_BATCH_TRASH_PREFIX)))
 		lc_state_trash_rm_ids(path); /* its sandboxes' state, as its remover would */
 	if (lc_rm_rf(path, NULL) == 0)
 		note(removed, "removed directory %s", path);

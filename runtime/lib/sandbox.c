@@ -940,12 +940,12 @@ static void remover_start(lc_sb_t *c)
 	 * pid 1's pid), held by the remover until the removal starts: pid 1's
 	 * exit then only drops a reference, and the unmounting of its root
 	 * (0.3 ms here) happens after lcrun returned.  The staging
-	 * process's, left for it, likewise. */
+	 * process's (last in keep) only passes through: the remover lets it
+	 * go as it starts. */
 	int keep[3] = { sv[1] }, nkeep = 1;
 	for (int i = 0; i < 2; i++)
 		if (c->held_ns[i] >= 0)
 			keep[nkeep++] = c->held_ns[i];
-	int stage_ns = c->held_ns[LC_HELD_STAGING];
 	int r = lc_fork_detached(keep, nkeep);
 	for (int i = 0; i < 2 && r != 0; i++)
 		if (c->held_ns[i] >= 0) {
@@ -957,8 +957,8 @@ static void remover_start(lc_sb_t *c)
 		/* The staging process's goes at once, while the command runs:
 		 * it holds a copy of the host's mounts, which must not stay
 		 * pinned for the sandbox's life. */
-		if (stage_ns >= 0)
-			close(stage_ns);
+		if (c->held_ns[LC_HELD_STAGING] >= 0)
+			close(keep[--nkeep]);
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 		char go;
@@ -970,8 +970,7 @@ static void remover_start(lc_sb_t *c)
 		while ((n = read(sv[1], &go, 1)) > 0 || (n < 0 && errno == EINTR))
 			;
 		for (int i = 1; i < nkeep; i++)
-			if (keep[i] != stage_ns)
-				close(keep[i]);
+			close(keep[i]);
 		/* state_to_trash's first: while the sandbox directory's
 		 * locked entry is there, gc --wait waits for both. */
 		_cleanup_free_ char *st = lc_state_trash(c->id);
@@ -1514,15 +1513,13 @@ int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *r
 		 * staging process's goes to lcrun fork, which lets it go as
 		 * it comes: it holds a copy of the host's mounts, which must
 		 * not stay pinned for the batch's life. */
-		int *pid1_ns = &c.held_ns[LC_HELD_PID1], *stage_ns = &c.held_ns[LC_HELD_STAGING];
-		if (sh && *pid1_ns >= 0 && lc_run_shared_hold(sh, *pid1_ns) == 0) {
-			close(*pid1_ns);
-			*pid1_ns = -1;
-		}
-		if (sh && *stage_ns >= 0 && lc_run_shared_give_drop(sh, *stage_ns) == 0) {
-			close(*stage_ns);
-			*stage_ns = -1;
-		}
+		int (*const hand[2])(const lc_run_shared_t *, int) = { [LC_HELD_PID1] = lc_run_shared_hold,
+									 [LC_HELD_STAGING] = lc_run_shared_give_drop };
+		for (int i = 0; i < 2; i++)
+			if (sh && c.held_ns[i] >= 0 && hand[i](sh, c.held_ns[i]) == 0) {
+				close(c.held_ns[i]);
+				c.held_ns[i] = -1;
+			}
 		lc_sb_wait(&c, res, sigfd);
 		lc_cgroup_stats(c.cg.path, res);
 		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)

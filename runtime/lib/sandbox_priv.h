@@ -278,6 +278,9 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
 /* Hand fd to the batch's owner, which closes it soon (-1: not sent). */
 int lc_run_shared_give_drop(const lc_run_shared_t *sh, int fd);
+/* The name of a batch's trash in lc_trash_dir(): this, then a random tag
+ * (shared.c makes it, gc.c knows it by it). */
+#define LC_BATCH_TRASH_PREFIX "batch-"
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);

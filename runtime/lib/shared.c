@@ -80,7 +80,7 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	}
 	char tag[13];
 	lc_random_hex(tag, 12);
-	sh->trash = lc_strdup_printf("%s/batch-%s", trash, tag);
+	sh->trash = lc_strdup_printf("%s/" LC_BATCH_TRASH_PREFIX "%s", trash, tag);
 	if (mkdir(sh->trash, 0700) < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sh->trash);
 		free(sh->trash);
