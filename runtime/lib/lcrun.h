@@ -165,27 +165,29 @@ int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err);
 /* The result as the JSON object --result writes. */
 json_t *lc_result_to_json(const lc_result_t *res);
 
-/* ---- many sandboxes from one spec (shared.c) ----------------------------
+/* ---- many sandboxes from one spec (shared.c, batch.c) -------------------
  *
  * What N sandboxes started from one spec may prepare once, before the
- * caller forks a process per sandbox that calls lc_run_with: the seccomp
- * program, the map-only user namespace lower layers are idmapped with, and
- * a trash directory their directories are moved into at teardown (instead
- * of a remover per sandbox).  lc_run_shared_free, in the process that made
- * it and after every sandbox has ended, starts one background removal of
- * that directory.  Each sandbox is otherwise made as lc_run makes it. */
+ * caller starts them (lc_run_batch): the seccomp program, the map-only
+ * user namespace lower layers are idmapped with, and a trash directory
+ * their directories are moved into at teardown (instead of a remover per
+ * sandbox).  lc_run_shared_free, in the process that made it and after
+ * every sandbox has ended, starts one background removal of that
+ * directory.  Each sandbox is otherwise made as lc_run makes it. */
 typedef struct lc_run_shared lc_run_shared_t;
 int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t **err);
 void lc_run_shared_free(lc_run_shared_t *sh);
-/* The staging process of each sandbox leaves a mount namespace (a copy of
- * the host's mounts) that is best let go off the sandboxes' way: the
- * process that made sh polls this fd while it waits for them and calls
- * lc_run_shared_drop when it is readable, which closes what came. */
-int lc_run_shared_drop_fd(const lc_run_shared_t *sh);
-void lc_run_shared_drop(const lc_run_shared_t *sh);
-/* lc_run, with the parts sh holds (NULL: lc_run itself); spec must be the
- * one sh was made from. */
-int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err);
+/* count sandboxes of spec (sh made from it), all started, watched and
+ * torn down by the calling process (single-threaded), which becomes
+ * every pid 1's parent.  done(i, result, ud) as sandbox i (0-based) ends,
+ * in any order: lc_result_to_json's object, or {"error", "exit_code"}
+ * for one that could not be made (the caller owns it).  Signals read from
+ * sigfd (-1: none) go to every sandbox, as lc_run forwards them, except
+ * those the kernel sent (a terminal's reach the sandboxes themselves);
+ * a sandbox still starting gets them once it runs. */
+typedef void (*lc_batch_done_fn)(long i, json_t *result, void *ud);
+void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, int sigfd, lc_batch_done_fn done,
+		  void *ud);
 
 /* Kill every process of a sandbox (cgroup.kill or its pid namespace). */
 int lc_sandbox_kill(const char *id_or_name, lc_error_t **err);

@@ -145,6 +145,8 @@ static void staging_fail(lc_sb_t *c, lc_error_t *e)
 static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
+	if (c->stage_ns >= 0) /* the staging process's, its alone */
+		close(c->stage_ns);
 	if (lc_mounts_finish(&c->plan, c->spec, &e) < 0)
 		staging_fail(c, e);
 	trace("pid 1: root finished");
@@ -283,11 +285,17 @@ static void staging_main(lc_sb_t *c)
 	 * for pid 1's below, and the last reference to a mount namespace
 	 * unmounts its tree and waits for an RCU grace period: 0.05 ms
 	 * alone, milliseconds with ten sandboxes starting at once, on the
-	 * way to pid 1.  Where pid 1's is held for a remover, this one goes
-	 * to lcrun too, which lets it go off the sandbox's way: the
-	 * remover as it starts, lcrun fork as it comes. */
+	 * way to pid 1.  Where pid 1's is held for a remover, this one is
+	 * let go off the sandbox's way: a run's goes to lcrun, whose remover
+	 * closes it as it starts; a batch's stays with this process until
+	 * it exits, right after pid 1's clone. */
 	int stage_ns = c->hold_mntns ? open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC) : -1;
-	if (stage_ns >= 0) {
+	if (stage_ns >= 0 && c->shared) {
+		/* A batch's: kept by this process, whose exit lets it go;
+		 * nobody waits for that exit (lc_sb_step). */
+		c->stage_ns = stage_ns;
+		lc_msg_send(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, 0, NULL);
+	} else if (stage_ns >= 0) {
 		lc_msg_send_fd(c->sp[1], LC_MSG_USERNS, c->plan.idmap_ok, stage_ns);
 		close(stage_ns);
 	} else {
@@ -1136,6 +1144,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->pidfd = -1;
 	c->rm_pipe = -1;
 	c->held_ns[0] = c->held_ns[1] = -1;
+	c->stage_ns = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -1179,7 +1188,7 @@ static void learn_pid1(lc_sb_t *c)
 	}
 }
 
-int lc_sb_start(lc_sb_t *c, lc_error_t **err)
+int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
@@ -1323,8 +1332,12 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	 * gate it the same way). */
 	if (c->joined && c->spec->net.mode == LC_NET_NONE)
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-	bool got_pid = false, got_ready = false;
-	for (;;) {
+	return 0;
+}
+
+int lc_sb_step(lc_sb_t *c, lc_error_t **err)
+{
+	{
 		lc_msg_t m;
 		int fd;
 		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
@@ -1339,7 +1352,7 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 		switch (m.type) {
 		case LC_MSG_ERROR:
 			lc_error_from_buf(err, m.text, strlen(m.text));
-			if (!got_pid)
+			if (!c->got_pid)
 				learn_pid1(c);
 			return -1;
 		case LC_MSG_USERNS: {
@@ -1377,18 +1390,24 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			 * clone returns, pid 1 runs meanwhile.  Both are needed. */
 			trace("pid 1 cloned");
 			c->init = m.a;
-			waitpid(c->staging, NULL, 0);
-			c->staging = 0;
+			/* In a batch the staging process is reaped at teardown:
+			 * its exit lets go of its mount namespace (a copy of the
+			 * host's mounts), which may wait for an RCU grace
+			 * period, and nobody waits for that. */
+			if (!c->shared) {
+				waitpid(c->staging, NULL, 0);
+				c->staging = 0;
+			}
 			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
-			got_pid = true;
-			if (got_ready)
-				return lc_sb_save_state(c, "running", err);
+			c->got_pid = true;
+			if (c->got_ready)
+				return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
 			break;
 		case LC_MSG_READY:
 			trace("pid 1 ready");
-			got_ready = true;
-			if (got_pid)
-				return lc_sb_save_state(c, "running", err);
+			c->got_ready = true;
+			if (c->got_pid)
+				return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
 			break;
 		case LC_MSG_EXIT:
 			/* A quick command can end (after READY) before the
@@ -1402,74 +1421,69 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 		}
 	}
+	return 0;
 }
 
-void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
+int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 {
-	const lc_spec_t *s = c->spec;
-	long long deadline = s->timeout > 0 ? c->start_ms + (long long)s->timeout * 1000 : -1;
-	bool got_exit = c->got_exit, killed = false;
-	int code = c->exit_code, sig = c->exit_signal;
-	int sync_fd = c->sp[0];
-	for (;;) {
-		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */
-		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { sync_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
-		int timeout = c->pidfd < 0 ? 10 : -1;
-		if (deadline >= 0 && !killed) {
-			long long left = deadline - lc_now_ms();
-			if (timeout < 0 || left < timeout)
-				timeout = left > 0 ? (int)left : 0;
-		}
-		int n = poll(p, sigfd >= 0 ? 3 : 2, timeout);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (deadline >= 0 && !killed && lc_now_ms() >= deadline) {
-			res->timed_out = true;
-			killed = true;
-			if (c->cg.path)
-				lc_cgroup_kill(c->cg.path);
-			if (c->pidfd >= 0)
-				syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-			else
-				kill(c->init, SIGKILL);
-			continue;
-		}
-		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			lc_msg_t m;
-			if (lc_msg_recv(sync_fd, &m) == 1) {
-				if (m.type == LC_MSG_EXIT) {
-					got_exit = true;
-					code = m.a;
-					sig = m.b;
-				}
-			} else {
-				sync_fd = -1; /* pid 1 hung up: only its exit is left to see */
-			}
-		}
-		if (sigfd >= 0 && (p[2].revents & POLLIN)) {
-			struct signalfd_siginfo si;
-			if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
-				if (c->pidfd >= 0)
-					syscall(SYS_pidfd_send_signal, c->pidfd, (int)si.ssi_signo, NULL, 0);
-				else
-					kill(c->init, (int)si.ssi_signo);
-			}
-		}
-		if (c->pidfd >= 0 && (p[0].revents & POLLIN))
-			break;
-		if (c->pidfd < 0) {
-			siginfo_t si;
-			memset(&si, 0, sizeof(si));
-			if (waitid(P_PID, (id_t)c->init, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->init)
-				break;
-		}
+	if (lc_sb_begin(c, err) < 0)
+		return -1;
+	int r;
+	while ((r = lc_sb_step(c, err)) == 0)
+		;
+	return r < 0 ? -1 : 0;
+}
+
+long long lc_sb_deadline(const lc_sb_t *c)
+{
+	return c->spec->timeout > 0 ? c->start_ms + (long long)c->spec->timeout * 1000 : -1;
+}
+
+void lc_sb_signal(lc_sb_t *c, int sig)
+{
+	if (c->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0);
+	else if (c->init > 0)
+		kill(c->init, sig);
+}
+
+void lc_sb_expire(lc_sb_t *c)
+{
+	c->timed_out = true;
+	if (c->cg.path)
+		lc_cgroup_kill(c->cg.path);
+	lc_sb_signal(c, SIGKILL);
+}
+
+bool lc_sb_sync_read(lc_sb_t *c)
+{
+	lc_msg_t m;
+	if (lc_msg_recv(c->sp[0], &m) != 1)
+		return false;
+	if (m.type == LC_MSG_EXIT) {
+		c->got_exit = true;
+		c->exit_code = m.a;
+		c->exit_signal = m.b;
 	}
+	return true;
+}
+
+bool lc_sb_exited(lc_sb_t *c)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)c->init, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->init;
+}
+
+void lc_sb_reap(lc_sb_t *c, lc_result_t *res)
+{
 	trace("pid 1 exited");
 	int status = 0;
 	while (waitpid(c->init, &status, 0) < 0 && errno == EINTR)
 		;
 	c->init = 0;
-	if (!got_exit) {
+	int code = c->exit_code, sig = c->exit_signal;
+	if (!c->got_exit) {
 		/* pid 1 itself died: killed (timeout, OOM, lc_sandbox_kill). */
 		if (WIFSIGNALED(status)) {
 			sig = WTERMSIG(status);
@@ -1480,60 +1494,101 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 	}
 	res->exit_code = code;
 	res->signal = sig;
+	res->timed_out = c->timed_out;
 	if (res->timed_out)
 		res->exit_code = LC_EXIT_TIMEOUT;
 }
 
-int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
+void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 {
-	return lc_run_with(spec, NULL, res, err);
+	long long deadline = lc_sb_deadline(c);
+	int sync_fd = c->sp[0];
+	for (;;) {
+		/* Without a pidfd (pidfd_open refused), poll for pid 1 with waitid. */
+		struct pollfd p[3] = { { c->pidfd, POLLIN, 0 }, { sync_fd, POLLIN, 0 }, { sigfd, POLLIN, 0 } };
+		int timeout = c->pidfd < 0 ? 10 : -1;
+		if (deadline >= 0 && !c->timed_out) {
+			long long left = deadline - lc_now_ms();
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
+		}
+		int n = poll(p, sigfd >= 0 ? 3 : 2, timeout);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (deadline >= 0 && !c->timed_out && lc_now_ms() >= deadline) {
+			lc_sb_expire(c);
+			continue;
+		}
+		/* pid 1 hung up: only its exit is left to see */
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) && !lc_sb_sync_read(c))
+			sync_fd = -1;
+		if (sigfd >= 0 && (p[2].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			if (read(sigfd, &si, sizeof(si)) == sizeof(si))
+				lc_sb_signal(c, (int)si.ssi_signo);
+		}
+		if (c->pidfd >= 0 ? (p[0].revents & POLLIN) != 0 : lc_sb_exited(c))
+			break;
+	}
+	lc_sb_reap(c, res);
 }
 
-int lc_run_with(const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res, lc_error_t **err)
+void lc_sb_run_prepare(lc_sb_t *c, const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res)
 {
-	lc_sb_t c;
-	lc_sb_init(&c, spec);
-	c.shared = sh;
+	lc_sb_init(c, spec);
+	c->shared = sh;
+	c->throwaway = !spec->keep;
 	memset(res, 0, sizeof(*res));
 	res->cpu_user_us = res->cpu_system_us = res->memory_peak = res->pids_peak = -1;
+}
 
+void lc_sb_run_started(lc_sb_t *c, lc_result_t *res)
+{
+	snprintf(res->id, sizeof(res->id), "%s", c->id);
+	if (c->cg.not_applied)
+		snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c->cg.not_applied);
+	if (!c->spec->keep && !c->shared)
+		remover_start(c);
+	/* pid 1's mount namespace waits for the batch's remover. */
+	if (c->shared && c->held_ns[LC_HELD_PID1] >= 0 && lc_run_shared_hold(c->shared, c->held_ns[LC_HELD_PID1]) == 0) {
+		close(c->held_ns[LC_HELD_PID1]);
+		c->held_ns[LC_HELD_PID1] = -1;
+	}
+}
+
+void lc_sb_run_finish(lc_sb_t *c, lc_result_t *res, bool started)
+{
+	const lc_spec_t *spec = c->spec;
+	if (started) {
+		lc_cgroup_stats(c->cg.path, res);
+		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
+			res->exit_code = 137;
+	}
+	res->wall_us = (lc_now_ms() - c->start_ms) * 1000;
+	if (started && spec->keep && c->state_written) {
+		json_t *j = lc_sb_state_json(c, "exited");
+		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
+		lc_state_write(c->id, j, NULL);
+		json_decref(j);
+	}
+	lc_sb_teardown(c, started && spec->keep);
+	lc_sb_free(c);
+}
+
+int lc_run(const lc_spec_t *spec, lc_result_t *res, lc_error_t **err)
+{
+	lc_sb_t c;
+	lc_sb_run_prepare(&c, spec, NULL, res);
 	sigset_t old;
 	int sigfd = -1;
 	if (spec->forward_signals)
 		sigfd = lc_signals_to_fd(fwd_signals, sizeof(fwd_signals) / sizeof(fwd_signals[0]), &old);
-	c.throwaway = !spec->keep;
 	int r = lc_sb_start(&c, err);
 	if (r == 0) {
-		snprintf(res->id, sizeof(res->id), "%s", c.id);
-		if (c.cg.not_applied)
-			snprintf(res->limits_not_applied, sizeof(res->limits_not_applied), "%s", c.cg.not_applied);
-		if (!spec->keep && !sh)
-			remover_start(&c);
-		/* pid 1's mount namespace waits for the batch's remover; the
-		 * staging process's goes to lcrun fork, which lets it go as
-		 * it comes: it holds a copy of the host's mounts, which must
-		 * not stay pinned for the batch's life. */
-		int (*const hand[2])(const lc_run_shared_t *, int) = { [LC_HELD_PID1] = lc_run_shared_hold,
-									 [LC_HELD_STAGING] = lc_run_shared_give_drop };
-		for (int i = 0; i < 2; i++)
-			if (sh && c.held_ns[i] >= 0 && hand[i](sh, c.held_ns[i]) == 0) {
-				close(c.held_ns[i]);
-				c.held_ns[i] = -1;
-			}
+		lc_sb_run_started(&c, res);
 		lc_sb_wait(&c, res, sigfd);
-		lc_cgroup_stats(c.cg.path, res);
-		if (res->oom_killed && res->signal == SIGKILL && !res->timed_out)
-			res->exit_code = 137;
 	}
-	res->wall_us = (lc_now_ms() - c.start_ms) * 1000;
-	if (r == 0 && spec->keep && c.state_written) {
-		json_t *j = lc_sb_state_json(&c, "exited");
-		json_object_set_new(j, "exit_code", json_integer(res->exit_code));
-		lc_state_write(c.id, j, NULL);
-		json_decref(j);
-	}
-	lc_sb_teardown(&c, r == 0 && spec->keep);
-	lc_sb_free(&c);
+	lc_sb_run_finish(&c, res, r == 0);
 	if (sigfd >= 0) {
 		close(sigfd);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -240,9 +240,13 @@ typedef struct lc_sb {
 	char *rm_dst;    /* where the directory goes in trash/ for it */
 	bool rm_went;    /* it has the directory: the state directory goes to it too */
 	struct lc_image_resolved *img; /* spec->image, resolved */
-	const struct lc_run_shared *shared; /* lc_run_with: made once for a batch, or NULL */
-	bool got_exit;                      /* pid 1's EXIT came during lc_sb_start: */
+	const struct lc_run_shared *shared; /* made once for a batch (lc_run_batch), or NULL */
+	bool got_exit;                      /* pid 1's EXIT came (during lc_sb_start, or after): */
 	int exit_code, exit_signal;         /* what it said */
+	bool got_pid, got_ready;            /* lc_sb_step: the two words that end the start */
+	bool timed_out;                     /* lc_sb_expire killed it */
+	int stage_ns;                       /* staging, in a batch: its own mount namespace, kept */
+					    /* until it exits (pid 1 closes its copy at once) */
 } lc_sb_t;
 /* "net.KEY=VALUE" as spec->sysctls takes it (LC_EXIT_USAGE otherwise). */
 int lc_sysctl_check(const char *kv, lc_error_t **err);
@@ -251,7 +255,7 @@ char **lc_build_env(const lc_spec_t *spec);
 /* Is the calling process single-threaded (raw clone3 is safe)? */
 bool lc_single_threaded(void);
 
-/* ---- shared.c: the parts of lc_run_with's batch made once */
+/* ---- shared.c: the parts of a batch (lc_run_batch) made once */
 struct lc_run_shared {
 	lc_seccomp_prog_t prog; /* spec->seccomp with spec->caps */
 	int idmap_userns_fd;    /* -1 when rootless */
@@ -262,8 +266,6 @@ struct lc_run_shared {
 	char *skel, *etc;       /* the host image's layers when the batch runs on it */
 	int hold[2];            /* socket pair: [1] takes each sandbox's mount namespace, */
 				/* left unread in [0] until the batch's remover closes it */
-	int drop[2];            /* socket pair: [1] takes each staging process's, closed */
-				/* as they come by the batch's owner (lc_run_shared_drop) */
 };
 /* The host image's skeleton and /etc layer for spec (lc_hostimage_skel,
  * lc_hostimage_etc), sh's when it holds them. */
@@ -276,8 +278,6 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
  * network namespace its sysfs pins) is not on the batch's time.  -1: not
  * taken (the caller's close tears it down as before). */
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
-/* Hand fd to the batch's owner, which closes it soon (-1: not sent). */
-int lc_run_shared_give_drop(const lc_run_shared_t *sh, int fd);
 /* The name of a batch's trash in lc_trash_dir(): this, then a random tag
  * (shared.c makes it, gc.c knows it by it). */
 #define LC_BATCH_TRASH_PREFIX "batch-"
@@ -309,9 +309,30 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
 /* Validate, build the root, start pid 1; returns once pid 1 is READY.  The
  * caller becomes pid 1's parent (it must be the process that waits). */
 int lc_sb_start(lc_sb_t *c, lc_error_t **err);
+/* lc_sb_start in two halves, for a caller that starts many at once: begin
+ * (everything up to the staging process's first word), then a step each
+ * time c->sp[0] is readable: 0 more to come, 1 started, -1 failed. */
+int lc_sb_begin(lc_sb_t *c, lc_error_t **err);
+int lc_sb_step(lc_sb_t *c, lc_error_t **err);
 /* Wait for the command (or pid 1) to end, honouring spec->timeout and
  * forwarding signals read from sigfd (-1: none). */
 void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd);
+/* lc_sb_wait's parts, for a caller that waits for many at once: when
+ * spec->timeout ends (-1: never), and what to do then; a signal to pid 1;
+ * a word from pid 1 (false: it hung up); has pid 1 exited (without a
+ * pidfd); reap it and fill res's status. */
+long long lc_sb_deadline(const lc_sb_t *c);
+void lc_sb_expire(lc_sb_t *c);
+void lc_sb_signal(lc_sb_t *c, int sig);
+bool lc_sb_sync_read(lc_sb_t *c);
+bool lc_sb_exited(lc_sb_t *c);
+void lc_sb_reap(lc_sb_t *c, lc_result_t *res);
+/* lc_run's parts around lc_sb_start and lc_sb_wait: set c and res up;
+ * once started (res's id, a run's remover, a batch's held namespace);
+ * at the end (statistics, teardown, c freed). */
+void lc_sb_run_prepare(lc_sb_t *c, const lc_spec_t *spec, const lc_run_shared_t *sh, lc_result_t *res);
+void lc_sb_run_started(lc_sb_t *c, lc_result_t *res);
+void lc_sb_run_finish(lc_sb_t *c, lc_result_t *res, bool started);
 /* Kill what is left; remove cgroup, directories and state unless keep. */
 void lc_sb_teardown(lc_sb_t *c, bool keep);
 void lc_sb_free(lc_sb_t *c);

@@ -1,14 +1,14 @@
 /* shared.c — what N sandboxes started from one spec can make once.
  *
- * lcrun fork starts N sandboxes from one spec, each in a process of its
- * own forked from lcrun.  Left alone, each of them would prepare the same
- * seccomp program again, make the same map-only user namespace for the
- * idmapped lower layers again, resolve the same image and look up the same
- * host image layers again, and fork a remover of its own that deletes
- * its directory while the other sandboxes are still starting.  Made once
- * before the forks, those are inherited; the directories go into
- * one trash directory of the batch instead, emptied by one remover in the
- * background once every sandbox has ended.
+ * lcrun fork starts N sandboxes from one spec (lc_run_batch, batch.c).
+ * Left alone, each of them would prepare the same seccomp program again,
+ * make the same map-only user namespace for the idmapped lower layers
+ * again, resolve the same image and look up the same host image layers
+ * again, and fork a remover of its own that deletes its directory while
+ * the other sandboxes are still starting.  Made once before the first,
+ * those serve every sandbox; the directories go into one trash directory
+ * of the batch instead, emptied by one remover in the background once
+ * every sandbox has ended.
  *
  * Nothing here is shared between the sandboxes themselves: each still has
  * its own id, directory, upper, cgroup, namespaces and user namespace (the
@@ -52,7 +52,6 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	lc_run_shared_t *sh = lc_xmalloc0(sizeof(*sh));
 	sh->idmap_userns_fd = sh->trash_fd = -1;
 	sh->hold[0] = sh->hold[1] = -1;
-	sh->drop[0] = sh->drop[1] = -1;
 	sh->owner = getpid();
 	*out = NULL;
 	if (lc_seccomp_prepare_caps(spec->seccomp, spec->caps, &sh->prog, err) < 0)
@@ -96,8 +95,6 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 	 * themselves, as a run's do without a remover. */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sh->hold) < 0)
 		sh->hold[0] = sh->hold[1] = -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sh->drop) < 0)
-		sh->drop[0] = sh->drop[1] = -1;
 	*out = sh;
 	return 0;
 fail:
@@ -115,31 +112,6 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog)
 		memcpy(prog->filter, sh->prog.filter, bytes);
 	}
 	return 0;
-}
-
-int lc_run_shared_give_drop(const lc_run_shared_t *sh, int fd)
-{
-	if (!sh || sh->drop[1] < 0)
-		return -1;
-	return lc_send_fd(sh->drop[1], "", 1, fd, MSG_DONTWAIT);
-}
-
-int lc_run_shared_drop_fd(const lc_run_shared_t *sh)
-{
-	return sh ? sh->drop[0] : -1;
-}
-
-void lc_run_shared_drop(const lc_run_shared_t *sh)
-{
-	if (!sh || sh->drop[0] < 0)
-		return;
-	/* Each close may unmount a copy of the host's mounts and wait for an
-	 * RCU grace period: here, in the owner, which only waits. */
-	char byte;
-	int fd;
-	while (lc_recv_fd(sh->drop[0], &byte, 1, &fd, MSG_DONTWAIT) > 0)
-		if (fd >= 0)
-			close(fd);
 }
 
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd)
@@ -166,11 +138,6 @@ void lc_run_shared_free(lc_run_shared_t *sh)
 		return;
 	if (sh->hold[1] >= 0)
 		close(sh->hold[1]);
-	if (sh->owner == getpid())
-		lc_run_shared_drop(sh);
-	for (int i = 0; i < 2; i++)
-		if (sh->drop[i] >= 0)
-			close(sh->drop[i]);
 	if (sh->trash && sh->owner == getpid()) {
 		/* One remover for the batch, at the lowest priority: it must not
 		 * take the CPU from sandboxes being started meanwhile (nice 19

@@ -200,34 +200,46 @@ EOF
 	[ "$status" -eq 0 ]
 }
 
-@test "fork: lcrun gc removes what a killed batch left in trash/, not a live batch's" {
+@test "fork: a killed lcrun fork takes its sandboxes with it; lcrun gc removes what they left, not a live batch's" {
+	cg=$(cgroup2_root)
 	"$LCRUN" fork img --count 2 -- sleep 30 2>/dev/null &
 	fpid=$!
-	for _ in $(seq 100); do
-		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 2 ] && break
-		sleep 0.05
-	done
+	wait_running 2
+	ids=$(ls "$LCRUN_STATE_DIR" | grep '^[0-9a-f]\{12\}$')
+	[ "$(echo "$ids" | wc -l)" -eq 2 ]
 	batch=$(ls -d "$LCRUN_ROOT"/trash/batch-*)
 	[ -d "$batch" ]
-	# live: gc leaves the batch's entry alone
+	# live: gc leaves the batch's entry and its sandboxes alone
 	run "$LCRUN" gc
 	[ "$status" -eq 0 ]
 	[ -d "$batch" ]
-	# lcrun fork killed: its sandboxes end (their parent died), their
-	# directories go into the batch's entry, and nobody removes it but gc
+	[ "$("$LCRUN" ps | grep -c ' running ')" -eq 2 ]
+	# lcrun fork killed: each pid 1 dies with it (its end of the sync
+	# socket closed), and so does every process of the sandbox
 	kill -KILL "$fpid"
 	wait "$fpid" || true
-	for _ in $(seq 200); do
-		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 0 ] && break
-		sleep 0.05
-	done
-	[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 0 ]
-	[ "$(ls "$batch" | wc -l)" -eq 2 ]
+	if [ -n "$cg" ]; then
+		for id in $ids; do
+			for _ in $(seq 200); do
+				grep -q '^populated 0' "$cg/lcrun/$id/cgroup.events" && break
+				sleep 0.05
+			done
+			grep -q '^populated 0' "$cg/lcrun/$id/cgroup.events"
+		done
+	fi
+	# nobody removes what they left but gc: state, directory, cgroup, and
+	# the batch's trash entry, which nobody holds a lock on any more
 	run "$LCRUN" gc
 	[ "$status" -eq 0 ]
+	echo "$output"
+	for id in $ids; do
+		[[ "$output" == *"removed sandbox $id"* ]]
+		[ ! -e "$LCRUN_STATE_DIR/$id" ]
+		[ ! -e "$LCRUN_ROOT/sandboxes/$id" ]
+		[ -z "$cg" ] || [ ! -e "$cg/lcrun/$id" ]
+	done
 	[[ "$output" == *"removed directory $batch"* ]]
 	[ ! -e "$batch" ]
-	# with its sandboxes' state, which waited in trash-state for the batch
 	[ -z "$(ls -A "$LCRUN_STATE_DIR/trash-state" 2>/dev/null)" ]
 }
 
