@@ -261,6 +261,10 @@ int lc_read_fd(int fd, const char *path, char **out, size_t *lenp, lc_error_t **
 
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err)
 {
+	/* Nearly always there already, or only its last part missing: one
+	 * mkdir, not one for each part of the path. */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
 	_cleanup_free_ char *p = strdup(path);
 	for (char *s = p + 1; *s; s++) {
 		if (*s != '/')
