@@ -208,6 +208,8 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	for (size_t i = 0; i < c->n_foreign_fds; i++)
+		close(c->foreign_fds[i]);
 	if (!c->single_threaded) /* only another thread can hold the pool's lock now */
 		lc_netpool_drop_inherited();
 	/* Pid 1 is cloned from here: it shows "lcrun-init", never the

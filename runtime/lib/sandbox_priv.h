@@ -245,6 +245,8 @@ typedef struct lc_sb {
 	int exit_code, exit_signal;         /* what it said */
 	bool got_pid, got_ready;            /* lc_sb_step: the two words that end the start */
 	bool timed_out;                     /* lc_sb_expire killed it */
+	const int *foreign_fds;             /* the caller's fds the staging process closes first */
+	size_t n_foreign_fds;               /* (a batch's, of its other sandboxes) */
 	int stage_ns;                       /* staging, in a batch: its own mount namespace, kept */
 					    /* until it exits (pid 1 closes its copy at once) */
 } lc_sb_t;

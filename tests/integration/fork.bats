@@ -185,6 +185,67 @@ assert int(sys.argv[2]) == first, (sys.argv[2], first)
 PY
 }
 
+@test "fork: sandboxes that cannot be made each report why, and lcrun fork ends" {
+	for n in 1 3; do
+		run timeout -k 2 30 "$LCRUN" fork img --count $n --bind "$T/missing:/mnt" --result "$T/r.json" -- true
+		echo "$output"
+		# 124 would be the timeout: a batch whose last sandbox failed to
+		# start must still end
+		[ "$status" -ne 124 ]
+		[ "$status" -ne 0 ]
+		[ "$(echo "$output" | grep -c "^lcrun: fork [0-9]*/$n: bind source $T/missing: ")" -eq "$n" ]
+		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r) == int(sys.argv[2]) and all("error" in x for x in r), r' "$T/r.json" $n
+	done
+	[ -z "$(ls "$LCRUN_STATE_DIR" | grep '^[0-9a-f]\{12\}$')" ]
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+}
+
+@test "fork: a signal that comes while sandboxes still start reaches each one as it starts, a terminal's too" {
+	# TERM from kill, sent as soon as the first sandbox is begun: the
+	# other nine get it once they run
+	"$LCRUN" fork img --count 10 --result "$T/r.json" -- sleep 30 2>"$T/err" &
+	fpid=$!
+	for _ in $(seq 400); do
+		[ -n "$(ls "$LCRUN_STATE_DIR" | grep '^[0-9a-f]\{12\}$')" ] && break
+		sleep 0.005
+	done
+	kill -TERM "$fpid"
+	st=0
+	wait "$fpid" || st=$?
+	cat "$T/err"
+	[ "$st" -eq 143 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq 10 ]
+	# ^C on lcrun fork's terminal: the kernel's SIGINT reaches the
+	# running sandboxes itself; the rest get it from lcrun fork
+	python3 - "$LCRUN" "$LCRUN_STATE_DIR" <<'PY'
+import os, pty, re, sys, time
+lcrun, state = sys.argv[1], sys.argv[2]
+ids = lambda: [d for d in os.listdir(state) if re.fullmatch("[0-9a-f]{12}", d)]
+t0 = time.monotonic()
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(lcrun, [lcrun, "fork", "img", "--count", "10", "--", "sleep", "30"])
+while not ids() and time.monotonic() - t0 < 10:
+    time.sleep(0.005)
+os.write(fd, b"\x03")
+out = b""
+while True:
+    try:
+        b = os.read(fd, 4096)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+_, st = os.waitpid(pid, 0)
+out = out.decode()
+print(out)
+assert out.count("exited 130") == 10, out
+assert os.waitstatus_to_exitcode(st) == 130, st
+assert time.monotonic() - t0 < 25, "the sleeps ran to their end"
+PY
+}
+
 @test "fork: a custom seccomp profile is installed in every sandbox" {
 	cat >"$T/p.json" <<'EOF'
 {
@@ -262,6 +323,27 @@ EOF
 	for _ in $(seq 600); do [ -z "$(ls "$LCRUN_ROOT/trash")" ] && break; sleep 0.1; done
 	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
 	[ -z "$(ls "$LCRUN_ROOT/sandboxes")" ]
+}
+
+@test "fork with a network: each sandbox its own veth and address, a TERM reaches each, nothing left" {
+	# nothing is sent anywhere: the sandboxes only look at their interfaces
+	run timeout -k 2 120 "$LCRUN" fork img --count 3 --net allow --allow 192.0.2.1/32:443 --result "$T/r.json" -- \
+		sh -c 'ip -4 -o addr show dev eth0 | awk "{ print \$4 }"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	addrs=$(echo "$output" | grep -E '^[0-9.]+/30$' | sort -u)
+	[ "$(echo "$addrs" | wc -l)" -eq 3 ]
+	"$LCRUN" fork img --count 3 --net allow --allow 192.0.2.1/32:443 -- sleep 30 2>"$T/err" &
+	fpid=$!
+	wait_running 3
+	kill -TERM "$fpid"
+	st=0
+	wait "$fpid" || st=$?
+	cat "$T/err"
+	[ "$st" -eq 143 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq 3 ]
+	# the veths, chains and leases go with lcrun-net helpers, whose end
+	# teardown's assert_host_clean waits for before it compares
 }
 
 @test "sandboxes/ spreads its directories on ext4 (lsattr: T), the state directory does not" {
