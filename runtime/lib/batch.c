@@ -12,7 +12,10 @@
  * The loop answers whatever is ready first (a staging process waiting for
  * its maps or its GO, a pid 1 that ended) and begins the next sandbox only
  * when nothing is: a sandbox already on its way is never kept waiting
- * for one that has not begun. */
+ * for one that has not begun.
+ *
+ * A batch with a network is the exception: it keeps a process per
+ * sandbox (run_forked, below). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -179,8 +179,9 @@ int lc_run_shared_new(const lc_spec_t *spec, lc_run_shared_t **out, lc_error_t *
 void lc_run_shared_free(lc_run_shared_t *sh);
 /* count sandboxes of spec (sh made from it), all started, watched and
  * torn down by the calling process (single-threaded), which becomes
- * every pid 1's parent.  done(i, result, ud) as sandbox i (0-based) ends,
- * in any order: lc_result_to_json's object, or {"error", "exit_code"}
+ * every pid 1's parent; with a network, each by a process of its own
+ * forked from it.  done(i, result, ud) as sandbox i (0-based) ends, in
+ * any order: lc_result_to_json's object, or {"error", "exit_code"}
  * for one that could not be made (the caller owns it).  Signals read from
  * sigfd (-1: none) go to every sandbox, as lc_run forwards them, except
  * those the kernel sent (a terminal's reach the sandboxes themselves);

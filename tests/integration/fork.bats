@@ -53,6 +53,21 @@ wait_running() {
 	false
 }
 
+# lcrun fork img --count N ARGS… -- sleep 30, a TERM to it once all N
+# run: each sandbox, and lcrun fork, end with 143 (128 + 15).
+term_batch() {
+	local n=$1 st=0 fpid
+	shift
+	"$LCRUN" fork img --count "$n" "$@" -- sleep 30 2>"$T/err" &
+	fpid=$!
+	wait_running "$n"
+	kill -TERM "$fpid"
+	wait "$fpid" || st=$?
+	cat "$T/err"
+	[ "$st" -eq 143 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq "$n" ]
+}
+
 # Wait (up to 30 s) until all ten are up: a namespace's number may be
 # reused once its sandbox ended.
 BARRIER='mktemp /bar/XXXXXX >/dev/null; i=0
@@ -305,20 +320,7 @@ EOF
 }
 
 @test "fork: a TERM to lcrun fork reaches every sandbox; it still reports each and leaves nothing" {
-	"$LCRUN" fork img --count 3 --result "$T/r.json" -- sleep 30 2>"$T/err" &
-	fpid=$!
-	for _ in $(seq 100); do
-		[ "$(ls "$LCRUN_STATE_DIR" | grep -c '^[0-9a-f]\{12\}$')" -eq 3 ] && break
-		sleep 0.05
-	done
-	sleep 0.3
-	kill -TERM "$fpid"
-	st=0
-	wait "$fpid" || st=$?
-	cat "$T/err"
-	# each sleep ended by the TERM: 128 + 15
-	[ "$st" -eq 143 ]
-	[ "$(grep -c 'exited 143' "$T/err")" -eq 3 ]
+	term_batch 3 --result "$T/r.json"
 	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert [x["exit_code"] for x in r] == [143] * 3, r' "$T/r.json"
 	for _ in $(seq 600); do [ -z "$(ls "$LCRUN_ROOT/trash")" ] && break; sleep 0.1; done
 	[ -z "$(ls "$LCRUN_ROOT/trash")" ]
@@ -333,15 +335,7 @@ EOF
 	[ "$status" -eq 0 ]
 	addrs=$(echo "$output" | grep -E '^[0-9.]+/30$' | sort -u)
 	[ "$(echo "$addrs" | wc -l)" -eq 3 ]
-	"$LCRUN" fork img --count 3 --net allow --allow 192.0.2.1/32:443 -- sleep 30 2>"$T/err" &
-	fpid=$!
-	wait_running 3
-	kill -TERM "$fpid"
-	st=0
-	wait "$fpid" || st=$?
-	cat "$T/err"
-	[ "$st" -eq 143 ]
-	[ "$(grep -c 'exited 143' "$T/err")" -eq 3 ]
+	term_batch 3 --net allow --allow 192.0.2.1/32:443
 	# the veths, chains and leases go with lcrun-net helpers, whose end
 	# teardown's assert_host_clean waits for before it compares
 }
