@@ -49,7 +49,24 @@ typedef struct {
 	void *ud;
 	int *foreign; /* room for foreign_fds(): five for each sandbox */
 	size_t n_foreign;
+	pid_t *exiting; /* staging processes of ended sandboxes, to reap */
+	long n_exiting;
 } batch_t;
+
+/* Reap the staging processes in b->exiting that are done (all of them,
+ * waiting, with wait). */
+static void reap_exiting(batch_t *b, bool wait)
+{
+	long k = 0;
+	for (long i = 0; i < b->n_exiting; i++) {
+		pid_t r;
+		while ((r = waitpid(b->exiting[i], NULL, wait ? 0 : WNOHANG)) < 0 && errno == EINTR)
+			;
+		if (r == 0)
+			b->exiting[k++] = b->exiting[i];
+	}
+	b->n_exiting = k;
+}
 
 static void finish(batch_t *b, long i, bool started, lc_error_t *err)
 {
@@ -59,6 +76,12 @@ static void finish(batch_t *b, long i, bool started, lc_error_t *err)
 		j = json_pack("{s:s, s:i}", "error", err && err->msg ? err->msg : "failed", "exit_code",
 			      err ? err->exit_code : LC_EXIT_RUNTIME);
 	lc_error_free(err);
+	/* A staging process still on its way out (its exit lets go of a copy
+	 * of the host's mounts): reaped later, not waited for by teardown. */
+	if (started && s->c.staging > 0 && waitpid(s->c.staging, NULL, WNOHANG) != s->c.staging) {
+		b->exiting[b->n_exiting++] = s->c.staging;
+		s->c.staging = 0;
+	}
 	lc_sb_run_finish(&s->c, &s->res, started);
 	if (started)
 		j = lc_result_to_json(&s->res);
@@ -139,9 +162,9 @@ static void ended(batch_t *b, long i)
 }
 
 /* A signal lcrun fork got: to every running sandbox, as lc_run forwards
- * it, except one the kernel sent (a terminal's reached every running pid
- * 1 itself); to every sandbox not running yet as it starts, whoever sent
- * it (its pid 1 may not have existed, or not listened, when it came). */
+ * it, except one the kernel sent (a terminal's reached every pid 1 that
+ * existed itself); to every sandbox not running yet as it starts, unless
+ * it is a terminal's and the sandbox's pid 1 exists. */
 static void forward(batch_t *b, int sigfd)
 {
 	struct signalfd_siginfo si;
@@ -149,9 +172,12 @@ static void forward(batch_t *b, int sigfd)
 		return;
 	for (long i = 0; i < b->count; i++) {
 		slot_t *s = &b->slots[i];
+		/* a pid 1 that exists has had these blocked since its birth: a
+		 * terminal's waits in it already */
+		bool has_pid1 = s->st == SLOT_STARTING && (s->c.got_pid || s->c.got_ready);
 		if (s->st == SLOT_RUNNING && si.ssi_code != SI_KERNEL)
 			lc_sb_signal(&s->c, (int)si.ssi_signo);
-		else if (s->st == SLOT_IDLE || s->st == SLOT_STARTING)
+		else if ((s->st == SLOT_IDLE || s->st == SLOT_STARTING) && !(si.ssi_code == SI_KERNEL && has_pid1))
 			sigaddset(&s->pending, (int)si.ssi_signo);
 	}
 }
@@ -295,7 +321,7 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 		  void *ud)
 {
 	batch_t b = { spec, sh, lc_xmalloc0((size_t)count * sizeof(slot_t)), count, done, ud,
-		      lc_xmalloc0((size_t)count * 5 * sizeof(int)), 0 };
+		      lc_xmalloc0((size_t)count * 5 * sizeof(int)), 0, lc_xmalloc0((size_t)count * sizeof(pid_t)), 0 };
 	struct pollfd *pfd = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*pfd));
 	long *who = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*who));
 	int *kind = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*kind));
@@ -307,6 +333,7 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 		free(kind);
 		free(who);
 		free(pfd);
+		free(b.exiting);
 		free(b.foreign);
 		free(b.slots);
 		return;
@@ -354,6 +381,8 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 				}
 			}
 		}
+		if (b.n_exiting && (wait < 0 || wait > 100))
+			wait = 100;
 		if (next < count)
 			wait = 0;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
@@ -379,6 +408,7 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 			}
 		}
 		now = lc_now_ms();
+		reap_exiting(&b, false);
 		for (long i = 0; i < count; i++) {
 			slot_t *s = &b.slots[i];
 			if (s->st != SLOT_RUNNING)
@@ -408,6 +438,9 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 			lc_sb_run_prepare(&s->c, spec, sh, &s->res);
 			finish(&b, i, false, err);
 		} else if (s->st == SLOT_STARTING) {
+			/* its pid 1 may exist before its word was read */
+			if (s->c.cg.path)
+				lc_cgroup_kill(s->c.cg.path);
 			lc_error_set(&err, LC_EXIT_RUNTIME, poll_errno, "sandbox %s: cannot wait for it", s->c.id);
 			finish(&b, i, false, err);
 		} else if (s->st == SLOT_RUNNING) {
@@ -417,6 +450,8 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 			ended(&b, i);
 		}
 	}
+	reap_exiting(&b, true);
+	free(b.exiting);
 	free(b.foreign);
 	free(kind);
 	free(who);

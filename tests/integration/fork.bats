@@ -217,8 +217,9 @@ PY
 
 @test "fork: a signal that comes while sandboxes still start reaches each one as it starts, a terminal's too" {
 	# TERM from kill, sent as soon as the first sandbox is begun: the
-	# other nine get it once they run
-	"$LCRUN" fork img --count 10 --result "$T/r.json" -- sleep 30 2>"$T/err" &
+	# others get it once they run (twenty: on a slow machine too, most
+	# are still to start when it comes)
+	"$LCRUN" fork img --count 20 --result "$T/r.json" -- sleep 30 2>"$T/err" &
 	fpid=$!
 	for _ in $(seq 400); do
 		[ -n "$(ls "$LCRUN_STATE_DIR" | grep '^[0-9a-f]\{12\}$')" ] && break
@@ -229,7 +230,7 @@ PY
 	wait "$fpid" || st=$?
 	cat "$T/err"
 	[ "$st" -eq 143 ]
-	[ "$(grep -c 'exited 143' "$T/err")" -eq 10 ]
+	[ "$(grep -c 'exited 143' "$T/err")" -eq 20 ]
 	# ^C on lcrun fork's terminal: the kernel's SIGINT reaches the
 	# running sandboxes itself; the rest get it from lcrun fork
 	python3 - "$LCRUN" "$LCRUN_STATE_DIR" <<'PY'
@@ -239,7 +240,7 @@ ids = lambda: [d for d in os.listdir(state) if re.fullmatch("[0-9a-f]{12}", d)]
 t0 = time.monotonic()
 pid, fd = pty.fork()
 if pid == 0:
-    os.execv(lcrun, [lcrun, "fork", "img", "--count", "10", "--", "sleep", "30"])
+    os.execv(lcrun, [lcrun, "fork", "img", "--count", "20", "--", "sleep", "30"])
 while not ids() and time.monotonic() - t0 < 10:
     time.sleep(0.005)
 os.write(fd, b"\x03")
@@ -255,7 +256,7 @@ while True:
 _, st = os.waitpid(pid, 0)
 out = out.decode()
 print(out)
-assert out.count("exited 130") == 10, out
+assert out.count("exited 130") == 20, out
 assert os.waitstatus_to_exitcode(st) == 130, st
 assert time.monotonic() - t0 < 25, "the sleeps ran to their end"
 PY
