@@ -49,7 +49,7 @@ typedef struct {
 	void *ud;
 	int *foreign; /* room for foreign_fds(): five for each sandbox */
 	size_t n_foreign;
-	pid_t *exiting; /* staging processes of ended sandboxes, to reap */
+	pid_t *exiting; /* staging processes of started sandboxes, to reap */
 	long n_exiting;
 } batch_t;
 
@@ -68,25 +68,28 @@ static void reap_exiting(batch_t *b, bool wait)
 	b->n_exiting = k;
 }
 
+/* A sandbox that has no result: {"error", "exit_code"}. */
+static json_t *error_result(const char *msg, int code)
+{
+	return json_pack("{s:s, s:i}", "error", msg, "exit_code", code);
+}
+
+/* A sandbox's entry in the results once it is torn down: its result, or
+ * why it could not be made (err, freed).  Never NULL. */
+static json_t *result_json(bool started, lc_error_t *err, const lc_result_t *res)
+{
+	json_t *j = started ? lc_result_to_json(res)
+			    : error_result(err && err->msg ? err->msg : "failed", err ? err->exit_code : LC_EXIT_RUNTIME);
+	lc_error_free(err);
+	return j ? j : error_result("out of memory", LC_EXIT_RUNTIME);
+}
+
 static void finish(batch_t *b, long i, bool started, lc_error_t *err)
 {
 	slot_t *s = &b->slots[i];
-	json_t *j = NULL;
-	if (!started)
-		j = json_pack("{s:s, s:i}", "error", err && err->msg ? err->msg : "failed", "exit_code",
-			      err ? err->exit_code : LC_EXIT_RUNTIME);
-	lc_error_free(err);
-	/* A staging process still on its way out (its exit lets go of a copy
-	 * of the host's mounts): reaped later, not waited for by teardown. */
-	if (started && s->c.staging > 0 && waitpid(s->c.staging, NULL, WNOHANG) != s->c.staging) {
-		b->exiting[b->n_exiting++] = s->c.staging;
-		s->c.staging = 0;
-	}
 	lc_sb_run_finish(&s->c, &s->res, started);
-	if (started)
-		j = lc_result_to_json(&s->res);
 	s->st = SLOT_DONE;
-	b->done(i, j ? j : json_pack("{s:s, s:i}", "error", "out of memory", "exit_code", LC_EXIT_RUNTIME), b->ud);
+	b->done(i, result_json(started, err, &s->res), b->ud);
 }
 
 /* What lcrun fork holds for the other sandboxes, which a new one's
@@ -131,6 +134,13 @@ static void started(batch_t *b, long i)
 	if (s->c.cg.dirfd >= 0) {
 		close(s->c.cg.dirfd);
 		s->c.cg.dirfd = -1;
+	}
+	/* Its staging process exits once pid 1 is cloned, and that exit may
+	 * wait for its mount namespace (a copy of the host's mounts) to go:
+	 * reaped as it finishes (reap_exiting), never waited for. */
+	if (s->c.staging > 0) {
+		b->exiting[b->n_exiting++] = s->c.staging;
+		s->c.staging = 0;
 	}
 	s->st = SLOT_RUNNING;
 	s->sync_fd = s->c.sp[0];
@@ -204,21 +214,14 @@ static void child_main(batch_t *b, long i, int fd, pid_t parent, int sigfd)
 	int own = lc_signals_to_fd(fwd, sizeof(fwd) / sizeof(fwd[0]), &old);
 	slot_t *s = &b->slots[i];
 	lc_error_t *err = NULL;
-	json_t *j;
 	lc_sb_run_prepare(&s->c, b->spec, b->sh, &s->res);
 	int r = lc_sb_start(&s->c, &err);
 	if (r == 0) {
 		lc_sb_run_started(&s->c, &s->res);
 		lc_sb_wait(&s->c, &s->res, own);
-	} else {
-		j = json_pack("{s:s, s:i}", "error", err && err->msg ? err->msg : "failed", "exit_code",
-			      err ? err->exit_code : LC_EXIT_RUNTIME);
-		lc_error_free(err);
 	}
 	lc_sb_run_finish(&s->c, &s->res, r == 0);
-	if (r == 0)
-		j = lc_result_to_json(&s->res);
-	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *txt = json_dumps(result_json(r == 0, err, &s->res), JSON_COMPACT);
 	if (txt)
 		lc_write_all(fd, txt, strlen(txt));
 	_exit(0);
@@ -266,8 +269,7 @@ static json_t *read_result(int fd, int sigfd, const pid_t *pids, long count)
 	}
 	json_t *j = buf ? json_loadb(buf, len, 0, NULL) : NULL;
 	free(buf);
-	return j ? j : json_pack("{s:s, s:i}", "error", "the sandbox process ended without a result", "exit_code",
-				 LC_EXIT_RUNTIME);
+	return j ? j : error_result("the sandbox process ended without a result", LC_EXIT_RUNTIME);
 }
 
 static void run_forked(batch_t *b, int sigfd)
@@ -306,8 +308,7 @@ static void run_forked(batch_t *b, int sigfd)
 				;
 			pids[i] = 0; /* reaped: its number may be another's now */
 		} else {
-			r = json_pack("{s:s, s:i}", "error", "cannot start a process for this sandbox", "exit_code",
-				      LC_EXIT_RUNTIME);
+			r = error_result("cannot start a process for this sandbox", LC_EXIT_RUNTIME);
 		}
 		b->done(i, r, b->ud);
 	}
@@ -317,33 +318,19 @@ static void run_forked(batch_t *b, int sigfd)
 
 enum { FD_SIG, FD_START, FD_SYNC, FD_PID };
 
-void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, int sigfd, lc_batch_done_fn done,
-		  void *ud)
+/* Every sandbox from this process, in one poll (see the top). */
+static void run_here(batch_t *b, int sigfd)
 {
-	batch_t b = { spec, sh, lc_xmalloc0((size_t)count * sizeof(slot_t)), count, done, ud,
-		      lc_xmalloc0((size_t)count * 5 * sizeof(int)), 0, lc_xmalloc0((size_t)count * sizeof(pid_t)), 0 };
+	long count = b->count;
 	struct pollfd *pfd = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*pfd));
 	long *who = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*who));
 	int *kind = lc_xmalloc0((size_t)(2 * count + 1) * sizeof(*kind));
-
-	for (long i = 0; i < count; i++)
-		sigemptyset(&b.slots[i].pending);
-	if (spec->net.mode != LC_NET_NONE) {
-		run_forked(&b, sigfd);
-		free(kind);
-		free(who);
-		free(pfd);
-		free(b.exiting);
-		free(b.foreign);
-		free(b.slots);
-		return;
-	}
 	long next = 0;
 	int poll_errno = 0;
 	for (;;) {
 		long active = 0;
 		for (long i = 0; i < next; i++)
-			active += b.slots[i].st == SLOT_STARTING || b.slots[i].st == SLOT_RUNNING;
+			active += b->slots[i].st == SLOT_STARTING || b->slots[i].st == SLOT_RUNNING;
 		if (!active && next == count)
 			break;
 		int n = 0, wait = -1;
@@ -353,7 +340,7 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 			kind[n++] = FD_SIG;
 		}
 		for (long i = 0; i < count; i++) {
-			slot_t *s = &b.slots[i];
+			slot_t *s = &b->slots[i];
 			if (s->st == SLOT_STARTING) {
 				pfd[n] = (struct pollfd){ s->c.sp[0], POLLIN, 0 };
 				who[n] = i;
@@ -371,8 +358,6 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 				} else if (wait < 0 || wait > 10) {
 					wait = 10; /* no pidfd: waitid below */
 				}
-				if (s->c.staging > 0 && (wait < 0 || wait > 100))
-					wait = 100; /* its staging process, to reap below */
 				long long dl = lc_sb_deadline(&s->c);
 				if (dl >= 0 && !s->c.timed_out) {
 					long long ms = dl > now ? dl - now : 0;
@@ -381,8 +366,8 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 				}
 			}
 		}
-		if (b.n_exiting && (wait < 0 || wait > 100))
-			wait = 100;
+		if (b->n_exiting && (wait < 0 || wait > 100))
+			wait = 100; /* staging processes to reap */
 		if (next < count)
 			wait = 0;
 		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR) {
@@ -393,68 +378,76 @@ void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, 
 			if (!pfd[k].revents)
 				continue;
 			if (kind[k] == FD_SIG) {
-				forward(&b, sigfd);
+				forward(b, sigfd);
 				continue;
 			}
 			long i = who[k];
-			slot_t *s = &b.slots[i];
+			slot_t *s = &b->slots[i];
 			if (kind[k] == FD_START && s->st == SLOT_STARTING) {
-				step(&b, i);
+				step(b, i);
 			} else if (kind[k] == FD_SYNC && s->st == SLOT_RUNNING) {
 				if (!lc_sb_sync_read(&s->c))
 					s->sync_fd = -1; /* pid 1 hung up: only its exit is left to see */
 			} else if (kind[k] == FD_PID && s->st == SLOT_RUNNING && (pfd[k].revents & POLLIN)) {
-				ended(&b, i);
+				ended(b, i);
 			}
 		}
 		now = lc_now_ms();
-		reap_exiting(&b, false);
+		reap_exiting(b, false);
 		for (long i = 0; i < count; i++) {
-			slot_t *s = &b.slots[i];
+			slot_t *s = &b->slots[i];
 			if (s->st != SLOT_RUNNING)
 				continue;
-			/* The staging process exits once pid 1 is cloned, and its
-			 * exit may wait for its mount namespace to go: reaped when
-			 * it is done, never waited for. */
-			if (s->c.staging > 0 && waitpid(s->c.staging, NULL, WNOHANG) == s->c.staging)
-				s->c.staging = 0;
 			long long dl = lc_sb_deadline(&s->c);
 			if (dl >= 0 && !s->c.timed_out && now >= dl)
 				lc_sb_expire(&s->c);
 			if (s->c.pidfd < 0 && lc_sb_exited(&s->c))
-				ended(&b, i);
+				ended(b, i);
 		}
 		if (next < count)
-			begin(&b, next++);
+			begin(b, next++);
 	}
 	/* only a poll that failed ends the loop early: what is left is
 	 * killed (its result says so: killed by SIGKILL) or not started */
 	for (long i = 0; i < count; i++) {
-		slot_t *s = &b.slots[i];
+		slot_t *s = &b->slots[i];
 		lc_error_t *err = NULL;
 		if (s->st == SLOT_IDLE) {
 			lc_error_set(&err, LC_EXIT_RUNTIME, poll_errno, "sandbox %ld not started: cannot wait for sandboxes",
 				     i + 1);
-			lc_sb_run_prepare(&s->c, spec, sh, &s->res);
-			finish(&b, i, false, err);
+			lc_sb_run_prepare(&s->c, b->spec, b->sh, &s->res);
+			finish(b, i, false, err);
 		} else if (s->st == SLOT_STARTING) {
 			/* its pid 1 may exist before its word was read */
 			if (s->c.cg.path)
 				lc_cgroup_kill(s->c.cg.path);
 			lc_error_set(&err, LC_EXIT_RUNTIME, poll_errno, "sandbox %s: cannot wait for it", s->c.id);
-			finish(&b, i, false, err);
+			finish(b, i, false, err);
 		} else if (s->st == SLOT_RUNNING) {
 			if (s->c.cg.path)
 				lc_cgroup_kill(s->c.cg.path);
 			lc_sb_signal(&s->c, SIGKILL);
-			ended(&b, i);
+			ended(b, i);
 		}
 	}
-	reap_exiting(&b, true);
-	free(b.exiting);
-	free(b.foreign);
+	reap_exiting(b, true);
 	free(kind);
 	free(who);
 	free(pfd);
+}
+
+void lc_run_batch(const lc_spec_t *spec, const lc_run_shared_t *sh, long count, int sigfd, lc_batch_done_fn done,
+		  void *ud)
+{
+	batch_t b = { spec, sh, lc_xmalloc0((size_t)count * sizeof(slot_t)), count, done, ud,
+		      lc_xmalloc0((size_t)count * 5 * sizeof(int)), 0, lc_xmalloc0((size_t)count * sizeof(pid_t)), 0 };
+	for (long i = 0; i < count; i++)
+		sigemptyset(&b.slots[i].pending);
+	if (spec->net.mode != LC_NET_NONE)
+		run_forked(&b, sigfd);
+	else
+		run_here(&b, sigfd);
+	free(b.exiting);
+	free(b.foreign);
 	free(b.slots);
 }

@@ -1339,89 +1339,88 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 
 int lc_sb_step(lc_sb_t *c, lc_error_t **err)
 {
-	{
-		lc_msg_t m;
-		int fd;
-		int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
-		int held = r != 1 ? -1 : m.type == LC_MSG_PID ? LC_HELD_PID1 : m.type == LC_MSG_USERNS ? LC_HELD_STAGING : -1;
-		if (fd >= 0 && held >= 0 && c->held_ns[held] < 0)
-			c->held_ns[held] = fd;
-		else if (fd >= 0)
-			close(fd);
-		if (r <= 0) {
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: setup ended without a word", c->id);
+	lc_msg_t m;
+	int fd;
+	int r = lc_msg_recv_fd(c->sp[0], &m, &fd);
+	int held = r != 1 ? -1 : m.type == LC_MSG_PID ? LC_HELD_PID1 : m.type == LC_MSG_USERNS ? LC_HELD_STAGING : -1;
+	if (fd >= 0 && held >= 0 && c->held_ns[held] < 0)
+		c->held_ns[held] = fd;
+	else if (fd >= 0)
+		close(fd);
+	if (r <= 0) {
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: setup ended without a word", c->id);
+	}
+	switch (m.type) {
+	case LC_MSG_ERROR:
+		lc_error_from_buf(err, m.text, strlen(m.text));
+		if (!c->got_pid)
+			learn_pid1(c);
+		return -1;
+	case LC_MSG_USERNS: {
+		trace("staged");
+		reap_userns_child(c);
+		c->idmapped = m.a != 0;
+		if (!c->rootless && !c->joined && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
+			return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
+		if (c->spec->net.mode == LC_NET_NONE) {
+			if (!c->joined)
+				lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+			break;
 		}
-		switch (m.type) {
-		case LC_MSG_ERROR:
-			lc_error_from_buf(err, m.text, strlen(m.text));
-			if (!c->got_pid)
-				learn_pid1(c);
+		/* The network is set up while the staging process and
+		 * pid 1 make the rest: pid 1 waits for a second GO
+		 * before the command (pid1_main), sent only once the
+		 * veth, its addresses and its chains are in place. */
+		char nsp[64];
+		snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", (int)c->staging);
+		_cleanup_close_ int nsfd = open(nsp, O_RDONLY | O_CLOEXEC);
+		if (nsfd < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
+		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+		if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0) {
+			learn_pid1(c);
 			return -1;
-		case LC_MSG_USERNS: {
-			trace("staged");
-			reap_userns_child(c);
-			c->idmapped = m.a != 0;
-			if (!c->rootless && !c->joined && write_maps(c->staging, lc_uid_base(), lc_uid_count(), err) < 0)
-				return lc_error_wrap(err, "sandbox %s: user namespace maps", c->id);
-			if (c->spec->net.mode == LC_NET_NONE) {
-				if (!c->joined)
-					lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-				break;
-			}
-			/* The network is set up while the staging process and
-			 * pid 1 make the rest: pid 1 waits for a second GO
-			 * before the command (pid1_main), sent only once the
-			 * veth, its addresses and its chains are in place. */
-			char nsp[64];
-			snprintf(nsp, sizeof(nsp), "/proc/%d/ns/net", (int)c->staging);
-			_cleanup_close_ int nsfd = open(nsp, O_RDONLY | O_CLOEXEC);
-			if (nsfd < 0)
-				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
-			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-			if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0) {
-				learn_pid1(c);
-				return -1;
-			}
-			c->net_up = true;
-			trace("network set up");
-			lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-			break;
 		}
-		case LC_MSG_PID:
-			/* pid 1's READY may come first: staging sends this after
-			 * clone returns, pid 1 runs meanwhile.  Both are needed. */
-			trace("pid 1 cloned");
-			c->init = m.a;
-			/* In a batch the staging process is reaped at teardown:
-			 * its exit lets go of its mount namespace (a copy of the
-			 * host's mounts), which may wait for an RCU grace
-			 * period, and nobody waits for that. */
-			if (!c->shared) {
-				waitpid(c->staging, NULL, 0);
-				c->staging = 0;
-			}
-			c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
-			c->got_pid = true;
-			if (c->got_ready)
-				return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
-			break;
-		case LC_MSG_READY:
-			trace("pid 1 ready");
-			c->got_ready = true;
-			if (c->got_pid)
-				return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
-			break;
-		case LC_MSG_EXIT:
-			/* A quick command can end (after READY) before the
-			 * staging process, descheduled, says pid 1's pid: kept
-			 * for lc_sb_wait. */
-			c->got_exit = true;
-			c->exit_code = m.a;
-			c->exit_signal = m.b;
-			break;
-		default:
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
+		c->net_up = true;
+		trace("network set up");
+		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+		break;
+	}
+	case LC_MSG_PID:
+		/* pid 1's READY may come first: staging sends this after
+		 * clone returns, pid 1 runs meanwhile.  Both are needed. */
+		trace("pid 1 cloned");
+		c->init = m.a;
+		/* In a batch the staging process is reaped later (as it
+		 * finishes, batch.c, or at teardown): its exit lets go of
+		 * its mount namespace (a copy of the host's mounts),
+		 * which may wait for an RCU grace period, and nobody
+		 * waits for that. */
+		if (!c->shared) {
+			waitpid(c->staging, NULL, 0);
+			c->staging = 0;
 		}
+		c->pidfd = (int)syscall(SYS_pidfd_open, c->init, 0);
+		c->got_pid = true;
+		if (c->got_ready)
+			return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
+		break;
+	case LC_MSG_READY:
+		trace("pid 1 ready");
+		c->got_ready = true;
+		if (c->got_pid)
+			return lc_sb_save_state(c, "running", err) < 0 ? -1 : 1;
+		break;
+	case LC_MSG_EXIT:
+		/* A quick command can end (after READY) before the
+		 * staging process, descheduled, says pid 1's pid: kept
+		 * for lc_sb_wait. */
+		c->got_exit = true;
+		c->exit_code = m.a;
+		c->exit_signal = m.b;
+		break;
+	default:
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: unexpected message %d", c->id, m.type);
 	}
 	return 0;
 }
