@@ -117,7 +117,13 @@ void lc_stdio_to_null(void)
 
 int lc_fork_detached(const int *keep, size_t n)
 {
-	pid_t mid = fork();
+	/* The middle process shares the caller's memory (vfork: the caller
+	 * waits until it has exited): only the grandchild's fork copies the
+	 * caller's page tables, and the middle's exit tears none down.  Two
+	 * forks cost three such copies and teardowns, about 1 ms each where
+	 * page-table work is dear (see Benchmarks), on the other core while a
+	 * run's command runs (remover_start). */
+	pid_t mid = vfork();
 	if (mid < 0)
 		return -1;
 	if (mid == 0) {
