@@ -91,10 +91,13 @@ tree_of() {
 	born=$(echo "$pooled" | head -2)
 	pooled=$(echo "$pooled" | tail -n +3)
 	for t in $born; do [ "$t" -ge "$start" ]; done
-	# the same network, but a namespace of its own, not the host's
+	# the same network, but a namespace of its own, not the host's.  Not
+	# compared with the first sandbox's: that one is gone, and the kernel
+	# gives a gone namespace's inode number to the next one made (on
+	# kernel 6.18 the spare made after it, most times); two live
+	# sandboxes on spares are compared in the next test.
 	echo "$fresh" | grep -qx "lo"
 	[ "$(echo "$fresh" | sed '$d')" = "$(echo "$pooled" | sed '$d')" ]
-	[ "$(echo "$fresh" | tail -1)" != "$(echo "$pooled" | tail -1)" ]
 	[ "$(echo "$pooled" | tail -1)" != "$(readlink /proc/self/ns/net)" ]
 	# the same directories, modes and owners
 	diff <(tree_of "a-$$") <(tree_of "b-$$")
