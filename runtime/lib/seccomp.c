@@ -635,20 +635,10 @@ static bool ours(int fd, struct stat *st)
 	return fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() && !(st->st_mode & 022);
 }
 
-/* 1 when path holds the program for key (prog filled), 0 otherwise. */
-static int cache_load(const char *path, const char *key, size_t klen, lc_seccomp_prog_t *prog)
+/* The checks of cache_load on the file's content (1: prog filled). */
+static int cache_check(const char *buf, size_t size, const char *key, size_t klen, lc_seccomp_prog_t *prog)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
 	struct cache_key_header h;
-	if (fd < 0 || !ours(fd, &st) || (size_t)st.st_size < sizeof(h) ||
-	    (size_t)st.st_size > sizeof(h) + klen + BPF_MAXINSNS * sizeof(struct sock_filter))
-		return 0;
-	/* One read for the whole file. */
-	size_t size = (size_t)st.st_size;
-	_cleanup_free_ char *buf = lc_xmalloc0(size);
-	if (lc_read_all(fd, buf, size) != (ssize_t)size)
-		return 0;
 	memcpy(&h, buf, sizeof(h));
 	size_t bytes = (size_t)h.n_insns * sizeof(struct sock_filter);
 	if (memcmp(h.magic, LC_SECCOMP_CACHE_MAGIC, 8) || h.n_insns == 0 || h.n_insns > BPF_MAXINSNS ||
@@ -662,6 +652,28 @@ static int cache_load(const char *path, const char *key, size_t klen, lc_seccomp
 	prog->len = (unsigned short)h.n_insns;
 	prog->unconfined = false;
 	return 1;
+}
+
+/* 1 when path holds the program for key (prog filled), 0 otherwise. */
+static int cache_load(const char *path, const char *key, size_t klen, lc_seccomp_prog_t *prog)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	struct cache_key_header h;
+	if (fd < 0 || !ours(fd, &st) || (size_t)st.st_size < sizeof(h) ||
+	    (size_t)st.st_size > sizeof(h) + klen + BPF_MAXINSNS * sizeof(struct sock_filter))
+		return 0;
+	/* Mapped, not read into fresh heap: the page cache's pages, a few
+	 * faults for the whole file instead of one each 4 KiB.  The file is
+	 * only ever replaced by a rename (cache_store), never cut short
+	 * under a reader. */
+	size_t size = (size_t)st.st_size;
+	void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		return 0;
+	int r = cache_check(map, size, key, klen, prog);
+	munmap(map, size);
+	return r;
 }
 
 static int cache_store(const char *path, const char *key, size_t klen, const lc_seccomp_prog_t *prog,
