@@ -166,8 +166,19 @@ static void pid1_main(lc_sb_t *c)
 	 * first GO: the word that its state and name were written (a name
 	 * taken ends the start, and no command of it may run). */
 	lc_msg_t m;
-	if ((c->spec->net.mode != LC_NET_NONE || c->joined) && (lc_msg_recv(c->sp[1], &m) != 1 || m.type != LC_MSG_GO))
+	int pfd = -1;
+	if ((c->spec->net.mode != LC_NET_NONE || c->joined) && (lc_msg_recv_fd(c->sp[1], &m, &pfd) != 1 || m.type != LC_MSG_GO))
 		_exit(LC_EXIT_RUNTIME);
+	/* Its seccomp program, made by lcrun meanwhile (prog_later). */
+	if (c->prog_later) {
+		bool got = pfd >= 0 && lc_seccomp_load_fd(pfd, &c->prog);
+		if (!got) {
+			lc_error_set(&e, LC_EXIT_RUNTIME, 0, "the seccomp filter did not come with the last GO");
+			staging_fail(c, e);
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
 	lc_msg_send(c->sp[1], LC_MSG_READY, 0, 0, NULL);
 	lc_init_main(c->spec, &c->prog, c->envp, c->sp[1]);
 }
@@ -1190,16 +1201,22 @@ static void learn_pid1(lc_sb_t *c)
 	}
 }
 
+static int prepare_prog(lc_sb_t *c, lc_error_t **err)
+{
+	const lc_spec_t *s = c->spec;
+	if (c->shared ? lc_run_shared_seccomp(c->shared, &c->prog) < 0
+		      : lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
+		return -1;
+	trace("seccomp ready");
+	return 0;
+}
+
 int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
 	if (validate(c, err) < 0)
 		return -1;
 	trace("validated");
-	if (c->shared ? lc_run_shared_seccomp(c->shared, &c->prog) < 0
-		      : lc_seccomp_prepare_caps(s->seccomp, s->caps, &c->prog, err) < 0)
-		return -1;
-	trace("seccomp ready");
 	if (s->id)
 		snprintf(c->id, sizeof(c->id), "%s", s->id);
 	else
@@ -1228,6 +1245,15 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	if (plan_root(c, err) < 0)
 		return -1;
 	trace("root planned");
+	/* The seccomp program (the cache's file read and checked, 0.5 ms
+	 * here) only pid 1 needs, for the command.  Where lcrun makes the
+	 * user namespace and no network follows, pid 1 waits for a last GO
+	 * from lcrun, sent while the staging process and pid 1 make the
+	 * root: the program is made after the fork, meanwhile, and comes
+	 * with that GO.  Otherwise pid 1 inherits it from here. */
+	c->prog_later = !c->shared && !c->rootless && s->net.mode == LC_NET_NONE && c->plan.idmap_userns_fd < 0;
+	if (!c->prog_later && prepare_prog(c, err) < 0)
+		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
@@ -1331,9 +1357,18 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		return -1;
 	/* Joined, no network: pid 1 waits for this word, the only one after
 	 * the first GO (with a network, the GOs after USERNS come later and
-	 * gate it the same way). */
-	if (c->joined && c->spec->net.mode == LC_NET_NONE)
+	 * gate it the same way), and its seccomp program with it. */
+	if (c->prog_later) { /* joined: prog_later's terms are lc_userns_new's */
+		if (prepare_prog(c, err) < 0)
+			return -1;
+		int pfd = lc_seccomp_memfd(&c->prog, err);
+		if (pfd < 0)
+			return -1;
+		lc_msg_send_fd(c->sp[0], LC_MSG_GO, 0, pfd);
+		close(pfd);
+	} else if (c->joined && c->spec->net.mode == LC_NET_NONE) {
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
+	}
 	return 0;
 }
 

@@ -232,6 +232,8 @@ typedef struct lc_sb {
 	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, its own user namespace */
 	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
 	bool joined;          /* lcrun made the user namespace (sent with the GO), staging joins it */
+	bool prog_later;      /* the seccomp program is made after the staging fork and sent to
+			       * pid 1 with its GO (a memfd): joined, no network, no batch */
 	bool hold_mntns;      /* the staging process sends its mount namespaces: */
 	int held_ns[2];       /* held for the remover (remover_start) or the batch, -1 when none: */
 #define LC_HELD_PID1 0        /* pid 1's (sent with PID) */

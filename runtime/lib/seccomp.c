@@ -711,19 +711,71 @@ static int cache_store(const char *path, const char *key, size_t klen, const lc_
  * cache changed (a header of no instructions stands for "unconfined"; its
  * digest field is unused). */
 
-int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err)
+/* The saved copy's bytes (header and instructions), *size set; NULL
+ * without a prepared program. */
+static char *saved_bytes(const lc_seccomp_prog_t *prog, size_t *size, lc_error_t **err)
 {
-	if (!prog->unconfined && (!prog->filter || !prog->len))
-		return lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "no seccomp filter was prepared");
+	if (!prog->unconfined && (!prog->filter || !prog->len)) {
+		lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "no seccomp filter was prepared");
+		return NULL;
+	}
 	size_t n = prog->unconfined ? 0 : prog->len;
 	size_t bytes = n * sizeof(struct sock_filter);
 	struct cache_header h = { .n_insns = (uint32_t)n };
 	memcpy(h.magic, LC_SECCOMP_MAGIC, 8);
-	_cleanup_free_ char *buf = lc_xmalloc0(sizeof(h) + bytes);
+	char *buf = lc_xmalloc0(sizeof(h) + bytes);
 	memcpy(buf, &h, sizeof(h));
 	if (bytes)
 		memcpy(buf + sizeof(h), prog->filter, bytes);
-	return lc_write_file_atomic(path, buf, sizeof(h) + bytes, 0600, err);
+	*size = sizeof(h) + bytes;
+	return buf;
+}
+
+int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err)
+{
+	size_t size;
+	_cleanup_free_ char *buf = saved_bytes(prog, &size, err);
+	return buf ? lc_write_file_atomic(path, buf, size, 0600, err) : -1;
+}
+
+int lc_seccomp_memfd(const lc_seccomp_prog_t *prog, lc_error_t **err)
+{
+	size_t size;
+	_cleanup_free_ char *buf = saved_bytes(prog, &size, err);
+	if (!buf)
+		return -1;
+	int fd = memfd_create("lcrun-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a memfd for the seccomp filter");
+	if (lc_write_all(fd, buf, size) < 0) {
+		int e = errno;
+		close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot write the seccomp filter to a memfd");
+	}
+	return fd;
+}
+
+/* A saved copy of size bytes on fd, read from its start: 1 and prog
+ * filled, or 0. */
+static int read_saved(int fd, size_t size, lc_seccomp_prog_t *prog)
+{
+	struct cache_header h;
+	if (size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return 0;
+	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || h.n_insns > BPF_MAXINSNS ||
+	    size != sizeof(h) + h.n_insns * sizeof(struct sock_filter))
+		return 0;
+	if (h.n_insns == 0) {
+		*prog = (lc_seccomp_prog_t){ .unconfined = true };
+		return 1;
+	}
+	size_t bytes = h.n_insns * sizeof(struct sock_filter);
+	_cleanup_free_ struct sock_filter *insns = lc_xmalloc0(bytes);
+	if (pread(fd, insns, bytes, sizeof(h)) != (ssize_t)bytes)
+		return 0;
+	prog->filter = lc_steal(insns);
+	prog->len = (unsigned short)h.n_insns;
+	return 1;
 }
 
 int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog)
@@ -733,23 +785,16 @@ int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog)
 	struct stat st;
 	if (fd < 0 || !ours(fd, &st))
 		return 0;
-	struct cache_header h;
-	if ((size_t)st.st_size < sizeof(h) || lc_read_all(fd, &h, sizeof(h)) != (ssize_t)sizeof(h))
+	return read_saved(fd, (size_t)st.st_size, prog);
+}
+
+int lc_seccomp_load_fd(int fd, lc_seccomp_prog_t *prog)
+{
+	*prog = (lc_seccomp_prog_t){ 0 };
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
-	if (memcmp(h.magic, LC_SECCOMP_MAGIC, 8) || h.n_insns > BPF_MAXINSNS ||
-	    (size_t)st.st_size != sizeof(h) + h.n_insns * sizeof(struct sock_filter))
-		return 0;
-	if (h.n_insns == 0) {
-		*prog = (lc_seccomp_prog_t){ .unconfined = true };
-		return 1;
-	}
-	size_t bytes = h.n_insns * sizeof(struct sock_filter);
-	_cleanup_free_ struct sock_filter *insns = lc_xmalloc0(bytes);
-	if (lc_read_all(fd, insns, bytes) != (ssize_t)bytes)
-		return 0;
-	prog->filter = lc_steal(insns);
-	prog->len = (unsigned short)h.n_insns;
-	return 1;
+	return read_saved(fd, (size_t)st.st_size, prog);
 }
 
 /* ---- public ---------------------------------------------------------------- */

@@ -70,6 +70,12 @@ char *lc_seccomp_cache_path(const void *buf, size_t len, uint64_t caps, lc_error
  * sandbox: prepare from the profile instead). */
 int lc_seccomp_save(const lc_seccomp_prog_t *prog, const char *path, lc_error_t **err);
 int lc_seccomp_load_saved(const char *path, lc_seccomp_prog_t *prog);
+/* The same copy in a memfd (its fd, or -1), for a process that does not
+ * share lcrun's memory (a run's pid 1, sent on its sync socket), and read
+ * back from such an fd (1 prog filled, 0 not a well-formed copy; no owner
+ * check: the fd comes from lcrun). */
+int lc_seccomp_memfd(const lc_seccomp_prog_t *prog, lc_error_t **err);
+int lc_seccomp_load_fd(int fd, lc_seccomp_prog_t *prog);
 
 /* The `lcrun seccomp` verb (cli_seccomp.c): `check FILE…`. */
 int lc_cmd_seccomp(int argc, char **argv);
