@@ -20,11 +20,23 @@ need_x86_64() {
 
 # run_bad_profile FILE STATUS TEXT...: `lcrun run --seccomp FILE` must fail
 # with STATUS and print one line "lcrun: ..." holding each TEXT in order.
+# A bad profile is found once the sandbox's state directory and cgroup
+# are made (a run's program is made after the staging fork): nothing of
+# the sandbox may be left.
+cgroups() {
+	find /sys/fs/cgroup/unified/lcrun /sys/fs/cgroup/lcrun -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort
+}
+
 run_bad_profile() {
-	run "$LCRUN" run --seccomp "$1" -- true
+	local cg_before
+	cg_before=$(cgroups)
+	LCRUN_ROOT="$TMP/root" LCRUN_STATE_DIR="$TMP/state" run "$LCRUN" run --seccomp "$1" -- true
 	echo "$output"
 	[ "$status" -eq "$2" ]
 	[ "${#lines[@]}" -eq 1 ]
+	[ -z "$(ls "$TMP/root/sandboxes" 2>/dev/null)" ] # (.state-dir is the root's own)
+	[ -z "$(find "$TMP/state" -mindepth 1 -maxdepth 1 -regextype egrep -regex '.*/[0-9a-f]{12}' 2>/dev/null)" ]
+	[ "$(cgroups)" = "$cg_before" ]
 	local rest="$output" t
 	[[ "$rest" == "lcrun: "* ]]
 	for t in "${@:3}"; do
