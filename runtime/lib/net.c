@@ -706,8 +706,9 @@ static int fw_remove_cb(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_e
 
 static int wait_pending(const char *id, int timeout_ms, lc_error_t **err);
 
-int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err)
+int lc_net_prepare(const char *id, const lc_net_spec_t *spec, struct lc_lease **out, lc_error_t **err)
 {
+	*out = NULL;
 	if (spec->mode == LC_NET_NONE)
 		return 0;
 	if (!lc_is_sandbox_id(id))
@@ -733,31 +734,57 @@ int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_err
 		}
 		lc_error_free(busy);
 	}
+	lc_trace("net: address leased");
 	/* From here on what was made is undone on error: the chains (added
-	 * in one transaction, so all or nothing), the veth if this call
-	 * created it (never an interface someone else named so), the lease. */
-	bool veth = false;
+	 * in one transaction, so all or nothing), the lease.  They come
+	 * before the veth: its rules are in force from its first moment. */
 	lc_fw_target_t t = {
 		.id = id, .veth = l.veth, .addr4 = l.addr4, .addr6 = l.addr6,
 		.pool4 = l.pool.pool4, .pool6 = l.pool.pool6,
 	};
-	lc_trace("net: address leased");
-	if (setup_links(&l, netns_fd, &veth, err) < 0)
-		goto fail;
-	lc_trace("net: veth, addresses, routes");
 	if (set_sysctl_on("/proc/sys/net/ipv4/ip_forward", err) < 0)
 		goto fail;
 	if (l.addr6[0] && set_sysctl_on("/proc/sys/net/ipv6/conf/all/forwarding", err) < 0)
 		goto fail;
 	if (fw_locked(lc_fw_add, &t, spec, err) < 0)
 		goto fail;
+	lc_trace("net: chains added");
+	*out = lc_xmalloc0(sizeof(**out));
+	**out = l;
 	return 0;
 fail:
 	fw_locked(fw_remove_cb, &t, NULL, NULL);
-	if (veth)
-		delete_link(l.veth, NULL);
 	lc_netpool_release(id, NULL);
 	return lc_error_wrap(err, "cannot set up the network of sandbox %s", id);
+}
+
+int lc_net_attach(const char *id, const struct lc_lease *l, int netns_fd, lc_error_t **err)
+{
+	if (!l)
+		return 0;
+	bool veth = false;
+	if (setup_links(l, netns_fd, &veth, err) < 0) {
+		if (veth)
+			delete_link(l->veth, NULL);
+		return lc_error_wrap(err, "cannot set up the network of sandbox %s", id);
+	}
+	lc_trace("net: veth, addresses, routes");
+	return 0;
+}
+
+int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err)
+{
+	struct lc_lease *l = NULL;
+	if (lc_net_prepare(id, spec, &l, err) < 0)
+		return -1;
+	int r = lc_net_attach(id, l, netns_fd, err);
+	if (r < 0) {
+		lc_fw_target_t t = {.id = id};
+		fw_locked(fw_remove_cb, &t, NULL, NULL);
+		lc_netpool_release(id, NULL);
+	}
+	free(l);
+	return r;
 }
 
 /* The veth first (waiting for it to go with the namespace when the

@@ -1122,6 +1122,8 @@ void lc_sb_free(lc_sb_t *c)
 {
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
+	free(c->lease);
+	c->lease = NULL;
 	lc_strv_free(c->envp);
 	lc_strv_free(c->plan.lowers);
 	lc_strv_free(c->plan.usr_lowers);
@@ -1369,6 +1371,14 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	} else if (c->joined && c->spec->net.mode == LC_NET_NONE) {
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 	}
+	/* The network's lease and chains (its libraries loaded, 10 ms and
+	 * more here) while the staging process makes its namespaces and
+	 * mounts; its veth once that process says where (USERNS). */
+	if (c->spec->net.mode != LC_NET_NONE) {
+		if (lc_net_prepare(c->id, &c->spec->net, &c->lease, err) < 0)
+			return -1;
+		c->net_up = true;
+	}
 	return 0;
 }
 
@@ -1412,11 +1422,12 @@ int lc_sb_step(lc_sb_t *c, lc_error_t **err)
 		if (nsfd < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-		if (lc_net_setup(c->id, &c->spec->net, nsfd, err) < 0) {
+		/* the lease and the chains are there (lc_sb_begin): teardown
+		 * removes them if this fails */
+		if (lc_net_attach(c->id, c->lease, nsfd, err) < 0) {
 			learn_pid1(c);
 			return -1;
 		}
-		c->net_up = true;
 		trace("network set up");
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 		break;

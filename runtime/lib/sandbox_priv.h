@@ -232,6 +232,7 @@ typedef struct lc_sb {
 	bool single_threaded; /* the caller, at lc_sb_init: raw clone3, removers, its own user namespace */
 	bool empty_lower;     /* an image of config only: private/ovl/empty is its lower */
 	bool joined;          /* lcrun made the user namespace (sent with the GO), staging joins it */
+	struct lc_lease *lease; /* the network's, from lc_net_prepare (lc_sb_begin) for lc_net_attach */
 	bool prog_later;      /* the seccomp program is made after the staging fork and sent to
 			       * pid 1 with its GO (a memfd): joined, no network, no batch */
 	bool hold_mntns;      /* the staging process sends its mount namespaces: */
