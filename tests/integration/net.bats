@@ -424,6 +424,26 @@ end_with_remainder_held() {
 	if nft list chain inet lcrun out_0000000000dd; then false; fi
 }
 
+@test "a base chain or the table someone deleted is made again before the next sandbox runs, and filters" {
+	sb --net allow --allow 198.51.100.0/28:443 -- true # the table is there
+	nft flush chain inet lcrun forward
+	nft delete chain inet lcrun forward
+	if nft list chain inet lcrun forward 2>/dev/null; then false; fi
+	probe --net allow --allow 198.51.100.0/28:443 -- tcp,$API4,443 tcp,$API4,80
+	[ "$status" -eq 0 ]
+	expect ok tcp,$API4,443
+	expect fail tcp,$API4,80
+	nft list chain inet lcrun forward >/dev/null
+	nft delete table inet lcrun
+	probe --net allow --allow 198.51.100.0/28:443 -- tcp,$API4,443 tcp,$API4,80
+	[ "$status" -eq 0 ]
+	expect ok tcp,$API4,443
+	expect fail tcp,$API4,80
+	for c in forward input postrouting; do nft list chain inet lcrun $c >/dev/null; done
+	wait
+	no_leftovers
+}
+
 @test "inside lcrun: /etc/hosts pinned and read-only, resolver as given, network not changeable" {
 	need_lcrun
 	run "$LCRUN" run --net allow --allow 198.51.100.0/28:443 --add-host api.example:$API4 --dns $DNS4 -- \
