@@ -376,7 +376,8 @@ static int nfnl_ask(int s, struct nlmsghdr *req)
 			continue;
 		if (n < 0)
 			return -errno;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+		int len = (int)n; /* signed: NLMSG_NEXT may take it below 0 */
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
 			if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq != req->nlmsg_seq)
 				continue; /* the answer's data (NEWGEN, NEWCHAIN) */
 			const struct nlmsgerr *e = NLMSG_DATA(h);

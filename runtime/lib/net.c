@@ -772,17 +772,21 @@ int lc_net_attach(const char *id, const struct lc_lease *l, int netns_fd, lc_err
 	return 0;
 }
 
+void lc_net_unprepare(const char *id)
+{
+	lc_fw_target_t t = {.id = id};
+	fw_locked(fw_remove_cb, &t, NULL, NULL);
+	lc_netpool_release(id, NULL);
+}
+
 int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err)
 {
 	struct lc_lease *l = NULL;
 	if (lc_net_prepare(id, spec, &l, err) < 0)
 		return -1;
 	int r = lc_net_attach(id, l, netns_fd, err);
-	if (r < 0) {
-		lc_fw_target_t t = {.id = id};
-		fw_locked(fw_remove_cb, &t, NULL, NULL);
-		lc_netpool_release(id, NULL);
-	}
+	if (r < 0)
+		lc_net_unprepare(id);
 	free(l);
 	return r;
 }

@@ -47,18 +47,25 @@ int lc_net_validate(const lc_net_spec_t *spec, lc_error_t **err);
  * network namespace (owned by the host user namespace).  LC_NET_NONE: does
  * nothing.  Otherwise takes a lease from the pool, creates the veth pair
  * (host "lc<id>", sandbox "eth0"), addresses, routes, NAT and the firewall
- * chain.  On error everything it made is removed again. */
+ * chain.  On error everything it made is removed again.  (The test
+ * harness's way; lcrun's is the two halves below.) */
 int lc_net_setup(const char *id, const lc_net_spec_t *spec, int netns_fd, lc_error_t **err);
-/* The same in two halves, for a caller with something to do in between:
- * lc_net_prepare takes the lease and adds the chains (nothing in the
- * sandbox's namespace: a run does it while the staging process makes it)
- * and gives the lease (*out, the caller frees it; NULL for LC_NET_NONE);
- * lc_net_attach makes the veth pair into netns_fd, its addresses and
- * routes.  On error each removes what it made itself; after a prepare,
- * lc_net_teardown (or _exited) removes the rest, as after a setup. */
+/* The same in two halves.  LC_NET_NONE: nothing to do.
+ * Otherwise the network is made in two halves, for a caller with
+ * something to do in between: lc_net_prepare takes a lease from the
+ * pool and adds the firewall chains and NAT (nothing in the sandbox's
+ * namespace: a run does it while the staging process makes it) and gives
+ * the lease (*out, the caller frees it; NULL for LC_NET_NONE);
+ * lc_net_attach creates the veth pair into netns_fd (the sandbox's
+ * network namespace, owned by the host user namespace: host "lc<id>",
+ * sandbox "eth0"), addresses and routes.  On error each removes what it
+ * made itself (never an interface someone else named so);
+ * lc_net_unprepare removes what a prepare made (the chains, the lease)
+ * when the attach failed.  After both, lc_net_teardown (or _exited). */
 struct lc_lease;
 int lc_net_prepare(const char *id, const lc_net_spec_t *spec, struct lc_lease **out, lc_error_t **err);
 int lc_net_attach(const char *id, const struct lc_lease *l, int netns_fd, lc_error_t **err);
+void lc_net_unprepare(const char *id);
 /* Remove the veth, the chains and the lease of a sandbox, in that order
  * (its rules apply as long as its interface exists; its addresses are
  * handed out again only when nothing of it is left).  Idempotent; works

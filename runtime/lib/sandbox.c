@@ -1359,17 +1359,19 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		return -1;
 	/* Joined, no network: pid 1 waits for this word, the only one after
 	 * the first GO (with a network, the GOs after USERNS come later and
-	 * gate it the same way), and its seccomp program with it. */
+	 * gate it the same way), and its seccomp program with it: where
+	 * lcrun made the user namespace and there is no network, the
+	 * program is always made here (prog_later). */
 	if (c->prog_later) { /* joined: prog_later's terms are lc_userns_new's */
-		if (prepare_prog(c, err) < 0)
+		int pfd = prepare_prog(c, err) < 0 ? -1 : lc_seccomp_memfd(&c->prog, err);
+		if (pfd < 0) {
+			/* pid 1 may be cloned already, waiting for this GO:
+			 * its pid, for teardown to end it */
+			learn_pid1(c);
 			return -1;
-		int pfd = lc_seccomp_memfd(&c->prog, err);
-		if (pfd < 0)
-			return -1;
+		}
 		lc_msg_send_fd(c->sp[0], LC_MSG_GO, 0, pfd);
 		close(pfd);
-	} else if (c->joined && c->spec->net.mode == LC_NET_NONE) {
-		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 	}
 	/* The network's lease and chains (its libraries loaded, 10 ms and
 	 * more here) while the staging process makes its namespaces and
@@ -1422,9 +1424,13 @@ int lc_sb_step(lc_sb_t *c, lc_error_t **err)
 		if (nsfd < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot open %s", c->id, nsp);
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
-		/* the lease and the chains are there (lc_sb_begin): teardown
-		 * removes them if this fails */
+		/* the lease and the chains are there (lc_sb_begin); if the
+		 * veth cannot be made they go now, and teardown leaves the
+		 * network alone: an interface of that name it did not make
+		 * (lc_net_attach's EEXIST) is not its to delete */
 		if (lc_net_attach(c->id, c->lease, nsfd, err) < 0) {
+			lc_net_unprepare(c->id);
+			c->net_up = false;
 			learn_pid1(c);
 			return -1;
 		}

@@ -213,7 +213,7 @@ typedef struct lc_sb {
 	bool state_written;
 	bool state_dir_made; /* this start made the (empty) state directory */
 	bool name_linked;
-	bool net_up;          /* lc_net_setup() ran: lc_net_teardown() at the end */
+	bool net_up;          /* lc_net_prepare() ran (and no attach failed): lc_net_teardown() at the end */
 	lc_rootfs_plan_t plan;
 	lc_cgroup_t cg;
 	lc_seccomp_prog_t prog;

@@ -493,7 +493,7 @@ static int add_arches(struct pctx *c, json_t *root, lc_error_t **err)
 /* Export the filter as BPF through a memfd. */
 static int export_bpf(struct pctx *c, lc_seccomp_prog_t *prog, lc_error_t **err)
 {
-	_cleanup_close_ int fd = memfd_create("lcrun-seccomp", MFD_CLOEXEC);
+	_cleanup_close_ int fd = lc_memfd_noexec("lcrun-seccomp");
 	if (fd < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a memfd for the seccomp filter");
 	int r = seccomp_export_bpf(c->f, fd);
@@ -744,7 +744,7 @@ int lc_seccomp_memfd(const lc_seccomp_prog_t *prog, lc_error_t **err)
 	_cleanup_free_ char *buf = saved_bytes(prog, &size, err);
 	if (!buf)
 		return -1;
-	int fd = memfd_create("lcrun-seccomp", MFD_CLOEXEC);
+	int fd = lc_memfd_noexec("lcrun-seccomp");
 	if (fd < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a memfd for the seccomp filter");
 	if (lc_write_all(fd, buf, size) < 0) {

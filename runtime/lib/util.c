@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -144,6 +145,18 @@ int lc_fork_detached(const int *keep, size_t n)
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
+}
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U /* linux/memfd.h, 6.3 */
+#endif
+
+int lc_memfd_noexec(const char *name)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_NOEXEC_SEAL);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create(name, MFD_CLOEXEC);
+	return fd;
 }
 
 int lc_write_all(int fd, const void *buf, size_t len)

@@ -87,6 +87,11 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
 int lc_fork_detached(const int *keep, size_t n);
+/* memfd_create(name, MFD_CLOEXEC | MFD_NOEXEC_SEAL): a memfd for data,
+ * never to be executed (kernels from 6.3 warn about one made without
+ * saying, and refuse it under vm.memfd_noexec=2); MFD_CLOEXEC alone on a
+ * kernel that does not know the seal. */
+int lc_memfd_noexec(const char *name);
 /* stdin, stdout and stderr on /dev/null (a reader of the caller's output
  * waits for every writer; the caller's stdin is not ours to read). */
 void lc_stdio_to_null(void);
