@@ -393,13 +393,33 @@ wait_for() {
 @test "kill -9 during create, then gc: the host is as before" {
 	host_snapshot
 	local id i interrupted=0 ids="k9-$$-"
+	# The kills land from 0 to 110% of how long one create takes on this
+	# machine (measured first), closer together early on: a create is
+	# acknowledged a few ms after it starts, and only a kill before that
+	# interrupts it.  The waits are bash's own (read -t on a FIFO that
+	# never speaks): an external sleep, and a subshell for its argument,
+	# cost several ms each on a slow machine, and fixed steps of 0-11 ms
+	# so taken came after the acknowledgement on all but one try there.
+	local probe t0 span d never
+	probe=$(printf 'dead%08x' $((RANDOM * 1000 + 99)))
+	ids="$ids|$probe"
+	t0=$(date +%s%N)
+	"$LCRUN" create --id "$probe" --name "k9-$$-probe" > /dev/null
+	span=$((($(date +%s%N) - t0) / 1000))
+	"$LCRUN" rm -f "$probe" > /dev/null
+	[ "$span" -le 800000 ] || span=800000
+	echo "one create: $((span / 1000)) ms" >&2
+	mkfifo "$BATS_TEST_TMPDIR/never"
+	exec {never}<>"$BATS_TEST_TMPDIR/never"
 	for i in $(seq 1 12); do
 		id=$(printf 'dead%08x' $((RANDOM * 1000 + i)))
 		ids="$ids|$id"
 		local mark="lc$$-$i"
+		# microseconds: span * 1.1 * ((i - 1) / 11)^2
+		printf -v d '0.%06d' $(((i - 1) * (i - 1) * span / 110))
 		LCRUN_TEST_MARK=$mark "$LCRUN" create --id "$id" --name "k9-$$-$i" > /dev/null 2>&1 &
 		local client=$!
-		sleep "$(printf "0.%03d" $((i - 1)))"
+		read -r -t "$d" -u "$never" _ || true
 		if [ $((i % 2)) = 0 ]; then
 			# the monitor: its pid is in the state once it exists
 			local m
@@ -427,6 +447,7 @@ wait_for() {
 		[ ! -e "$LCRUN_RUN/names/k9-$$-$i" ]
 		refute grep -q "$id" /proc/self/mountinfo
 	done
+	exec {never}>&-
 	echo "creates interrupted: $interrupted of 12" >&2
 	[ "$interrupted" -ge 2 ]
 	# mounts, cgroups, netns, links, sandbox dirs, state, names and nft
