@@ -435,24 +435,26 @@ int lc_fw_check(lc_error_t **err)
 
 /* Which of the table's base chains are missing (LC_FW_* bits), or -1
  * when nfnetlink did not say (the caller lists them with libnftables). */
+static const struct {
+	const char *name;
+	unsigned bit;
+} base_chains[] = { { "forward", LC_FW_FORWARD }, { "input", LC_FW_INPUT }, { "postrouting", LC_FW_POSTROUTING } };
+#define N_BASE_CHAINS (sizeof(base_chains) / sizeof(base_chains[0]))
+
 static int base_chains_missing(void)
 {
-	static const struct {
-		const char *name;
-		unsigned bit;
-	} base[] = { { "forward", LC_FW_FORWARD }, { "input", LC_FW_INPUT }, { "postrouting", LC_FW_POSTROUTING } };
 	_cleanup_close_ int s = nfnl_socket();
 	if (s < 0)
 		return -1;
 	int missing = 0;
-	for (unsigned i = 0; i < sizeof(base) / sizeof(base[0]); i++) {
+	for (unsigned i = 0; i < N_BASE_CHAINS; i++) {
 		struct nfnl_req r;
 		nfnl_req_init(&r, NFT_MSG_GETCHAIN, NFPROTO_INET, i + 1);
 		nfnl_put_str(&r, NFTA_CHAIN_TABLE, LC_FW_TABLE);
-		nfnl_put_str(&r, NFTA_CHAIN_NAME, base[i].name);
+		nfnl_put_str(&r, NFTA_CHAIN_NAME, base_chains[i].name);
 		int e = nfnl_ask(s, &r.nh);
 		if (e == -ENOENT)
-			missing |= (int)base[i].bit;
+			missing |= (int)base_chains[i].bit;
 		else if (e != 0)
 			return -1;
 	}
@@ -761,12 +763,9 @@ int lc_fw_add(const lc_fw_target_t *t, const lc_net_spec_t *spec, lc_error_t **e
 	if (found < 0) {
 		if (!(doc = list_chains(ctx, err)))
 			return -1;
-		if (!has_chain(doc, "forward"))
-			missing |= LC_FW_FORWARD;
-		if (!has_chain(doc, "input"))
-			missing |= LC_FW_INPUT;
-		if (!has_chain(doc, "postrouting"))
-			missing |= LC_FW_POSTROUTING;
+		for (unsigned i = 0; i < N_BASE_CHAINS; i++)
+			if (!has_chain(doc, base_chains[i].name))
+				missing |= base_chains[i].bit;
 	}
 	if (missing) {
 		_cleanup_json_ json_t *skel = lc_fw_skeleton_json(missing);

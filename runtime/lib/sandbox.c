@@ -1203,6 +1203,14 @@ static void learn_pid1(lc_sb_t *c)
 	}
 }
 
+/* lcrun makes the sandbox's user namespace itself (after make_dirs) and
+ * the staging process joins it: root, and no idmap namespace from the
+ * caller (lcd) or a batch. */
+static bool own_userns(const lc_sb_t *c)
+{
+	return !c->rootless && c->plan.idmap_userns_fd < 0;
+}
+
 static int prepare_prog(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
@@ -1253,7 +1261,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * from lcrun, sent while the staging process and pid 1 make the
 	 * root: the program is made after the fork, meanwhile, and comes
 	 * with that GO.  Otherwise pid 1 inherits it from here. */
-	c->prog_later = !c->shared && !c->rootless && s->net.mode == LC_NET_NONE && c->plan.idmap_userns_fd < 0;
+	c->prog_later = own_userns(c) && s->net.mode == LC_NET_NONE;
 	if (!c->prog_later && prepare_prog(c, err) < 0)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
@@ -1342,7 +1350,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * round trip for the maps).  Otherwise one idmap namespace serves
 	 * many sandboxes (lcd, a batch), and each makes its own. */
 	int own = -1;
-	if (!c->rootless && c->plan.idmap_userns_fd < 0 &&
+	if (own_userns(c) &&
 	    (own = lc_userns_new(lc_uid_base(), lc_uid_count(), &c->userns_child, err)) < 0)
 		return -1;
 	c->joined = own >= 0;
@@ -1362,7 +1370,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * gate it the same way), and its seccomp program with it: where
 	 * lcrun made the user namespace and there is no network, the
 	 * program is always made here (prog_later). */
-	if (c->prog_later) { /* joined: prog_later's terms are lc_userns_new's */
+	if (c->prog_later) { /* joined: own_userns made it so */
 		int pfd = prepare_prog(c, err) < 0 ? -1 : lc_seccomp_memfd(&c->prog, err);
 		if (pfd < 0) {
 			/* pid 1 may be cloned already, waiting for this GO:
