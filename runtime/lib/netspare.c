@@ -105,25 +105,11 @@ static int ask(int type, lc_msg_t *m, int *fd)
 	return r;
 }
 
-int lc_netspare_claim_start(void)
+int lc_netspare_claim(void)
 {
-	int s = connect_holder();
-	if (s >= 0 && lc_msg_send(s, NS_CLAIM, 0, 0, NULL) < 0) {
-		close(s);
-		s = -1;
-	}
-	return s;
-}
-
-int lc_netspare_claim_finish(int s)
-{
-	if (s < 0)
-		return -1;
 	lc_msg_t m;
-	int fd = -1;
-	int r = lc_msg_recv_fd(s, &m, &fd);
-	close(s);
-	if (r != 1 || m.type != NS_FD || fd < 0 || !is_netns(fd)) {
+	int fd;
+	if (ask(NS_CLAIM, &m, &fd) < 0 || m.type != NS_FD || fd < 0 || !is_netns(fd)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;

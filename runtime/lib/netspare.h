@@ -9,10 +9,8 @@
  * for LC_NETSPARE_IDLE_S seconds, or when its socket is gone; a spare
  * LC_NETSPARE_MAX_AGE_S old goes.  The remover of a run (lcrun-rm, after
  * `run` returned) asks it to make up to the cap; finding none, it becomes
- * the holder.  lcrun claims one for each sandbox it starts (connect,
- * one fd back: the request before the staging process's fork, the answer
- * after it) and hands it to the staging process, which joins it instead
- * of unshare(CLONE_NEWNET); none there, it makes its own. */
+ * the holder.  A staging process claims one (connect, one fd back)
+ * instead of unshare(CLONE_NEWNET); none there, it makes its own. */
 #ifndef LC_NETSPARE_H
 #define LC_NETSPARE_H
 
@@ -28,12 +26,8 @@ typedef struct {
 	bool hold; /* no holder answered: become it (lc_netspare_hold) */
 } lc_netspare_t;
 
-/* A claim in two halves, so that the holder answers while the claimant
- * works: the request sent (a socket to finish it with), or -1 (no holder,
- * not root); then a spare network namespace's fd, or -1 (none kept), the
- * socket closed either way. */
-int lc_netspare_claim_start(void);
-int lc_netspare_claim_finish(int s);
+/* A spare network namespace's fd, or -1 (none kept, no holder, not root). */
+int lc_netspare_claim(void);
 /* Have the holder make spares up to the cap (it answers when they are
  * made); no holder: note it in ns. */
 void lc_netspare_refill(lc_netspare_t *ns);

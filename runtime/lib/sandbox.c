@@ -225,8 +225,6 @@ static void staging_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
-	if (c->ns_claim >= 0) /* lcrun's, to read the holder's answer */
-		close(c->ns_claim);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	for (size_t i = 0; i < c->n_foreign_fds; i++)
 		close(c->foreign_fds[i]);
@@ -252,14 +250,9 @@ static void staging_main(lc_sb_t *c)
 			staging_fail(c, e);
 	}
 	/* A spare network namespace, made after an earlier run (netspare.h):
-	 * unshare(CLONE_NEWNET) is 0.76 ms here.  lcrun claimed it, and its
-	 * word comes first, whether it got one or not. */
-	int spare = -1;
-	if (c->ns_claim >= 0) {
-		lc_msg_t m;
-		if (lc_msg_recv_fd(c->sp[1], &m, &spare) != 1 || m.type != LC_MSG_NETNS)
-			_exit(LC_EXIT_RUNTIME);
-	}
+	 * unshare(CLONE_NEWNET) is 0.76 ms here.  Before the mount namespace,
+	 * which would copy the host's mounts for nothing. */
+	int spare = c->rootless ? -1 : lc_netspare_claim();
 	if (spare >= 0) {
 		int r = setns(spare, CLONE_NEWNET);
 		close(spare);
@@ -1170,8 +1163,6 @@ void lc_sb_free(lc_sb_t *c)
 	for (int i = 0; i < 2; i++)
 		if (c->held_ns[i] >= 0)
 			close(c->held_ns[i]);
-	if (c->ns_claim >= 0)
-		close(c->ns_claim);
 	if (c->rm_pipe >= 0)
 		close(c->rm_pipe); /* moved to trash/: the remover starts; kept: it goes without a word */
 	free(c->rm_dst);
@@ -1188,7 +1179,6 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->rm_pipe = -1;
 	c->held_ns[0] = c->held_ns[1] = -1;
 	c->stage_ns = -1;
-	c->ns_claim = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -1296,11 +1286,6 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sp) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
 
-	/* A spare network namespace: asked for now, its holder answers
-	 * while this process forks, taken after the fork. */
-	if (!c->rootless)
-		c->ns_claim = lc_netspare_claim_start();
-
 	/* pid 1's mount namespace held by the remover: not with an upper
 	 * directory the next run may mount at once (its overlay would still
 	 * be mounted there), nor in a batch with a network (the batch's held
@@ -1364,18 +1349,6 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		}
 		if (r != 1 || m.type != LC_MSG_STAGING)
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the staging process did not start", c->id);
-	}
-	if (c->ns_claim >= 0) {
-		int spare = lc_netspare_claim_finish(c->ns_claim);
-		c->ns_claim = -1;
-		/* A send that fails means the staging process is gone: its
-		 * ERROR, or its silence, is read later. */
-		if (spare >= 0) {
-			lc_msg_send_fd(c->sp[0], LC_MSG_NETNS, 1, spare);
-			close(spare);
-		} else {
-			lc_msg_send(c->sp[0], LC_MSG_NETNS, 0, 0, NULL);
-		}
 	}
 	lc_mounts_close_binds(&c->plan); /* the staging process has its own */
 	if (c->cg.path && !moved) {

@@ -101,8 +101,6 @@ enum {
 	LC_MSG_EXIT,       /* pid 1 -> parent: command ended: a = code, b = signal */
 	LC_MSG_STAGING,    /* forked child -> threaded parent: host pid of the staging process */
 			   /* it cloned into the cgroup in a (-1: none, it is the staging process) */
-	LC_MSG_NETNS,      /* parent -> staging, first of all when ns_claim >= 0: a spare */
-			   /* network namespace with it, or none (a = 0): make one */
 };
 typedef struct lc_msg {
 	int type;
@@ -252,8 +250,6 @@ typedef struct lc_sb {
 	bool timed_out;                     /* lc_sb_expire killed it */
 	const int *foreign_fds;             /* the caller's fds the staging process closes first */
 	size_t n_foreign_fds;               /* (a batch's, of its other sandboxes) */
-	int ns_claim;                       /* lc_netspare_claim_start's socket, until its answer */
-					    /* goes to the staging process (LC_MSG_NETNS); -1: none */
 	int stage_ns;                       /* staging, in a batch: its own mount namespace, kept */
 					    /* until it exits (pid 1 closes its copy at once) */
 } lc_sb_t;
