@@ -424,6 +424,21 @@ end_with_remainder_held() {
 	if nft list chain inet lcrun out_0000000000dd; then false; fi
 }
 
+@test "a bad seccomp profile with a network: one line, exit 121, no veth, chain or lease left" {
+	# Whoever makes the seccomp program, and whenever (before the staging
+	# process, or while the network is set up), nothing may be left.
+	printf '{\n  "defaultAction": "SCMP_ACT_ERRNO",\n  "syscalls": [ { "names": ["frobnicate_at"], "action": "SCMP_ACT_ALLOW" } ]\n}\n' >"$BATS_TEST_TMPDIR/bad.json"
+	export LCRUN_ROOT="$BATS_TEST_TMPDIR/root"
+	run "$LCRUN" run --net allow --allow 198.51.100.0/28:443 --seccomp "$BATS_TEST_TMPDIR/bad.json" -- true
+	echo "$output"
+	[ "$status" -eq 121 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "lcrun: $BATS_TEST_TMPDIR/bad.json:3:"*'unknown syscall "frobnicate_at"'* ]]
+	no_leftovers
+	[ -z "$(ls "$LCRUN_ROOT/sandboxes" 2>/dev/null)" ]
+	[ -z "$(find "$LCRUN_STATE_DIR" -mindepth 1 -maxdepth 1 -regextype egrep -regex '.*/[0-9a-f]{12}')" ]
+}
+
 @test "a base chain or the table someone deleted is made again before the next sandbox runs, and filters" {
 	sb --net allow --allow 198.51.100.0/28:443 -- true # the table is there
 	nft flush chain inet lcrun forward
