@@ -1,5 +1,6 @@
 /* util.c — small helpers: strings, files, sizes, ids, time. */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -557,3 +558,25 @@ void lc_dir_spread(const char *path, bool spread)
 		/* only a placement hint */
 	}
 }
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* linux/mman.h, 5.14 */
+#endif
+
+void lc_heap_prefault(size_t size)
+{
+	/* Allocations up to size from the heap, which keeps what is freed,
+	 * instead of mmap per allocation; then the heap grown by size and
+	 * its pages faulted in with one call. */
+	if (mallopt(M_MMAP_THRESHOLD, (int)(2 * size)) != 1 || mallopt(M_TRIM_THRESHOLD, (int)(4 * size)) != 1)
+		return;
+	char *p = malloc(size);
+	if (!p)
+		return;
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + size) & ~(pg - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+	free(p);
+}
+

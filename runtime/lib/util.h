@@ -121,4 +121,11 @@ void lc_sha256_hex(const unsigned char md[32], char hex[65]);
  * check against torn or damaged files, never an identity. */
 uint64_t lc_hash64(const void *buf, size_t len, uint64_t seed);
 
+/* For a single-threaded process about to allocate much and briefly
+ * (libnftables' caches: 128 KiB hash tables, mmap'd and faulted in a page
+ * at a time): the next size bytes of malloc come from heap pages faulted
+ * in at once (MADV_POPULATE_WRITE), a page fault each no more.  Changes
+ * malloc's thresholds for the process's life. */
+void lc_heap_prefault(size_t size);
+
 #endif

@@ -3,8 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -138,6 +140,57 @@ START_TEST(test_idmap_after_fork_from_threads)
 }
 END_TEST
 
+/* Minor page faults of allocating and writing seven 128 KiB blocks (as
+ * libnftables' cache does), in a child of its own, with or without
+ * lc_heap_prefault first. */
+static long faults_of_tables(bool prefault)
+{
+	int pfd[2];
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid_t p = fork();
+	if (p == 0) {
+		if (prefault)
+			lc_heap_prefault(1 << 20);
+		struct rusage a, b;
+		getrusage(RUSAGE_SELF, &a);
+		char *blocks[7];
+		for (int i = 0; i < 7; i++) {
+			blocks[i] = malloc(128 << 10);
+			memset(blocks[i], i + 1, 128 << 10);
+		}
+		getrusage(RUSAGE_SELF, &b);
+		long n = b.ru_minflt - a.ru_minflt;
+		for (int i = 0; i < 7; i++)
+			free(blocks[i]);
+		_exit(write(pfd[1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
+	}
+	close(pfd[1]);
+	long n = -1;
+	ck_assert_int_eq(read(pfd[0], &n, sizeof(n)), sizeof(n));
+	close(pfd[0]);
+	int st;
+	ck_assert_int_eq(waitpid(p, &st, 0), p);
+	return n;
+}
+
+START_TEST(test_heap_prefault)
+{
+	long without = faults_of_tables(false), with = faults_of_tables(true);
+	/* 224 pages written: a fault each without (unless transparent huge
+	 * pages serve the heap: a fault per 2 MiB), a handful with */
+	char thp[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	if (f) {
+		if (!fgets(thp, sizeof(thp), f))
+			thp[0] = '\0';
+		fclose(f);
+	}
+	if (!strstr(thp, "[always]"))
+		ck_assert_msg(without >= 200, "without lc_heap_prefault: %ld faults", without);
+	ck_assert_msg(with <= 20, "with lc_heap_prefault: %ld faults (without: %ld)", with, without);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("util");
@@ -148,6 +201,7 @@ int main(void)
 	tcase_add_test(tc, test_shell_quote);
 	tcase_add_test(tc, test_strv_sort);
 	tcase_add_test(tc, test_idmap_after_fork_from_threads);
+	tcase_add_test(tc, test_heap_prefault);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
