@@ -877,20 +877,30 @@ static bool pending_held(unsigned k, char id[LC_ID_LEN + 1])
 	return lc_is_sandbox_id(id);
 }
 
+int lc_net_pending_take(const char *id)
+{
+	return lc_is_sandbox_id(id) && lc_single_threaded() ? pending_take(id) : -1;
+}
+
+int lc_net_remainder(const char *id, int slot)
+{
+	/* stderr is /dev/null in a helper: whatever fails stays for gc,
+	 * under a lease nobody holds. */
+	int ret = teardown(id, true, NULL);
+	if (ret == 0 && ftruncate(slot, 0) < 0)
+		ret = -1;
+	return ret;
+}
+
 int lc_net_teardown_exited(const char *id, lc_error_t **err)
 {
 	if (!lc_is_sandbox_id(id))
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "'%s' is not a sandbox id", id);
-	int slot = lc_single_threaded() ? pending_take(id) : -1;
+	int slot = lc_net_pending_take(id);
 	int r = slot >= 0 ? lc_fork_detached(&slot, 1) : -1;
 	if (r == 0) {
 		lc_proc_title("lcrun-net");
-		/* stderr is /dev/null here: whatever fails stays for gc,
-		 * under a lease nobody holds. */
-		int ret = teardown(id, true, NULL);
-		if (ret == 0 && ftruncate(slot, 0) < 0)
-			ret = -1;
-		_exit(ret < 0 ? 1 : 0);
+		_exit(lc_net_remainder(id, slot) < 0 ? 1 : 0);
 	}
 	if (slot >= 0)
 		close(slot); /* the lock stays with the helper */

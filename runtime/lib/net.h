@@ -87,6 +87,13 @@ int lc_net_teardown(const char *id, lc_error_t **err);
  * last run (a stopped sandbox started again at once). */
 #define LC_NET_PENDING_WAIT_MS 5000
 int lc_net_teardown_exited(const char *id, lc_error_t **err);
+/* Its two halves, for a helper of the caller's own (a run's remover,
+ * forked while the command ran, sandbox.c): the pending file for id,
+ * taken (flocked, naming id; from a single-threaded process; -1 if none
+ * is free), passed to the helper; and the helper's work, the remainder
+ * removed and the file emptied (its lock goes with the helper). */
+int lc_net_pending_take(const char *id);
+int lc_net_remainder(const char *id, int slot);
 /* Wait until no helper of lc_net_teardown_exited() is at work (at most
  * timeout_ms: then LC_EXIT_BUSY naming a sandbox still pending). */
 int lc_net_wait_pending(int timeout_ms, lc_error_t **err);

@@ -1001,14 +1001,41 @@ static void remover_start(lc_sb_t *c)
 			close(keep[--nkeep]);
 		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
-		char go;
-		if (write(sv[1], locked ? "l" : "n", 1) != 1 || !locked || read(sv[1], &go, 1) != 1)
+		if (write(sv[1], locked ? "l" : "n", 1) != 1)
 			_exit(0);
-		/* Not while lcrun still has work to do on its way out: at its
-		 * end (the socket's end closed), when it has the CPU no more. */
-		ssize_t n;
-		while ((n = read(sv[1], &go, 1)) > 0 || (n < 0 && errno == EINTR))
-			;
+		/* lcrun's words until its end (the socket's end closed): 'N'
+		 * with the pending file of the network's remainder
+		 * (remover_net), 'y' when the directory is in trash/.  Nothing
+		 * is done before that end: lcrun still has work to do on its
+		 * way out, and the CPU. */
+		int slot = -1;
+		bool go = false;
+		for (;;) {
+			char b;
+			int f = -1;
+			ssize_t n = lc_recv_fd(sv[1], &b, 1, &f, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			if (b == 'N' && f >= 0 && slot < 0) {
+				slot = f;
+				continue;
+			}
+			if (f >= 0)
+				close(f);
+			go = go || b == 'y';
+		}
+		/* The network first: its lease may be what the next run of
+		 * this sandbox waits for. */
+		if (slot >= 0) {
+			lc_proc_title("lcrun-net");
+			lc_net_remainder(c->id, slot);
+			close(slot);
+			lc_proc_title("lcrun-rm");
+		}
+		if (!go || !locked)
+			_exit(0);
 		for (int i = 1; i < nkeep; i++)
 			close(keep[i]);
 		/* state_to_trash's first: while the sandbox directory's
@@ -1054,6 +1081,23 @@ static int state_to_trash(lc_sb_t *c)
 	 * entry's age by it (gc_state_trash_entry). */
 	utimensat(AT_FDCWD, dst, NULL, 0);
 	return 0;
+}
+
+/* The network's remainder for the remover (forked while the command ran)
+ * instead of an lcrun-net helper forked now: that fork copied lcrun's
+ * page tables, its network libraries among them, on the way out (1 ms
+ * here, and the cgroup's removal after it waited for the CPU).  True:
+ * the remover has it. */
+static bool remover_net(lc_sb_t *c)
+{
+	if (c->rm_pipe < 0)
+		return false;
+	int slot = lc_net_pending_take(c->id);
+	if (slot < 0)
+		return false;
+	bool sent = lc_send_fd(c->rm_pipe, "N", 1, slot, 0) == 0;
+	close(slot); /* sent: the lock stays with the remover */
+	return sent;
 }
 
 /* 0: the directory is in trash/, locked, and its remover at work. */
@@ -1103,7 +1147,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	trace("teardown");
 	if (c->net_up) {
 		lc_error_t *e = NULL;
-		if (lc_net_teardown_exited(c->id, &e) < 0) {
+		if (!remover_net(c) && lc_net_teardown_exited(c->id, &e) < 0) {
 			lc_error_print(e, "lcrun: warning");
 			lc_error_free(e);
 		}
