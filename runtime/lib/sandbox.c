@@ -7,7 +7,8 @@
  * sandbox cannot reconfigure it), builds the overlay root there, then
  * enters a new user namespace whose maps lcrun writes, unshares mount, pid,
  * uts, ipc and cgroup namespaces and clones PID 1 with CLONE_PARENT, so that
- * pid 1 is lcrun's own child.  Staging then exits.  Pid 1 finishes the root
+ * pid 1 is lcrun's own child, and CLONE_VM: pid 1 takes over the staging
+ * process's memory, which exits at once.  Pid 1 finishes the root
  * (proc, dev, binds, masks, pivot_root) and becomes the init (init.c).
  *
  * Nothing is mounted in the host's mount namespace: the staging mounts live
