@@ -20,6 +20,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
+#include <linux/futex.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -351,6 +352,11 @@ static void staging_main(lc_sb_t *c)
 	 * process only sends pid 1's pid (no errno, no heap) and exits; its
 	 * exit takes nothing from the memory (exit_group ends this thread
 	 * group only: pid 1 is a process of its own). */
+	/* What the kernel does for this process at its exit, in memory that
+	 * is pid 1's then: no tid to clear and wake (glibc's fork set it to
+	 * its thread's tid field), no robust futex list to walk. */
+	syscall(SYS_set_tid_address, NULL);
+	syscall(SYS_set_robust_list, NULL, sizeof(struct robust_list_head));
 	const size_t stack_size = 8 << 20;
 	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
 			   -1, 0);
@@ -1021,24 +1027,27 @@ static void remover_start(lc_sb_t *c)
 				break;
 			if (b == 'N' && f >= 0 && slot < 0) {
 				slot = f;
+				lc_proc_title("lcrun-net"); /* whoever holds a remainder */
 				continue;
 			}
 			if (f >= 0)
 				close(f);
 			go = go || b == 'y';
 		}
-		/* The network first: its lease may be what the next run of
-		 * this sandbox waits for. */
+		/* The held namespaces go first: pid 1's mount namespace holds
+		 * the sandbox's sysfs, which holds its network namespace, and
+		 * the veth goes only with that. */
+		for (int i = 1; i < nkeep; i++)
+			close(keep[i]);
+		/* Then the network: its lease may be what the next run of this
+		 * sandbox waits for. */
 		if (slot >= 0) {
-			lc_proc_title("lcrun-net");
 			lc_net_remainder(c->id, slot);
 			close(slot);
 			lc_proc_title("lcrun-rm");
 		}
 		if (!go || !locked)
 			_exit(0);
-		for (int i = 1; i < nkeep; i++)
-			close(keep[i]);
 		/* state_to_trash's first: while the sandbox directory's
 		 * locked entry is there, gc --wait waits for both. */
 		_cleanup_free_ char *st = lc_state_trash(c->id);

@@ -563,20 +563,20 @@ void lc_dir_spread(const char *path, bool spread)
 #define MADV_POPULATE_WRITE 23 /* linux/mman.h, 5.14 */
 #endif
 
-void lc_heap_prefault(size_t size)
+bool lc_heap_prefault(size_t size)
 {
 	/* Allocations up to size from the heap, which keeps what is freed,
 	 * instead of mmap per allocation; then the heap grown by size and
 	 * its pages faulted in with one call. */
 	if (mallopt(M_MMAP_THRESHOLD, (int)(2 * size)) != 1 || mallopt(M_TRIM_THRESHOLD, (int)(4 * size)) != 1)
-		return;
+		return false;
 	char *p = malloc(size);
 	if (!p)
-		return;
+		return false;
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + size) & ~(pg - 1);
-	if (b > a)
-		madvise((void *)a, b - a, MADV_POPULATE_WRITE);
+	bool done = b > a && madvise((void *)a, b - a, MADV_POPULATE_WRITE) == 0;
 	free(p);
+	return done;
 }
 

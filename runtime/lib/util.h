@@ -125,7 +125,9 @@ uint64_t lc_hash64(const void *buf, size_t len, uint64_t seed);
  * (libnftables' caches: 128 KiB hash tables, mmap'd and faulted in a page
  * at a time): the next size bytes of malloc come from heap pages faulted
  * in at once (MADV_POPULATE_WRITE), a page fault each no more.  Changes
- * malloc's thresholds for the process's life. */
-void lc_heap_prefault(size_t size);
+ * malloc's thresholds for the process's life.  False when the pages
+ * could not be faulted in (kernels before 5.14): nothing else changes
+ * then but the thresholds. */
+bool lc_heap_prefault(size_t size);
 
 #endif
