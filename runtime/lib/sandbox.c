@@ -1035,8 +1035,8 @@ static void remover_start(lc_sb_t *c)
 			go = go || b == 'y';
 		}
 		/* The held namespaces go first: pid 1's mount namespace holds
-		 * the sandbox's sysfs, which holds its network namespace, and
-		 * the veth goes only with that. */
+		 * the sandbox's sysfs, which on some kernels holds its network
+		 * namespace, and the veth goes only with that. */
 		for (int i = 1; i < nkeep; i++)
 			close(keep[i]);
 		/* Then the network: its lease may be what the next run of this

@@ -579,4 +579,3 @@ bool lc_heap_prefault(size_t size)
 	free(p);
 	return done;
 }
-
