@@ -351,10 +351,9 @@ static void staging_main(lc_sb_t *c)
 	 * for memory this process leaves at once.  From the clone on, this
 	 * process only sends pid 1's pid (no errno, no heap) and exits; its
 	 * exit takes nothing from the memory (exit_group ends this thread
-	 * group only: pid 1 is a process of its own). */
-	/* What the kernel does for this process at its exit, in memory that
-	 * is pid 1's then: no tid to clear and wake (glibc's fork set it to
-	 * its thread's tid field), no robust futex list to walk. */
+	 * group only: pid 1 is a process of its own), nor does it touch it:
+	 * no tid to clear and wake (glibc's fork set it to its thread's tid
+	 * field), no robust futex list to walk. */
 	syscall(SYS_set_tid_address, NULL);
 	syscall(SYS_set_robust_list, NULL, sizeof(struct robust_list_head));
 	const size_t stack_size = 8 << 20;

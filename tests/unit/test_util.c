@@ -141,9 +141,6 @@ START_TEST(test_idmap_after_fork_from_threads)
 }
 END_TEST
 
-/* Minor page faults of allocating and writing seven 128 KiB blocks (as
- * libnftables' cache does), in a child of its own, with or without
- * lc_heap_prefault first. */
 /* Transparent huge pages that may serve anonymous memory without being
  * asked: 2 MiB ones set to "always", or smaller (multi-size) ones set to
  * "always" or to "inherit" from that. */
@@ -171,8 +168,10 @@ static bool thp_unasked(void)
 	return top || any;
 }
 
-/* -1: the kernel could not fault the pages in (MADV_POPULATE_WRITE,
- * 5.14). */
+/* Minor page faults of allocating and writing seven 128 KiB blocks (as
+ * libnftables' cache does), in a child of its own, with or without
+ * lc_heap_prefault first; -1: the kernel could not fault the pages in
+ * (MADV_POPULATE_WRITE, 5.14). */
 static long faults_of_tables(bool prefault)
 {
 	int pfd[2];
