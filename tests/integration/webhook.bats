@@ -309,9 +309,12 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[[ "$output" == *"webhook_listen '127.0.0.1': expected HOST:PORT"* ]]
 	python3 -c 'import socket, time, sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(30)' "$PORT" &
 	holder=$!
-	sleep 0.5
+	# listening before lcd tries (a fixed wait lost that race on a slow
+	# machine: lcd took the port and ran on, and the test never ended)
+	for _ in $(seq 200); do ss -Hltn "sport = :$PORT" | grep -q . && break; sleep 0.05; done
+	ss -Hltn "sport = :$PORT" | grep -q .
 	write_config
-	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	run timeout 30 "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
 	kill "$holder"
 	[ "$status" -eq 125 ]
 	[[ "$output" == *"webhook_listen 127.0.0.1:$PORT: cannot listen: Address already in use"* ]]
