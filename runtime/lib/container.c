@@ -908,7 +908,7 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 		c.nsfd[i] = -1;
 	c.userns = has_ns(s, CLONE_NEWUSER, NULL);
 	pid_t st1 = -1, init = -1;
-	bool cg_made = false, fifo_made = false;
+	bool cg_made = false, fifo_made = false, child_failed = false;
 	int r = -1;
 	if (!s->proc.args || !s->proc.args[0]) {
 		lc_error_set(err, LC_EXIT_USAGE, 0, "process.args: no program given");
@@ -970,7 +970,11 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 		stage1(&c);
 	close(c.sp[1]);
 	c.sp[1] = -1;
-	for (;;) {
+	/* Stage 1 says the process's pid after its clone returns, and the
+	 * process runs meanwhile: its HOOKS or READY may come first, on a
+	 * busy machine.  Both wait until the pid is known. */
+	bool ready = false, hooks = false;
+	while (!ready || init <= 0) {
 		lc_msg_t m;
 		int rr = lc_msg_recv(c.sp[0], &m);
 		if (rr <= 0) {
@@ -979,6 +983,7 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 		}
 		if (m.type == LC_MSG_ERROR) {
 			lc_error_from_buf(err, m.text, strlen(m.text));
+			child_failed = true;
 			goto out;
 		} else if (m.type == LC_MSG_USERNS) {
 			if ((s->uid_map && write_map(st1, "uid_map", s->uid_map, err) < 0) ||
@@ -990,13 +995,17 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 			waitpid(st1, NULL, 0);
 			st1 = -1;
 		} else if (m.type == MSG_HOOKS) {
+			hooks = true;
+		} else if (m.type == LC_MSG_READY) {
+			ready = true;
+		}
+		if (hooks && init > 0) {
+			hooks = false;
 			_cleanup_json_ json_t *state = lc_ctr_state_json(s, "creating", init);
 			if (lc_ctr_run_hooks(s, LC_HOOK_PRESTART, state, err) < 0 ||
 			    lc_ctr_run_hooks(s, LC_HOOK_CREATE_RUNTIME, state, err) < 0)
 				goto out;
 			lc_msg_send(c.sp[0], LC_MSG_GO, init, 0, NULL);
-		} else if (m.type == LC_MSG_READY) {
-			break;
 		}
 	}
 	if (s->proc.oom_set) {
@@ -1012,6 +1021,19 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 	r = 0;
 out:
 	if (r < 0) {
+		if (child_failed && st1 > 0 && init <= 0) {
+			/* An error from stage 1, or from the process before
+			 * stage 1 said its pid: stage 1 ends right after its
+			 * word, which is then in the socket; the process is
+			 * ours to reap. */
+			waitpid(st1, NULL, 0);
+			st1 = -1;
+			struct pollfd pf = { c.sp[0], POLLIN, 0 };
+			lc_msg_t m;
+			while (poll(&pf, 1, 0) == 1 && lc_msg_recv(c.sp[0], &m) == 1)
+				if (m.type == LC_MSG_PID)
+					init = m.a;
+		}
 		if (st1 > 0) {
 			kill(st1, SIGKILL);
 			waitpid(st1, NULL, 0);

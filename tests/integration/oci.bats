@@ -138,6 +138,27 @@ cg_path() { # container id in the lcrun-oci state
 	assert_oci_clean
 }
 
+@test "stage 1 says the pid late (strace holds its clone's return): run works, the hooks get the pid" {
+	command -v strace >/dev/null || skip "strace is not installed (contrib/install-deps)"
+	# The process runs while its stage 1 is held: its HOOKS and READY
+	# reach lcrun-oci before the pid does, as on a busy machine.
+	local hook="$BATS_TEST_TMPDIR/hook.sh" log="$BATS_TEST_TMPDIR/pids"
+	printf '#!/bin/sh\necho "$1 $(jq -r .pid)" >> %s\n' "$log" > "$hook"
+	chmod +x "$hook"
+	oci_make_bundle "$B" '["sh", "-c", "echo hello"]'
+	oci_config "$B" '.hooks = {prestart: [{path: $h, args: ["hook", "prestart"], env: ["PATH=/usr/bin:/bin"]}],
+		poststart: [{path: $h, args: ["hook", "poststart"], env: ["PATH=/usr/bin:/bin"]}]}' --arg h "$hook"
+	run strace -o /dev/null -f -e trace=clone -e inject=clone:delay_exit=500000 "$LCRUN_OCI" run --bundle "$B" t-late
+	[ "$status" -eq 0 ]
+	[[ "$output" == *hello* ]]
+	local pre post
+	pre=$(awk '$1 == "prestart" { print $2 }' "$log")
+	post=$(awk '$1 == "poststart" { print $2 }' "$log")
+	[ "$pre" -gt 0 ]
+	[ "$pre" = "$post" ]
+	assert_oci_clean
+}
+
 @test "kill: signal names and numbers reach the process; --all reaches every process" {
 	oci_make_bundle "$B" '["sh", "-c", "trap \"echo got-usr1 >> /log\" USR1; trap \"echo got-term >> /log; exit 0\" TERM; sleep 1037 & while :; do sleep 0.1; done"]'
 	"$LCRUN_OCI" run -d --bundle "$B" t-kill
