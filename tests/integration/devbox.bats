@@ -168,6 +168,8 @@ teardown() {
 	[ "$(dbx_state kw)" = running ]
 	[ "$("$LCCTL" devbox show kw | jq -r .sessions)" = 1 ]
 	wait "$pid"
+	# the server's side of the session ends just after the client's
+	for _ in $(seq 100); do [ "$("$LCCTL" devbox show kw | jq -r .sessions)" = 0 ] && break; sleep 0.1; done
 	[ "$("$LCCTL" devbox show kw | jq -r .sessions)" = 0 ]
 	dbx_wait_state kw stopped 15
 	"$LCCTL" disk delete kw

@@ -498,8 +498,11 @@ assert vals[0] - vals[-1] <= 1, vals
 PY
 	done
 	last=$(tar -xOf "$blob" data/f00 | tail -n1)
-	sleep 0.5
-	grown=$(tail -n1 "$LCRUN_ROOT/sandboxes/$id/private/ovl/upper/data/f00")
+	for _ in $(seq 100); do
+		grown=$(tail -n1 "$LCRUN_ROOT/sandboxes/$id/private/ovl/upper/data/f00")
+		[ "$grown" -gt "$last" ] && break
+		sleep 0.1
+	done
 	kill %1 2>/dev/null || true
 	wait || true
 	# it kept running after the snapshots

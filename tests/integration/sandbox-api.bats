@@ -465,7 +465,12 @@ two" ]
 	curl -sf --unix-socket "$LCD_SOCKET" -X PUT --data-binary 'echo run' "http://lcd/v1/sandboxes/$m/files?path=/tmp/s.sh&mode=0755" >/dev/null
 	[ "$("$LCCTL" sandbox exec "$m" -- stat -c '%a %u:%g' /tmp/s.sh)" = "755 1000:1000" ]
 	[ "$("$LCCTL" sandbox exec "$m" -- id -u)" = 1000 ]
-	sleep 4
+	# both fire after 2 s; a loaded machine gets up to 20 s
+	for _ in $(seq 200); do
+		! "$LCCTL" sandbox show "$a" >/dev/null 2>&1 &&
+			"$LCCTL" sandbox show "$b" | jq -e '.state == "stopped"' >/dev/null && break
+		sleep 0.1
+	done
 	run "$LCCTL" sandbox show "$a"
 	[ "$status" -eq 120 ]
 	"$LCCTL" sandbox show "$b" | jq -e '.state == "stopped" and .stop_reason == "idle timeout"'
