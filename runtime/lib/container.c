@@ -1185,6 +1185,17 @@ int lc_ctr_exec(pid_t pid, const lc_ctr_process_t *p, const lc_ctr_exec_opts_t *
 			break;
 		if (m.type == LC_MSG_ERROR) {
 			lc_error_from_buf(err, m.text, strlen(m.text));
+			if (proc <= 0 && helper > 0) {
+				/* The process failed before the helper said
+				 * its pid: the helper ends right after its
+				 * word, which is then in the socket. */
+				waitpid(helper, NULL, 0);
+				helper = -1;
+				struct pollfd pf = { sp[0], POLLIN, 0 };
+				while (poll(&pf, 1, 0) == 1 && lc_msg_recv(sp[0], &m) == 1)
+					if (m.type == LC_MSG_PID)
+						proc = m.a;
+			}
 			if (proc > 0) {
 				waitpid(proc, NULL, 0);
 				proc = -1;

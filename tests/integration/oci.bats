@@ -156,6 +156,14 @@ cg_path() { # container id in the lcrun-oci state
 	post=$(awk '$1 == "poststart" { print $2 }' "$log")
 	[ "$pre" -gt 0 ]
 	[ "$pre" = "$post" ]
+	# exec: the process fails (no such program) before its helper says its pid
+	oci_make_bundle "$BATS_TEST_TMPDIR/b2" '["sleep", "1037"]'
+	"$LCRUN_OCI" run -d --bundle "$BATS_TEST_TMPDIR/b2" t-late2
+	run -1 strace -o /dev/null -f -e trace=clone -e inject=clone:delay_exit=500000 "$LCRUN_OCI" exec t-late2 no-such-program
+	[[ "$output" == *'lcrun-oci: exec: "no-such-program": executable file not found in $PATH'* ]]
+	run "$LCRUN_OCI" exec t-late2 echo still-there
+	[ "$output" = still-there ]
+	"$LCRUN_OCI" delete --force t-late2
 	assert_oci_clean
 }
 
