@@ -46,7 +46,20 @@ state_settle() {
 	true
 }
 
+# An earlier test's removers (lcrun-rm, lcrun-net: a sandbox's cgroup,
+# chains and directories, a moment after its run or its lcd ended) may
+# still be at work when the next test looks at the host: wait for them
+# (zombies aside: this machine's pid 1 may leave them), 15 s at most.
+removers_settle() {
+	for _ in $(seq 150); do
+		ps -eo stat=,comm= | awk '$1 !~ /^Z/ && ($2 == "lcrun-rm" || $2 == "lcrun-net") { f = 1 } END { exit !f }' || break
+		sleep 0.1
+	done
+	true
+}
+
 host_snapshot() {
+	removers_settle
 	state_settle
 	host_state > "$BATS_TEST_TMPDIR/host.before"
 }
