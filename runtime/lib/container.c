@@ -865,6 +865,22 @@ static int write_map(pid_t pid, const char *file, const char *map, lc_error_t **
 	return 0;
 }
 
+/* After an error from a process cloned by a helper (stage 1, exec's
+ * helper) that says the process's pid once its clone returns: the helper
+ * ends right after its word, which is then in the socket.  Reap the
+ * helper and return the pid it said (-1: none), for the caller to reap. */
+static pid_t pid_said(pid_t helper, int sock)
+{
+	waitpid(helper, NULL, 0);
+	pid_t pid = -1;
+	struct pollfd pf = { sock, POLLIN, 0 };
+	lc_msg_t m;
+	while (poll(&pf, 1, 0) == 1 && lc_msg_recv(sock, &m) == 1)
+		if (m.type == LC_MSG_PID)
+			pid = m.a;
+	return pid;
+}
+
 /* Clone into the cgroup when we can (no cgroup.procs write, no RCU wait). */
 static pid_t fork_into(const char *cgroup, lc_error_t **err)
 {
@@ -1022,17 +1038,10 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 out:
 	if (r < 0) {
 		if (child_failed && st1 > 0 && init <= 0) {
-			/* An error from stage 1, or from the process before
-			 * stage 1 said its pid: stage 1 ends right after its
-			 * word, which is then in the socket; the process is
-			 * ours to reap. */
-			waitpid(st1, NULL, 0);
+			/* from stage 1, or from the process before stage 1
+			 * said its pid */
+			init = pid_said(st1, c.sp[0]);
 			st1 = -1;
-			struct pollfd pf = { c.sp[0], POLLIN, 0 };
-			lc_msg_t m;
-			while (poll(&pf, 1, 0) == 1 && lc_msg_recv(c.sp[0], &m) == 1)
-				if (m.type == LC_MSG_PID)
-					init = m.a;
 		}
 		if (st1 > 0) {
 			kill(st1, SIGKILL);
@@ -1186,15 +1195,8 @@ int lc_ctr_exec(pid_t pid, const lc_ctr_process_t *p, const lc_ctr_exec_opts_t *
 		if (m.type == LC_MSG_ERROR) {
 			lc_error_from_buf(err, m.text, strlen(m.text));
 			if (proc <= 0 && helper > 0) {
-				/* The process failed before the helper said
-				 * its pid: the helper ends right after its
-				 * word, which is then in the socket. */
-				waitpid(helper, NULL, 0);
+				proc = pid_said(helper, sp[0]);
 				helper = -1;
-				struct pollfd pf = { sp[0], POLLIN, 0 };
-				while (poll(&pf, 1, 0) == 1 && lc_msg_recv(sp[0], &m) == 1)
-					if (m.type == LC_MSG_PID)
-						proc = m.a;
 			}
 			if (proc > 0) {
 				waitpid(proc, NULL, 0);
