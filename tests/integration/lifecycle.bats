@@ -206,7 +206,7 @@ wait_for() {
 	# each value is whole in /tmp/n (renamed into place): a freeze can
 	# fall between any two steps of the loop
 	"$LCRUN" exec -d "$SB" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n.t; mv /tmp/n.t /tmp/n; sleep 0.05; done'
-	for _ in $(seq 100); do "$LCRUN" exec "$SB" -- test -s /tmp/n && break; sleep 0.1; done
+	wait_for 10 "$LCRUN" exec "$SB" -- test -s /tmp/n
 	run "$LCRUN" pause "$SB"
 	[ "$status" -eq 0 ]
 	[ "$(state_of "$SB")" = paused ]
@@ -222,11 +222,11 @@ wait_for() {
 	[ "$status" -eq 117 ]
 	run "$LCRUN" resume "$SB"
 	[ "$status" -eq 0 ]
-	for _ in $(seq 100); do
-		"$LCRUN" cp "$SB:/tmp/n" "$BATS_TEST_TMPDIR/c"
-		[ "$(cat "$BATS_TEST_TMPDIR/c")" -gt "$(cat "$BATS_TEST_TMPDIR/b")" ] && break
-		sleep 0.1
-	done
+	grown() {
+		"$LCRUN" cp "$SB:/tmp/n" "$BATS_TEST_TMPDIR/c" &&
+			[ "$(cat "$BATS_TEST_TMPDIR/c")" -gt "$(cat "$BATS_TEST_TMPDIR/b")" ]
+	}
+	wait_for 10 grown
 	[ "$(cat "$BATS_TEST_TMPDIR/c")" -gt "$(cat "$BATS_TEST_TMPDIR/b")" ]
 }
 
