@@ -31,8 +31,10 @@ import http.client
 import io
 import json
 import os
+import select
 import socket
 import tarfile
+import threading
 import urllib.parse
 
 __all__ = ["Client", "Sandbox", "Session", "ExecResult", "LcdError", "NotFound", "Forbidden", "Conflict",
@@ -154,9 +156,38 @@ def _exec_body(cmd, env, workdir, user, timeout, stdin, binary, max_output):
     return body
 
 
+_IDEMPOTENT = ("GET", "HEAD", "PUT", "DELETE")
+
+
+def _dropped(sock):
+    """True when an idle connection's socket has something to read: the
+    server closed it (EOF) or broke the protocol; either way, not reusable."""
+    p = select.poll()
+    p.register(sock, select.POLLIN)
+    return bool(p.poll(0))
+
+
+class _Kept:
+    """A thread's idle connection to lcd, closed when the thread ends (its
+    thread-local data goes) or the Client is collected."""
+    __slots__ = ("conn", "pid")
+
+    def __init__(self):
+        self.conn, self.pid = None, None
+
+    def take(self):
+        conn, self.conn = self.conn, None
+        return conn
+
+    def __del__(self):
+        if self.conn is not None:
+            self.conn.close()
+
+
 class Client:
-    """A connection to lcd (each request opens its own, so one Client may
-    be shared by threads)."""
+    """A connection to lcd.  Each thread keeps its own open connection
+    between requests (HTTP keep-alive), so one Client may be shared by
+    threads and a process after fork never reuses its parent's."""
 
     def __init__(self, socket=None, url=None, token=None, timeout=None):
         url = url or (None if socket else os.environ.get("LCD_URL"))
@@ -172,6 +203,7 @@ class Client:
                              or os.path.join(os.environ.get("LCRUN_STATE_DIR") or "/run/lcrun", "lcd.sock"))
         self.token = token if token is not None else os.environ.get("LCD_TOKEN") or None
         self.timeout = timeout
+        self._idle = threading.local()
 
     # ---- HTTP ----
 
@@ -181,6 +213,38 @@ class Client:
             cls = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
             return cls(host, port, timeout=self.timeout)
         return _UnixConnection(self.endpoint, timeout=self.timeout)
+
+    def _take(self):
+        """This thread's idle connection if lcd still holds it open, else a
+        new one; returns (connection, reused)."""
+        kept = getattr(self._idle, "kept", None)
+        conn = kept and kept.take()
+        if conn is not None:
+            if kept.pid == os.getpid() and conn.sock is not None and not _dropped(conn.sock):
+                return conn, True
+            conn.close()
+        return self._connection(), False
+
+    def _done(self, conn, resp):
+        """The caller is through with resp: its connection is kept for this
+        thread's next request when the answer was read to its end and lcd
+        keeps the connection open; otherwise it is closed."""
+        kept = getattr(self._idle, "kept", None)
+        if kept is None:
+            kept = self._idle.kept = _Kept()
+        if (resp is not None and resp.isclosed() and not resp.will_close and conn.sock is not None
+                and kept.conn is None):
+            kept.conn, kept.pid = conn, os.getpid()
+        else:
+            conn.close()
+
+    def close(self):
+        """Close this thread's idle connection (others close with their
+        threads, or when the Client is collected)."""
+        kept = getattr(self._idle, "kept", None)
+        conn = kept and kept.take()
+        if conn is not None:
+            conn.close()
 
     def _send(self, method, path, body=None, raw=None, length=None):
         """Send a request; returns (connection, response) for the caller to read."""
@@ -201,22 +265,42 @@ class Client:
                     headers["Content-Length"] = str(length)
                 else:
                     headers["Transfer-Encoding"] = "chunked"
-        conn = self._connection()
-        try:
-            if data is not None and not isinstance(data, bytes) and length is None:
-                conn.request(method, "/v1" + path, body=data, headers=headers, encode_chunked=True)
-            else:
-                conn.request(method, "/v1" + path, body=data, headers=headers)
-            resp = conn.getresponse()
-        except (ConnectionRefusedError, FileNotFoundError) as e:
-            conn.close()
-            raise LcdError(0, f"cannot reach lcd at {self.endpoint} (is it running?): {e}", 125) from None
-        except BaseException:
-            conn.close()
-            raise
+        # A kept connection lcd closed since its last answer (a restart) is
+        # found before use (_take); if it breaks anyway while this request
+        # is sent, nothing reached lcd whole and the request goes again on a
+        # new connection; if it breaks before the answer, only a request
+        # that is safe to repeat goes again.
+        replayable = data is None or isinstance(data, bytes)
+        while True:
+            conn, reused = self._take()
+            try:
+                try:
+                    if data is not None and not isinstance(data, bytes) and length is None:
+                        conn.request(method, "/v1" + path, body=data, headers=headers, encode_chunked=True)
+                    else:
+                        conn.request(method, "/v1" + path, body=data, headers=headers)
+                except (BrokenPipeError, ConnectionResetError):
+                    if reused and replayable:
+                        conn.close()
+                        continue
+                    raise
+                try:
+                    resp = conn.getresponse()
+                except (http.client.RemoteDisconnected, ConnectionResetError):
+                    if reused and replayable and method in _IDEMPOTENT:
+                        conn.close()
+                        continue
+                    raise
+                break
+            except (ConnectionRefusedError, FileNotFoundError) as e:
+                conn.close()
+                raise LcdError(0, f"cannot reach lcd at {self.endpoint} (is it running?): {e}", 125) from None
+            except BaseException:
+                conn.close()
+                raise
         if resp.status >= 300:
             text = resp.read()
-            conn.close()
+            self._done(conn, resp)
             try:
                 err = json.loads(text)
                 msg, code = err.get("error", text.decode(errors="replace")), err.get("exit_code")
@@ -231,7 +315,7 @@ class Client:
         try:
             text = resp.read()
         finally:
-            conn.close()
+            self._done(conn, resp)
         return json.loads(text) if text else None
 
     # ---- who, sandboxes ----
@@ -361,7 +445,7 @@ class Client:
             try:
                 task = json.loads(resp.read())
             finally:
-                conn.close()
+                self._done(conn, resp)
             if resp.status == 200 or (deadline is not None and time.monotonic() >= deadline):
                 return task
 
@@ -426,11 +510,12 @@ class Sandbox(_Scoped):
                 if "error" in ev:
                     raise LcdError(resp.status, ev["error"], ev.get("exit_code"))
                 if "exit_code" in ev:
+                    resp.read()  # the stream's end, so that the connection can be kept
                     yield "exit", ExecResult(ev)
                     return
             raise LcdError(resp.status, "the stream ended without a status", 125)
         finally:
-            conn.close()
+            self.client._done(conn, resp)
 
     # ---- files ----
 
@@ -450,7 +535,7 @@ class Sandbox(_Scoped):
         try:
             return json.loads(resp.read())
         finally:
-            conn.close()
+            self.client._done(conn, resp)
 
     def upload_file(self, local_path, path, mode=None):
         with open(local_path, "rb") as f:
@@ -466,7 +551,7 @@ class Sandbox(_Scoped):
         try:
             return json.loads(resp.read())
         finally:
-            conn.close()
+            self.client._done(conn, resp)
 
     def download(self, path):
         """A file's bytes."""
@@ -474,7 +559,7 @@ class Sandbox(_Scoped):
         try:
             return resp.read()
         finally:
-            conn.close()
+            self.client._done(conn, resp)
 
     def download_file(self, path, local_path):
         """Stream a file to local_path; returns its size."""
@@ -489,7 +574,7 @@ class Sandbox(_Scoped):
                     f.write(chunk)
                     n += len(chunk)
         finally:
-            conn.close()
+            self.client._done(conn, resp)
         return n
 
     def download_dir(self, path, local_dir):
@@ -500,7 +585,7 @@ class Sandbox(_Scoped):
                 kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
                 t.extractall(local_dir, **kw)
         finally:
-            conn.close()
+            self.client._done(conn, resp)
 
     # ---- sessions, images, lifecycle ----
 

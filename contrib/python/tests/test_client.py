@@ -7,9 +7,13 @@ runs them against a private lcd:
 import hashlib
 import io
 import os
+import select
+import socket
 import tempfile
+import threading
 import time
 import unittest
+from unittest import mock
 
 from lcrun_client import Client, CommandFailed, Conflict, LcdError, NotFound
 
@@ -159,6 +163,98 @@ class TestMore(Base):
         with self.assertRaises(LcdError) as cm:
             Client(socket="/nonexistent/lcd.sock").whoami()
         self.assertEqual(cm.exception.exit_code, 125)
+
+
+class _Counting(Client):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.made = []  # the thread of each new connection
+
+    def _connection(self):
+        self.made.append(threading.get_ident())
+        return super()._connection()
+
+
+class TestKeepAlive(Base):
+    """One connection per thread, kept between requests (named test_basic_*
+    so that the TCP run covers them too)."""
+
+    def counted(self):
+        """A fresh Client whose new connections are counted in .made."""
+        if self.lcd._tcp is None:
+            return _Counting(socket=self.lcd.endpoint)
+        return _Counting(url=self.lcd.endpoint, token=self.lcd.token)
+
+    def test_basic_keepalive_one_connection_for_many_requests(self):
+        c = self.counted()
+        self.assertEqual(c.whoami(), self.lcd.whoami())
+        with c.create_sandbox() as sb:
+            sb.upload("/tmp/f", b"x" * 100000)
+            self.assertEqual(sb.download("/tmp/f"), b"x" * 100000)
+            self.assertEqual(sb.run("echo hi").stdout, "hi\n")
+            self.assertEqual([k for k, _ in sb.run_stream("echo a; echo b >&2")], ["stdout", "stderr", "exit"])
+            with self.assertRaises(NotFound):  # an error answer leaves the connection usable
+                c.sandbox("000000000000")
+            with sb.session() as sh:
+                self.assertEqual(sh.run("echo s").stdout, "s\n")
+        self.assertEqual(len(c.made), 1, "every request above should have used one connection")
+
+    def test_basic_keepalive_threads_have_their_own(self):
+        c = self.counted()
+        c.whoami()
+        errors, together = [], threading.Barrier(4)  # all alive at once: distinct thread ids
+
+        def worker():
+            try:
+                together.wait(10)
+                for _ in range(5):
+                    c.whoami()
+            except Exception as e:  # noqa: BLE001 -- reported below
+                errors.append(e)
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(c.made), 5)  # this thread's and one per worker, each used for all its requests
+        self.assertEqual(len(set(c.made)), 5)
+
+    def test_basic_keepalive_a_closed_connection_is_replaced(self):
+        c = self.counted()
+        c.whoami()
+        # lcd's end goes away (as in a restart): it sees our end shut, closes its own
+        conn = c._idle.kept.conn
+        conn.sock.shutdown(socket.SHUT_WR)
+        self.assertTrue(select.select([conn.sock], [], [], 10)[0], "lcd did not close its end")
+        self.assertEqual(c.whoami(), self.lcd.whoami())
+        self.assertEqual(len(c.made), 2)
+        # closed after the check before use: a request that is safe to repeat goes again
+        c.whoami()
+        conn = c._idle.kept.conn
+        conn.sock.shutdown(socket.SHUT_WR)
+        self.assertTrue(select.select([conn.sock], [], [], 10)[0], "lcd did not close its end")
+        with mock.patch("lcrun_client.client._dropped", return_value=False):
+            self.assertEqual(c.whoami(), self.lcd.whoami())
+        self.assertEqual(len(c.made), 3)
+
+    def test_basic_keepalive_not_shared_across_fork(self):
+        c = self.counted()
+        c.whoami()
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ok = c.whoami() == self.lcd.whoami() and len(c.made) == 2
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        self.assertEqual(os.read(r, 1), b"1", "the child should have made its own connection")
+        os.close(r)
+        os.waitpid(pid, 0)
+        c.whoami()  # the parent's connection still serves it
+        self.assertEqual(len(c.made), 1)
 
 
 class TestTCP(Base):
