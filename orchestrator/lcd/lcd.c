@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,6 +32,7 @@
 #define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
 #define DEFAULT_MAX_BODY (1024 * 1024)
 #define DEFAULT_CATCHUP_MAX 10
+#define DEFAULT_TASK_NICE 5
 #define STOP_WAIT_S 20
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -87,6 +89,7 @@ struct config {
 	char *token_file;
 	long long max_body;
 	long long catchup_max;
+	int task_nice;
 	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
@@ -156,7 +159,13 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
 			s = &c->apps_dir;
-		else if (!strcmp(key, "bind_roots")) {
+		else if (!strcmp(key, "task_nice")) {
+			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
+				return lc_error_set(err, LC_EXIT_INVALID, 0,
+						    "config %s: task_nice: expected an integer from 0 to 19", path);
+			c->task_nice = (int)json_integer_value(v);
+			continue;
+		} else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
 				return -1;
 			continue;
@@ -366,7 +375,7 @@ int main(int argc, char **argv)
 
 	lc_error_t *err = NULL;
 	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX,
-			      .webhook_max_body = DEFAULT_MAX_BODY };
+			      .webhook_max_body = DEFAULT_MAX_BODY, .task_nice = DEFAULT_TASK_NICE };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
 	/* liblcrun loads libnl and libnftables when a network is first set
@@ -398,6 +407,11 @@ int main(int argc, char **argv)
 	lcd.spawn_tail = &lcd.spawn_queue;
 	lcd.max_body = (size_t)cfg.max_body;
 	lcd.catchup_max = (int)cfg.catchup_max;
+	lcd.task_nice = cfg.task_nice;
+	errno = 0;
+	lcd.nice = getpriority(PRIO_PROCESS, 0);
+	if (lcd.nice == -1 && errno)
+		lcd.nice = 0;
 	lcd.bind_roots = cfg.bind_roots;
 	const char *clock = clock_opt ? clock_opt : getenv("LCD_TEST_CLOCK");
 	if (clock && *clock) {

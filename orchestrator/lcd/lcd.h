@@ -36,6 +36,8 @@ typedef struct lcd {
 	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
 	size_t max_body;
 	int catchup_max;
+	int nice;	   /* lcd's own nice value, read at start */
+	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */
 	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
 
 	pthread_mutex_t lock;    /* guards everything below */

@@ -539,7 +539,7 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 	echo "$output" | jq -e '.result.whoami == {kind: "task", task: .id, app: "sbb", function: "py"}'
 }
 
-@test "sandbox API: lcd's API threads run above lcd's priority; tasks, sandboxes and their commands at lcd's own" {
+@test "sandbox API: lcd's API threads run above lcd's priority; tasks task_nice below it; sandboxes and their commands at lcd's own" {
 	nice_of() { awk '{print $19}' "$1"; } # the nice field of a /proc/…/stat
 	base=$(nice_of "/proc/$LCD_PID/stat")
 	# the listening threads (and so the connection threads they make)
@@ -555,7 +555,7 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 {"name": "nicety", "functions": {"show": {"command": ["/bin/sh", "-c", "cut -d' ' -f19 /proc/self/stat >/run/task/result.json"]}}}
 JSON
 	"$LCCTL" deploy "$T/nice.json" >/dev/null
-	[ "$("$LCCTL" run nicety:show)" -eq "$base" ]
+	[ "$("$LCCTL" run nicety:show)" -eq $((base + 5)) ] # task_nice's default
 	# an operator sandbox: made, exec'd into and given a session by connection threads
 	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
 	r=$(api POST "/sandboxes/$id/exec" '{"cmd": "cut -d\" \" -f19 /proc/self/stat; cut -d\" \" -f19 /proc/1/stat"}' | head -1)
@@ -565,6 +565,22 @@ $base" ]
 	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "cut -d\" \" -f19 /proc/self/stat"}' | head -1)
 	[ "$(echo "$r" | jq -r .stdout)" = "$base" ]
 	api DELETE "/sandboxes/$id" >/dev/null
+	# task_nice in lcd.json: 0 runs tasks at lcd's own; 19 is the floor
+	for n in 0 19; do
+		stop_lcd
+		echo "{\"task_nice\": $n}" >"$T/lcd.json"
+		start_lcd
+		want=$((base + n > 19 ? 19 : base + n))
+		[ "$("$LCCTL" run nicety:show)" -eq "$want" ]
+	done
+	stop_lcd
+	# anything else is refused at start, in one line
+	for bad in -1 20 '"5"' 2.5; do
+		echo "{\"task_nice\": $bad}" >"$T/lcd.json"
+		run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+		[ "$status" -eq 121 ]
+		[ "$output" = "lcd: config $T/lcd.json: task_nice: expected an integer from 0 to 19" ]
+	done
 }
 
 @test "sandbox API: an exec's command and its helper are in the sandbox's own cgroup, a session's too; lcd's stand-in is not" {
