@@ -180,8 +180,11 @@ class _Kept:
         return conn
 
     def __del__(self):
-        if self.conn is not None:
-            self.conn.close()
+        try:
+            if self.conn is not None:
+                self.conn.close()
+        except Exception:  # noqa: BLE001 -- at interpreter exit, modules may be gone
+            pass
 
 
 class Client:
