@@ -29,10 +29,11 @@ enum listener_kind { L_OPERATOR, L_TASK, L_TCP };
 /* The API's threads run at this nice value, below lcd's own (when lcd
  * may raise a priority: CAP_SYS_NICE), so that the sandboxes lcd starts
  * on the same CPUs do not hold a spawn's reply back.  A connection thread
- * keeps it only for requests that touch lcd's records alone (is_light);
+ * has it only for requests that touch lcd's records alone (is_light);
  * any other request puts its thread back to lcd's nice before anything
- * runs, so every process lcd starts for a task or a sandbox starts at
- * lcd's own priority, as before. */
+ * runs, so every process lcd starts for a sandbox starts at lcd's own
+ * priority (a task's, task_nice below it: queue.c).  A connection kept
+ * alive serves requests of both kinds: each sets its thread's nice. */
 #define API_NICE_RAISE 5
 
 struct lcd_api {
@@ -691,8 +692,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	lcd_t *lcd = api->lcd;
 	lcd_req_t *rq = *con_cls;
 	if (!rq) {
-		if (!is_light(method, url))
-			thread_nice(api->nice);
+		/* per request: a kept-alive connection's thread may have served
+		 * a request of the other kind before */
+		thread_nice(is_light(method, url) ? api->nice - API_NICE_RAISE : api->nice);
 		rq = lc_xmalloc0(sizeof(*rq));
 		*con_cls = rq;
 		if (!authenticate(l, c, &rq->who))

@@ -565,6 +565,30 @@ $base" ]
 	r=$(api POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "cut -d\" \" -f19 /proc/self/stat"}' | head -1)
 	[ "$(echo "$r" | jq -r .stdout)" = "$base" ]
 	api DELETE "/sandboxes/$id" >/dev/null
+	# one kept-alive connection (the Python client's): a create puts its
+	# thread at lcd's nice and runs the sandbox there; the light requests
+	# after it are served raised again
+	out=$(PYTHONPATH="$SRC/contrib/python" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 - "$LCD_PID" <<'PY'
+import glob, sys
+from lcrun_client import Client
+def nices():  # the connection threads' nice values, while ours is open
+    out = []
+    for t in glob.glob(f"/proc/{sys.argv[1]}/task/*"):
+        if open(f"{t}/comm").read().strip() == "MHD-connection":
+            out.append(int(open(f"{t}/stat").read().rsplit(")", 1)[1].split()[16]))
+    return sorted(set(out))
+c = Client()
+c.request("GET", "/health")  # a light request
+before = nices()
+with c.create_sandbox() as sb:
+    pid1 = sb.run("cut -d' ' -f19 /proc/1/stat").stdout.strip()
+    during = nices()
+    c.request("GET", "/health")
+    print(before, during, nices(), pid1)
+PY
+)
+	echo "$out" >&2
+	[ "$out" = "[$((base - 5))] [$base] [$((base - 5))] $base" ]
 	# task_nice in lcd.json: 0 runs tasks at lcd's own; 19 is the floor
 	for n in 0 19; do
 		stop_lcd
