@@ -40,7 +40,6 @@ struct lcd_api {
 	lcd_t *lcd;
 	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
-	int nice; /* lcd's own */
 	struct listener {
 		struct lcd_api *api;
 		enum listener_kind kind;
@@ -694,7 +693,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	if (!rq) {
 		/* per request: a kept-alive connection's thread may have served
 		 * a request of the other kind before */
-		thread_nice(is_light(method, url) ? api->nice - API_NICE_RAISE : api->nice);
+		thread_nice(is_light(method, url) ? lcd->nice - API_NICE_RAISE : lcd->nice);
 		rq = lc_xmalloc0(sizeof(*rq));
 		*con_cls = rq;
 		if (!authenticate(l, c, &rq->who))
@@ -781,7 +780,7 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 		flags |= MHD_USE_IPv6;
 	/* Its listening thread, and so every connection thread it makes,
 	 * inherits this thread's nice value: raised while it is created. */
-	thread_nice(l->api->nice - API_NICE_RAISE);
+	thread_nice(l->api->lcd->nice - API_NICE_RAISE);
 	struct MHD_Daemon *d;
 	if (fd >= 0)
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -789,7 +788,7 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 	else
 		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
-	thread_nice(l->api->nice);
+	thread_nice(l->api->lcd->nice);
 	return d;
 }
 
@@ -834,10 +833,6 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, co
 {
 	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
 	api->lcd = lcd;
-	errno = 0;
-	api->nice = getpriority(PRIO_PROCESS, 0);
-	if (api->nice == -1 && errno)
-		api->nice = 0;
 	api->l_unix = (struct listener){ api, L_OPERATOR };
 	api->l_task = (struct listener){ api, L_TASK };
 	api->l_tcp = (struct listener){ api, L_TCP };

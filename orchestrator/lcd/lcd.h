@@ -36,7 +36,7 @@ typedef struct lcd {
 	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
 	size_t max_body;
 	int catchup_max;
-	int nice;	   /* lcd's own nice value, read at start */
+	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */
 	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */
 	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
 

@@ -278,7 +278,7 @@ class Client:
             conn, reused = self._take()
             try:
                 try:
-                    if data is not None and not isinstance(data, bytes) and length is None:
+                    if not replayable and length is None:  # a file object of unknown length
                         conn.request(method, "/v1" + path, body=data, headers=headers, encode_chunked=True)
                     else:
                         conn.request(method, "/v1" + path, body=data, headers=headers)
