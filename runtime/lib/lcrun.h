@@ -129,6 +129,10 @@ void lc_spec_free(lc_spec_t *spec);
  * identity, capabilities and seccomp profile) and back. */
 json_t *lc_spec_to_json(const lc_spec_t *spec);
 lc_spec_t *lc_spec_from_json(json_t *j);
+/* All of it but the stdio fds, for another process of the same build to
+ * run (lc_spec_from_json reads it back), secret_env included: the text
+ * is as secret as the spec. */
+json_t *lc_spec_to_wire(const lc_spec_t *spec);
 /* Default capability set (Docker's list) as a bitmask. */
 uint64_t lc_caps_default(void);
 /* Parse a capability name ("CAP_NET_RAW" or "net_raw"); -1 if unknown. */

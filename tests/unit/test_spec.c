@@ -2,6 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/capability.h>
 
 #include "lcrun.h"
@@ -83,6 +84,64 @@ START_TEST(test_spec_json_roundtrip)
 }
 END_TEST
 
+/* lcd's task runner gets the spec as this text: every member must come
+ * back, the secret ones and the allow list too. */
+START_TEST(test_spec_wire_roundtrip)
+{
+	lc_spec_t *s = lc_spec_new();
+	s->id = strdup("0123456789ab");
+	lc_strv_push(&s->argv, "/bin/true");
+	lc_strv_push(&s->secret_env, "TOKEN=s3cret");
+	s->user_set = true;
+	s->forward_signals = true;
+	s->timeout = 7;
+	s->new_privs = true;
+	lc_strv_push(&s->sysctls, "net.ipv4.ping_group_range=0 0");
+	s->net.mode = LC_NET_ALLOW;
+	s->net.n_allow = 2;
+	s->net.allow = calloc(2, sizeof(*s->net.allow));
+	s->net.allow[0] = (lc_net_rule_t){ .family = AF_INET, .addr = { 10, 1, 2, 0 }, .prefix = 24,
+					   .ports = { 443, 8080 }, .n_ports = 2 };
+	s->net.allow[1] = (lc_net_rule_t){ .family = AF_INET6, .addr = { 0xfd, 0 }, .prefix = 8 };
+	s->net.n_hosts = 1;
+	s->net.hosts = calloc(1, sizeof(*s->net.hosts));
+	s->net.hosts[0] = (lc_host_entry_t){ strdup("api.example"), strdup("10.1.2.3") };
+	s->net.dns = strdup("10.1.2.53");
+	s->mounts = calloc(1, sizeof(*s->mounts));
+	s->n_mounts = 1;
+	s->mounts[0] = (lc_mount_t){ NULL, strdup("/tmp"), false, true, LC_IDMAP_AUTO };
+	json_t *j = lc_spec_to_wire(s);
+	char *text = json_dumps(j, JSON_COMPACT);
+	json_t *back = json_loads(text, 0, NULL);
+	lc_spec_t *b = lc_spec_from_json(back);
+	ck_assert_str_eq(b->id, "0123456789ab");
+	ck_assert_str_eq(b->secret_env[0], "TOKEN=s3cret");
+	ck_assert(b->user_set && b->forward_signals && b->new_privs);
+	ck_assert_int_eq(b->timeout, 7);
+	ck_assert_str_eq(b->sysctls[0], "net.ipv4.ping_group_range=0 0");
+	ck_assert_int_eq(b->net.mode, LC_NET_ALLOW);
+	ck_assert_uint_eq(b->net.n_allow, 2);
+	ck_assert_mem_eq(&b->net.allow[0], &s->net.allow[0], sizeof(lc_net_rule_t));
+	ck_assert_mem_eq(&b->net.allow[1], &s->net.allow[1], sizeof(lc_net_rule_t));
+	ck_assert_uint_eq(b->net.n_hosts, 1);
+	ck_assert_str_eq(b->net.hosts[0].name, "api.example");
+	ck_assert_str_eq(b->net.hosts[0].ip, "10.1.2.3");
+	ck_assert_str_eq(b->net.dns, "10.1.2.53");
+	ck_assert(b->mounts[0].tmpfs && !b->mounts[0].src);
+	ck_assert_str_eq(b->mounts[0].dst, "/tmp");
+	/* what state.json keeps leaves the secret and the id out */
+	json_t *plain = lc_spec_to_json(s);
+	ck_assert_ptr_null(json_object_get(plain, "secret_env"));
+	ck_assert_ptr_null(json_object_get(plain, "id"));
+	json_decref(plain);
+	free(text);
+	json_decref(back);
+	json_decref(j);
+	lc_spec_free(s);
+	lc_spec_free(b);
+}
+END_TEST
+
 START_TEST(test_limits_load)
 {
 	setenv("LCRUN_POLICY_DIR", LC_SRCDIR "/policies", 1);
@@ -106,6 +165,7 @@ int main(void)
 	Suite *s = suite_create("spec");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_rlimit_parse);
+	tcase_add_test(tc, test_spec_wire_roundtrip);
 	tcase_add_test(tc, test_caps);
 	tcase_add_test(tc, test_spec_json_roundtrip);
 	tcase_add_test(tc, test_limits_load);
