@@ -39,6 +39,8 @@ typedef struct lcd {
 	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */
 	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */
 	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
+	int runner_fd;	   /* runner.c: the task runner's socket, -1 when there is none */
+	pid_t runner_pid;
 
 	pthread_mutex_t lock;    /* guards everything below */
 	pthread_cond_t wake;     /* dispatcher: something to start */
@@ -71,6 +73,13 @@ typedef struct lcd {
 
 /* Fill spec with the named policy ("none": nothing to do). */
 int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err);
+
+/* ---- runner.c ---- */
+/* Fork the task runner: before the database, the sockets and any thread. */
+int lcd_runner_start(lcd_t *lcd, lc_error_t **err);
+/* lc_run(spec) at nice value nice, in a child of the task runner (in lcd
+ * itself if the runner is gone); spec's stdio fds stay the caller's. */
+int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);

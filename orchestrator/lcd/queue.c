@@ -416,18 +416,6 @@ static void finish(struct job *j, const char *state, const char *result, int exi
 	}
 }
 
-/* The calling thread's nice value: lcd's own, or task_nice levels below
- * it (at most 19) while the thread starts and runs a task's sandbox, whose
- * processes inherit it.  Tasks are batch work: on a busy machine the
- * API's answers and the sandboxes lcd's callers make wait less behind
- * them.  Going back to lcd's own needs CAP_SYS_NICE; without it the
- * worker ends where it is. */
-static void task_priority(const lcd_t *lcd, bool task)
-{
-	int want = task ? lcd->nice + lcd->task_nice : lcd->nice;
-	(void)setpriority(PRIO_PROCESS, 0, want > 19 ? 19 : want);
-}
-
 static void *worker(void *arg)
 {
 	struct job *j = arg;
@@ -484,10 +472,11 @@ static void *worker(void *arg)
 			goto failed_to_run;
 		gateway = true;
 	}
-	task_priority(lcd, true);
-	int ran = lc_run(spec, &res, &err);
-	task_priority(lcd, false);
-	if (ran < 0)
+	/* The sandbox is made and watched by a process of the task runner's
+	 * (runner.c), task_nice levels below lcd (at most 19).  Tasks are
+	 * batch work: on a busy machine the API's answers and the sandboxes
+	 * lcd's callers make wait less behind them. */
+	if (lcd_runner_run(lcd, spec, lcd->nice + lcd->task_nice, &res, &err) < 0)
 		goto failed_to_run;
 
 	result = read_result(taskdir, &note);
