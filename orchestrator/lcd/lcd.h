@@ -80,6 +80,10 @@ int lcd_runner_start(lcd_t *lcd, lc_error_t **err);
 /* lc_run(spec) at nice value nice, in a child of the task runner (in lcd
  * itself if the runner is gone); spec's stdio fds stay the caller's. */
 int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res, lc_error_t **err);
+/* lc_sandbox_create(spec), its monitor forked in a child of the runner. */
+int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err);
+/* lc_sandbox_exec(id, opts), its helper forked in a child of the runner. */
+int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_result_t *res, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);

@@ -164,7 +164,7 @@ static int make_one(lcd_t *lcd, shape_t *s, lc_error_t **err)
 	_cleanup_free_ char *f = member_file(p, m->id);
 	char got[LC_ID_LEN + 1];
 	int r = lc_write_file_atomic(f, s->image, strlen(s->image), 0600, err);
-	if (r == 0 && (r = lc_sandbox_create(spec, got, err)) < 0)
+	if (r == 0 && (r = lcd_runner_create(lcd, spec, got, err)) < 0)
 		unlink(f);
 	lc_spec_free(spec);
 	if (r < 0) {

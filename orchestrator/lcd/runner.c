@@ -1,22 +1,25 @@
-/* runner.c — the process tasks' sandboxes are made from.
+/* runner.c — the process lcd's sandboxes are made from.
  *
- * lc_run forks the process that makes a sandbox.  Called in lcd, that
- * fork copies lcd: its page tables (every thread's stack, SQLite's page
- * cache, the API's buffers), made copy-on-write for as long as the
- * sandbox's staging process and pid 1 keep the copy, so lcd pays a fault
- * for each page it writes afterwards; and the copy holds whatever lcd
- * held in memory (secrets read from lcd.db, tokens, request bodies).
+ * lc_run forks the process that makes a sandbox, lc_sandbox_create the
+ * sandbox's monitor, lc_sandbox_exec the helper that joins it.  Called in
+ * lcd, each fork copies lcd: its page tables (every thread's stack,
+ * SQLite's page cache, the API's buffers), made copy-on-write for as long
+ * as the copy lives (a task's pid 1, a monitor: the sandbox's whole life),
+ * so lcd pays a fault for each page it writes afterwards; and the copy
+ * holds whatever lcd held in memory (secrets read from lcd.db, tokens,
+ * request bodies).
  *
  * So lcd forks, at start and before its database, sockets and threads,
- * one small single-threaded process, the runner.  A task's worker sends
- * it a request (a socket of the task's own and the command's stdio, as
- * fds), the runner forks a child for the task and goes back to waiting;
- * the worker writes the spec (lc_spec_to_wire) to the child, which runs
- * it with lc_run at the task's priority and answers with the result.
+ * one small single-threaded process, the runner.  For a task, a create or
+ * an exec, lcd sends it a request (a socket of the request's own, the
+ * command's stdio and exec's cancel_fd, as fds); the runner forks a child
+ * for it and goes back to waiting; lcd writes the spec (lc_spec_to_wire)
+ * or the exec's options to the child, which calls liblcrun at the
+ * caller's priority and answers with the result.
  *
  * The runner dies with lcd (PDEATHSIG), and each child with the runner,
- * as lc_run in lcd's own thread did.  Should the runner be gone anyway,
- * tasks run with lc_run in lcd itself, as before, and the log says so. */
+ * as the call in lcd's own thread did.  Should the runner be gone anyway,
+ * lcd calls liblcrun itself, as before, and the log says so. */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -27,9 +30,11 @@
 #include <unistd.h>
 
 #include "lcd.h"
+#include "netpool.h"
 #include "util.h"
 
 #define SPEC_MAX (64 << 20) /* a spec's text larger than this is refused */
+#define MAXFDS 5            /* the request's socket, stdio, exec's cancel_fd */
 
 /* The child's answer: as lc_run left res and err. */
 struct answer {
@@ -41,7 +46,7 @@ struct answer {
 
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
 {
-	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	char ctl[CMSG_SPACE(MAXFDS * sizeof(int))];
 	memset(ctl, 0, sizeof(ctl));
 	struct iovec iov = { (void *)buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
@@ -57,14 +62,14 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_
 	return r == (ssize_t)len ? 0 : -1;
 }
 
-/* One request: its header and up to 4 fds (-1 where fewer came).  0: the
- * peer has gone. */
-static ssize_t recv_fds(int sock, void *buf, size_t len, int fds[4])
+/* One request: its header and up to MAXFDS fds (-1 where fewer came).  0:
+ * the peer has gone. */
+static ssize_t recv_fds(int sock, void *buf, size_t len, int fds[MAXFDS])
 {
-	char ctl[CMSG_SPACE(4 * sizeof(int))];
+	char ctl[CMSG_SPACE(MAXFDS * sizeof(int))];
 	struct iovec iov = { buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < MAXFDS; i++)
 		fds[i] = -1;
 	ssize_t r;
 	while ((r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
@@ -72,7 +77,7 @@ static ssize_t recv_fds(int sock, void *buf, size_t len, int fds[4])
 	for (struct cmsghdr *cm = r > 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm))
 		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
 			size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			memcpy(fds, CMSG_DATA(cm), (n > 4 ? 4 : n) * sizeof(int));
+			memcpy(fds, CMSG_DATA(cm), (n > MAXFDS ? MAXFDS : n) * sizeof(int));
 		}
 	return r;
 }
@@ -91,19 +96,63 @@ static int read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
-/* What the worker sends the runner with the fds: the task's priority and
- * which of the command's stdio come (a bit each). */
+/* What the caller sends the runner with the fds: what to do, at which
+ * priority, and which fds come after the request's socket (a bit each:
+ * stdio 0-2, then exec's cancel_fd). */
+enum { RUN, CREATE, EXEC };
 struct request {
+	int kind;
 	int nice;
-	unsigned stdio;
+	unsigned fds;
 };
 
-/* The task's own process: read the spec, run it, answer, go. */
-static _Noreturn void task_child(int ch, const struct request *rq, const int *stdio)
+/* lc_sandbox_exec's options as text (stdio and cancel_fd go as fds). */
+static json_t *exec_to_json(const char *id, const lc_exec_opts_t *o)
+{
+	return json_pack("{s:s, s:o, s:o, s:o, s:b, s:I, s:I, s:b, s:b, s:b, s:i, s:b, s:b}", "id", id, "argv",
+			 lc_strv_to_json(o->argv), "env", lc_strv_to_json(o->env), "workdir",
+			 o->workdir ? json_string(o->workdir) : json_null(), "user_set", o->user_set, "uid",
+			 (json_int_t)o->uid, "gid", (json_int_t)o->gid, "interactive", o->interactive, "tty", o->tty,
+			 "detach", o->detach, "timeout", o->timeout, "forward_signals", o->forward_signals,
+			 "new_pgroup", o->new_pgroup);
+}
+
+static bool jbool(json_t *j, const char *k)
+{
+	return json_is_true(json_object_get(j, k));
+}
+
+/* The exec a request describes; 0, or -1 with *err. */
+static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_t **err)
+{
+	const char *id = json_string_value(json_object_get(j, "id"));
+	lc_exec_opts_t o = { .argv = lc_json_to_strv(json_object_get(j, "argv")),
+			     .env = lc_json_to_strv(json_object_get(j, "env")),
+			     .workdir = json_string_value(json_object_get(j, "workdir")),
+			     .user_set = jbool(j, "user_set"),
+			     .uid = (uid_t)json_integer_value(json_object_get(j, "uid")),
+			     .gid = (gid_t)json_integer_value(json_object_get(j, "gid")),
+			     .interactive = jbool(j, "interactive"), .tty = jbool(j, "tty"), .detach = jbool(j, "detach"),
+			     .timeout = (int)json_integer_value(json_object_get(j, "timeout")),
+			     .stdio = { fds[0], fds[1], fds[2] }, .forward_signals = jbool(j, "forward_signals"),
+			     .cancel_fd = fds[3], .new_pgroup = jbool(j, "new_pgroup") };
+	int rc = id && o.argv ? lc_sandbox_exec(id, &o, res, err)
+			      : lc_error_set(err, LC_EXIT_RUNTIME, 0, "the runner could not read the exec's options");
+	for (size_t i = 0; o.env && o.env[i]; i++)
+		explicit_bzero(o.env[i], strlen(o.env[i]));
+	lc_strv_free(o.env);
+	lc_strv_free(o.argv);
+	return rc;
+}
+
+/* The request's own process: read the spec, run it (or create the
+ * sandbox: its id comes back in res.id; or exec in one), answer, go.
+ * fds: stdio 0-2 and exec's cancel_fd, -1 where none came. */
+static _Noreturn void task_child(int ch, const struct request *rq, const int *fds, pid_t lcd_pid)
 {
 	signal(SIGCHLD, SIG_DFL); /* the runner's SIG_IGN would reap lc_run's children */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	prctl(PR_SET_NAME, "lcd-task", 0, 0, 0);
+	prctl(PR_SET_NAME, rq->kind == CREATE ? "lcd-create" : rq->kind == EXEC ? "lcd-exec" : "lcd-task", 0, 0, 0);
 	(void)setpriority(PRIO_PROCESS, 0, rq->nice);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	uint32_t len = 0;
@@ -115,19 +164,29 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *st
 	text[len] = '\0';
 	json_t *j = json_loads(text, 0, NULL);
 	explicit_bzero(text, len);
-	lc_spec_t *spec = j ? lc_spec_from_json(j) : NULL;
-	json_decref(j);
-	if (!spec) {
-		snprintf(a.msg, sizeof(a.msg), "the task runner could not read the task's spec");
-	} else {
+	lc_spec_t *spec = j && rq->kind != EXEC ? lc_spec_from_json(j) : NULL;
+	if (rq->kind == EXEC && j) {
+		a.ran = exec_from_json(j, fds, &a.res, &err);
+	} else if (spec) {
 		for (int i = 0; i < 3; i++)
-			spec->stdio[i] = stdio[i];
-		a.ran = lc_run(spec, &a.res, &err);
-		if (a.ran < 0 && err) {
-			a.exit_code = err->exit_code;
-			a.errnum = err->errnum;
-			snprintf(a.msg, sizeof(a.msg), "%s", err->msg ? err->msg : "cannot run the task");
-		}
+			spec->stdio[i] = fds[i];
+		/* A task with the model gateway comes with the address lcd's
+		 * worker leased for it (gateway.c): lc_run uses a lease its own
+		 * process took, so this one takes it over. */
+		bool leased = rq->kind == RUN && spec->id && spec->net.mode != LC_NET_NONE &&
+			      lc_netpool_take_over(spec->id, lcd_pid, NULL) == 0;
+		a.ran = rq->kind == CREATE ? lc_sandbox_create(spec, a.res.id, &err) : lc_run(spec, &a.res, &err);
+		lc_lease_t lease;
+		if (a.ran < 0 && leased && lc_netpool_adopt(spec->id, &lease, NULL) == 0)
+			lc_netpool_release(spec->id, NULL); /* never used: lc_run failed before the network */
+	} else {
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
+	}
+	json_decref(j);
+	if (a.ran < 0 && err) {
+		a.exit_code = err->exit_code;
+		a.errnum = err->errnum;
+		snprintf(a.msg, sizeof(a.msg), "%s", err->msg ? err->msg : "failed");
 	}
 	size_t off = 0;
 	while (off < sizeof(a)) {
@@ -150,25 +209,34 @@ static _Noreturn void runner_main(int sock, pid_t lcd_pid)
 	int keep[] = { sock };
 	lc_close_fds_except(keep, 1);
 	signal(SIGCHLD, SIG_IGN); /* task children reap themselves */
+	/* lcd's own threads, the workers that ran lc_run among them, block
+	 * these (lcd's main thread takes them): so do the runner and its
+	 * children, a terminal's ^C reaching the whole group included. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	for (;;) {
 		struct request rq;
-		int fds[4];
+		int fds[MAXFDS];
 		ssize_t r = recv_fds(sock, &rq, sizeof(rq), fds);
 		if (r == 0 || (r < 0 && errno != EINTR && errno != ENOMEM && errno != ENOBUFS))
 			_exit(0); /* lcd has gone */
 		if (r == (ssize_t)sizeof(rq) && fds[0] >= 0) {
-			int stdio[3] = { -1, -1, -1 };
-			for (int i = 0, k = 1; i < 3; i++)
-				if (rq.stdio & (1u << i))
-					stdio[i] = k < 4 ? fds[k++] : -1;
+			int given[4] = { -1, -1, -1, -1 };
+			for (int i = 0, k = 1; i < 4; i++)
+				if (rq.fds & (1u << i))
+					given[i] = k < MAXFDS ? fds[k++] : -1;
 			pid_t pid = fork();
 			if (pid == 0) {
 				close(sock);
-				task_child(fds[0], &rq, stdio);
+				task_child(fds[0], &rq, given, lcd_pid);
 			}
 			/* pid < 0: the worker reads an end without an answer */
 		}
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < MAXFDS; i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
@@ -195,6 +263,14 @@ int lcd_runner_start(lcd_t *lcd, lc_error_t **err)
 	return 0;
 }
 
+/* The calling thread's nice value: what a process it forked would have. */
+static int thread_nice(const lcd_t *lcd)
+{
+	errno = 0;
+	int nice = getpriority(PRIO_PROCESS, 0);
+	return nice == -1 && errno ? lcd->nice : nice;
+}
+
 /* The runner is gone (it should not be): say so once. */
 static void runner_lost(lcd_t *lcd)
 {
@@ -204,32 +280,33 @@ static void runner_lost(lcd_t *lcd)
 	said = true;
 	pthread_mutex_unlock(&lcd->lock);
 	if (first)
-		lcd_log("the task runner (pid %d) has gone: tasks now run from lcd itself", (int)lcd->runner_pid);
+		lcd_log("the runner (pid %d) has gone: sandboxes are now made from lcd itself", (int)lcd->runner_pid);
 }
 
-int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res, lc_error_t **err)
+/* 1: done by a child of the runner (0 or -1 in *rc); 0: the runner is
+ * gone, the caller does it itself. */
+static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
+	       lc_result_t *res, int *rc, lc_error_t **err)
 {
 	int ch[2];
 	if (lcd->runner_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
-		goto in_lcd;
-	struct request rq = { .nice = nice > 19 ? 19 : nice };
-	int fds[4] = { ch[1] };
+		return 0;
+	struct request rq = { .kind = kind, .nice = nice > 19 ? 19 : nice };
+	int fds[MAXFDS] = { ch[1] }, given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
 	size_t n = 1;
-	for (int i = 0; i < 3; i++)
-		if (spec->stdio[i] >= 0) {
-			rq.stdio |= 1u << i;
-			fds[n++] = spec->stdio[i];
+	for (int i = 0; i < 4; i++)
+		if (given[i] >= 0) {
+			rq.fds |= 1u << i;
+			fds[n++] = given[i];
 		}
 	int sent = send_fds(lcd->runner_fd, &rq, sizeof(rq), fds, n);
 	close(ch[1]);
 	if (sent < 0) {
 		close(ch[0]);
 		runner_lost(lcd);
-		goto in_lcd;
+		return 0;
 	}
-	json_t *j = lc_spec_to_wire(spec);
-	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
+	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
 	size_t len = text ? strlen(text) : 0;
 	uint32_t len32 = (uint32_t)len;
 	bool wrote = text && len <= SPEC_MAX && lc_write_all(ch[0], &len32, sizeof(len32)) == 0 &&
@@ -239,25 +316,57 @@ int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res
 		free(text);
 	}
 	struct answer *a = lc_xmalloc0(sizeof(*a));
-	int rc = -1;
+	*rc = -1;
 	if (!wrote)
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot hand the task to the task runner");
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot hand the request to lcd's runner");
 	else if (read_full(ch[0], a, sizeof(*a)) < 0)
-		lc_error_set(err, LC_EXIT_RUNTIME, 0, "the task's runner process ended without a result");
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd's runner process ended without a result");
 	else if (a->ran < 0 && lc_error_set(err, a->exit_code, 0, "%s", a->msg) < 0 && *err)
 		(*err)->errnum = a->errnum; /* a->msg already names it */
 	else {
 		*res = a->res;
-		rc = a->ran;
+		*rc = a->ran;
 	}
 	close(ch[0]);
 	free(a);
-	return rc;
+	return 1;
+}
 
-in_lcd:
+int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res, lc_error_t **err)
+{
+	int rc;
+	_cleanup_json_ json_t *wire = lc_spec_to_wire(spec);
+	if (ask(lcd, RUN, nice, wire, spec->stdio, -1, res, &rc, err))
+		return rc;
 	/* As lc_run's process, the worker takes the task's priority. */
 	(void)setpriority(PRIO_PROCESS, 0, nice > 19 ? 19 : nice);
-	int ran = lc_run(spec, res, err);
+	rc = lc_run(spec, res, err);
 	(void)setpriority(PRIO_PROCESS, 0, lcd->nice);
-	return ran;
+	return rc;
+}
+
+int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err)
+{
+	/* The monitor runs at the calling thread's priority, as it would
+	 * forked from it. */
+	int rc;
+	lc_result_t res;
+	memset(&res, 0, sizeof(res));
+	_cleanup_json_ json_t *wire = lc_spec_to_wire(spec);
+	if (ask(lcd, CREATE, thread_nice(lcd), wire, spec->stdio, -1, &res, &rc, err)) {
+		if (rc == 0)
+			memcpy(id, res.id, LC_ID_LEN + 1);
+		return rc;
+	}
+	return lc_sandbox_create(spec, id, err);
+}
+
+int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_result_t *res, lc_error_t **err)
+{
+	int rc;
+	_cleanup_json_ json_t *j = exec_to_json(id, opts);
+	if (ask(lcd, EXEC, thread_nice(lcd), j, opts->stdio, opts->cancel_fd > 0 ? opts->cancel_fd : -1, res, &rc,
+		err))
+		return rc;
+	return lc_sandbox_exec(id, opts, res, err);
 }

@@ -649,7 +649,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 				return rc < 0 ? -1 : make(lcd, who, req, n, image, ids, tune, ud, false, err);
 			}
 		} else {
-			rc = lc_sandbox_create(r.spec, got, err);
+			rc = lcd_runner_create(lcd, r.spec, got, err);
 		}
 		if (rc < 0)
 			break; /* its row goes, and the rows of those not made yet */

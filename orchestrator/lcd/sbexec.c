@@ -3,9 +3,10 @@
  * and sessions (a persistent shell whose working directory and exported
  * variables carry from one run to the next).
  *
- * A command runs with lc_sandbox_exec() in a thread of its own; its stdout
- * and stderr are pipes that the request's thread reads (and its stdin, when
- * given, a pipe it writes).  The command is killed when the client goes
+ * A command runs with lc_sandbox_exec() (in a child of lcd's runner,
+ * runner.c) waited for by a thread of its own; its stdout and stderr are
+ * pipes that the request's thread reads (and its stdin, when given, a
+ * pipe it writes).  The command is killed when the client goes
  * away, when lcd stops, on its timeout, or when its session is deleted
  * (lc_exec_opts_t.cancel_fd).  The secrets the sandbox was given reach the
  * command's environment from lcd's store at each exec, never from disk. */
@@ -127,6 +128,7 @@ static int check_keys(json_t *b, const char *const *keys, lc_error_t **err)
 /* ---- one command ---- */
 
 typedef struct xrun {
+	lcd_t *lcd;
 	char id[LC_ID_LEN + 1];
 	lc_exec_opts_t opts;
 	char **argv, **env;
@@ -171,7 +173,7 @@ static void *xrun_thread(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	x->rc = lc_sandbox_exec(x->id, &x->opts, &x->res, &x->err);
+	x->rc = lcd_runner_exec(x->lcd, x->id, &x->opts, &x->res, &x->err);
 	for (int i = 0; i < 3; i++) {
 		if (x->child[i] >= 0)
 			close(x->child[i]);
@@ -240,9 +242,10 @@ static int xrun_argv(json_t *b, xrun_t *x, lc_error_t **err)
 	return 0;
 }
 
-static xrun_t *xrun_new(const char *id)
+static xrun_t *xrun_new(lcd_t *lcd, const char *id)
 {
 	xrun_t *x = lc_xmalloc0(sizeof(*x));
+	x->lcd = lcd;
 	snprintf(x->id, sizeof(x->id), "%s", id);
 	x->in_w = x->out_r = x->err_r = -1;
 	x->child[0] = x->child[1] = x->child[2] = -1;
@@ -545,7 +548,7 @@ enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 	bool b64;
 	static const char *const keys[] = { "argv", "cmd", "env", "workdir", "user", "timeout", "stdin", "max_output",
 		"encoding", NULL };
-	xrun_t *x = xrun_new(id);
+	xrun_t *x = xrun_new(call->lcd, id);
 	if (check_keys(call->body, keys, &err) < 0 || parse_output_opts(call->body, &cap, &b64, &err) < 0 || xrun_argv(call->body, x, &err) < 0 ||
 	    xrun_parse(call->lcd, row, call->body, x, &err) < 0 || running(id, &err) < 0 || xrun_start(x, &err) < 0) {
 		xrun_free(x);
@@ -669,7 +672,7 @@ static enum MHD_Result h_session_new(call_t *call, json_t *row, const char *sand
 	if (have >= SESSIONS_MAX)
 		return api_fail_status(call->c, MHD_HTTP_TOO_MANY_REQUESTS, LC_EXIT_BUSY,
 				       "sandbox %s has %d sessions already (at most %d)", sandbox, have, SESSIONS_MAX);
-	xrun_t *x = xrun_new(sandbox);
+	xrun_t *x = xrun_new(call->lcd, sandbox);
 	/* an empty stdin pipe kept open: commands are written to it */
 	x->in = lc_xmalloc0(1);
 	x->session = true;

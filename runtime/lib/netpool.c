@@ -550,6 +550,28 @@ int lc_netpool_adopt(const char *id, lc_lease_t *out, lc_error_t **err)
 			    r == 0 ? "" : " (unreadable)");
 }
 
+int lc_netpool_take_over(const char *id, pid_t from, lc_error_t **err)
+{
+	_cleanup_close_ int lock = lc_netpool_lock(err);
+	if (lock < 0)
+		return -1;
+	lc_lease_t l;
+	lc_error_t *e = NULL;
+	int r = lc_netpool_read(id, &l, &e);
+	lc_error_free(e);
+	if (r != 0 || l.pid != from || !lc_lease_owner_alive(&l) || if_nametoindex(l.veth) != 0)
+		return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox %s: no unused network lease of process %d", id,
+				    (int)from);
+	l.pid = getpid();
+	l.starttime = proc_starttime(l.pid);
+	_cleanup_json_ json_t *doc = lease_to_json(&l);
+	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
+	_cleanup_free_ char *path = lease_path(id);
+	if (!text || lc_write_file_replace(path, text, strlen(text), 0600, err) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
+	return 0;
+}
+
 int lc_netpool_release(const char *id, lc_error_t **err)
 {
 	if (!lc_is_sandbox_id(id))

@@ -66,6 +66,10 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
  * taken by this very process and no veth of id exists yet; else
  * LC_EXIT_BUSY, as lc_netpool_alloc says for a lease that exists. */
 int lc_netpool_adopt(const char *id, lc_lease_t *out, lc_error_t **err);
+/* The lease process from took for id, with nothing made with it yet, made
+ * this process's (lcd's runner: lcd's worker leased the address, the
+ * runner's child makes the sandbox); LC_EXIT_BUSY otherwise. */
+int lc_netpool_take_over(const char *id, pid_t from, lc_error_t **err);
 /* Read a lease; 0 when found, 1 when there is none, -1 on error. */
 int lc_netpool_read(const char *id, lc_lease_t *out, lc_error_t **err);
 int lc_netpool_release(const char *id, lc_error_t **err);

@@ -71,3 +71,41 @@ wait_state() { # ID STATE [SECONDS]
 count() { # ARGS for task list: how many tasks
 	"$LCCTL" task list --json "$@" | jq length
 }
+
+# Every process under PID (PID too) whose memory holds TEXT: "PID NAME"
+# lines.  Root reads them all through /proc/PID/mem.
+procs_holding() { # PID TEXT
+	python3 - "$1" "$2" <<'PY'
+import os, re, sys
+top, needle = int(sys.argv[1]), sys.argv[2].encode()
+kids = {}
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        ppid = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError):
+        continue
+    kids.setdefault(ppid, []).append(int(p))
+todo, seen = [top], []
+while todo:
+    p = todo.pop()
+    seen.append(p)
+    todo += kids.get(p, [])
+for p in seen:
+    try:
+        maps, mem = open(f"/proc/{p}/maps").read(), open(f"/proc/{p}/mem", "rb", 0)
+    except OSError:
+        continue
+    found = False
+    for m in re.finditer(r"^([0-9a-f]+)-([0-9a-f]+) r", maps, re.M):
+        a, b = int(m[1], 16), int(m[2], 16)
+        try:
+            mem.seek(a)
+            if needle in mem.read(b - a):
+                found = True
+                break
+        except (OSError, OverflowError, ValueError):
+            pass
+    if found:
+        print(p, open(f"/proc/{p}/comm").read().strip())
+PY
+}

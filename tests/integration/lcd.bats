@@ -258,43 +258,6 @@ count_fn() { # FN [STATE]
 	[[ "$output" == *"secret DEMO_TOKEN"*"is not set"* ]]
 }
 
-# Every process under PID whose memory holds TEXT: "PID NAME" lines.
-procs_holding() { # PID TEXT
-	python3 - "$1" "$2" <<'PY'
-import os, re, sys
-top, needle = int(sys.argv[1]), sys.argv[2].encode()
-kids = {}
-for p in filter(str.isdigit, os.listdir("/proc")):
-    try:
-        ppid = int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError):
-        continue
-    kids.setdefault(ppid, []).append(int(p))
-todo, seen = [top], []
-while todo:
-    p = todo.pop()
-    seen.append(p)
-    todo += kids.get(p, [])
-for p in seen:
-    try:
-        maps, mem = open(f"/proc/{p}/maps").read(), open(f"/proc/{p}/mem", "rb", 0)
-    except OSError:
-        continue
-    found = False
-    for m in re.finditer(r"^([0-9a-f]+)-([0-9a-f]+) r", maps, re.M):
-        a, b = int(m[1], 16), int(m[2], 16)
-        try:
-            mem.seek(a)
-            if needle in mem.read(b - a):
-                found = True
-                break
-        except (OSError, OverflowError, ValueError):
-            pass
-    if found:
-        print(p, open(f"/proc/{p}/comm").read().strip())
-PY
-}
-
 @test "lcd: a task's processes hold no copy of lcd's memory: another function's secret is not in them" {
 	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
 	run "$LCCTL" run demo:withsecret # lcd reads it from lcd.db for this one
@@ -314,15 +277,21 @@ PY
 	"$LCCTL" task cancel "$id"
 }
 
-@test "lcd: tasks still run when the task runner has gone, from lcd itself; the log says so" {
+@test "lcd: tasks and sandboxes are still made when the runner has gone, from lcd itself; the log says so" {
 	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
 	kill -9 "$runner"
 	run "$LCCTL" run demo:hello '{"who": "after"}'
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jq -r .args.who)" = after ]
-	grep -q "the task runner (pid $runner) has gone: tasks now run from lcd itself" "$T/lcd.log"
+	grep -q "the runner (pid $runner) has gone: sandboxes are now made from lcd itself" "$T/lcd.log"
 	run "$LCCTL" run demo:fail
 	[ "$status" -eq 3 ]
+	# the sandbox API's create and exec too
+	sb=$("$LCCTL" sandbox create)
+	run "$LCCTL" sandbox exec "$sb" -- sh -c 'echo inside; exit 4'
+	[ "$status" -eq 4 ]
+	[ "$output" = inside ]
+	"$LCCTL" sandbox rm "$sb"
 }
 
 @test "lcd: schedules fire at their cron time by the test clock, catch up after a restart, pause" {

@@ -539,6 +539,20 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 	echo "$output" | jq -e '.result.whoami == {kind: "task", task: .id, app: "sbb", function: "py"}'
 }
 
+@test "sandbox API: a sandbox's monitor and processes hold no copy of lcd's memory: no secret of lcd's in them" {
+	id=$("$LCCTL" sandbox create)
+	mon=$("$LCRUN" inspect "$id" | jq -r .monitor_pid)
+	[ "$mon" -gt 1 ]
+	# lcd holds the secret (set through its API, in lcd.db's pages): what a
+	# fork of lcd would copy
+	procs_holding "$LCD_PID" "$SECRET" | grep -q "^$LCD_PID "
+	held=$(procs_holding "$mon" "$SECRET")
+	echo "holding it: $held"
+	[ -z "$held" ]
+	"$LCCTL" sandbox exec "$id" -- /bin/true
+	"$LCCTL" sandbox rm "$id"
+}
+
 @test "sandbox API: lcd's API threads run above lcd's priority; tasks task_nice below it; sandboxes and their commands at lcd's own" {
 	nice_of() { awk '{print $19}' "$1"; } # the nice field of a /proc/…/stat
 	base=$(nice_of "/proc/$LCD_PID/stat")
@@ -607,9 +621,10 @@ PY
 	done
 }
 
-@test "sandbox API: an exec's command and its helper are in the sandbox's own cgroup, a session's too; lcd's stand-in is not" {
-	# lcd is threaded: its exec helper joins the cgroup through a clone of
-	# its own (no cgroup.procs move), with a stand-in left outside it.
+@test "sandbox API: an exec's command and its helper are in the sandbox's own cgroup, a session's too; the runner's child that made it is not" {
+	# lcd's execs are made by a child of its runner (single-threaded):
+	# the helper is cloned straight into the cgroup (no cgroup.procs
+	# move), and the runner's child stays outside it.
 	id=$(api POST /sandboxes '{}' | head -1 | jq -r .id)
 	cg=$("$LCRUN" inspect "$id" | jq -r .cgroup)
 	[ -d "$cg" ]
@@ -627,14 +642,16 @@ PY
 	pid=$(pgrep -f '^sleep 3$' | head -1)
 	[ -n "$pid" ]
 	grep -qx "$pid" "$cg/cgroup.procs"
-	# the helper (the command's parent) is in it; its stand-in, lcd's
-	# child, stays in lcd's cgroup
+	# the helper (the command's parent) is in it; the runner's child
+	# (lcd-exec, under lcd-runner, lcd's child) stays in lcd's cgroup
 	ppid() { awk '/^PPid:/ {print $2}' "/proc/$1/status"; }
 	helper=$pid stand=$(ppid "$pid")
-	while [ "$(ppid "$stand")" != "$LCD_PID" ]; do
+	while [ "$(cat "/proc/$stand/comm")" != lcd-exec ]; do
 		[ "$stand" -gt 1 ]
 		helper=$stand stand=$(ppid "$stand")
 	done
+	[ "$(cat "/proc/$(ppid "$stand")/comm")" = lcd-runner ]
+	[ "$(ppid "$(ppid "$stand")")" = "$LCD_PID" ]
 	[ "$(cat "/proc/$helper/comm")" = lcrun-exec ]
 	grep -qx "$helper" "$cg/cgroup.procs"
 	if grep -qx "$stand" "$cg/cgroup.procs"; then false; fi
