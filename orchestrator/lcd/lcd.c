@@ -337,6 +337,14 @@ static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, co
 	return fail(err);
 }
 
+void lcd_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGHUP);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -499,10 +507,7 @@ int main(int argc, char **argv)
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
+	lcd_stop_signals(&sigs);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	/* The webhook listener before any other thread: a bad address or

@@ -5,6 +5,7 @@
 #define LCD_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 #include <stdbool.h>
 #include <jansson.h>
@@ -73,6 +74,10 @@ typedef struct lcd {
 
 /* Fill spec with the named policy ("none": nothing to do). */
 int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err);
+
+/* The signals lcd's main thread waits for (TERM, INT, HUP) and every
+ * other thread, the runner too, blocks. */
+void lcd_stop_signals(sigset_t *set);
 
 /* ---- runner.c ---- */
 /* Fork the task runner: before the database, the sockets and any thread. */

@@ -213,10 +213,7 @@ static _Noreturn void runner_main(int sock, pid_t lcd_pid)
 	 * these (lcd's main thread takes them): so do the runner and its
 	 * children, a terminal's ^C reaching the whole group included. */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
+	lcd_stop_signals(&sigs);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	for (;;) {
 		struct request rq;
