@@ -100,7 +100,7 @@ static enum MHD_Result h_verb(call_t *call, json_t *row, const char *verb)
 		lcd_sessions_drop(call->lcd, id);
 		r = lc_sandbox_stop(id, &err);
 	} else
-		r = lc_sandbox_start(id, &err);
+		r = lcd_runner_start_sandbox(call->lcd, id, &err);
 	if (r < 0)
 		return sb_fail(call->c, err);
 	lcd_log("sandbox %s: %s", id, verb);

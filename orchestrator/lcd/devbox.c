@@ -221,7 +221,7 @@ static int probe_sshd(const char *name, const char *sid, int wait_ms, lc_error_t
 /* ---- commands in the box ---- */
 
 /* Run argv as the box's root; *out gets stdout and stderr together. */
-static int box_exec(const char *sid, char **argv, char **out, int *status, lc_error_t **err)
+static int box_exec(lcd_t *lcd, const char *sid, char **argv, char **out, int *status, lc_error_t **err)
 {
 	_cleanup_close_ int mfd = memfd_create("devbox", MFD_CLOEXEC);
 	_cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -230,7 +230,7 @@ static int box_exec(const char *sid, char **argv, char **out, int *status, lc_er
 	lc_exec_opts_t o = { .argv = argv, .user_set = true, .timeout = SETUP_TIMEOUT_S, .cancel_fd = -1,
 			     .stdio = { null, mfd, mfd } };
 	lc_result_t res;
-	if (lc_sandbox_exec(sid, &o, &res, err) < 0)
+	if (lcd_runner_exec(lcd, sid, &o, &res, err) < 0)
 		return -1;
 	*status = res.exit_code;
 	off_t size = lseek(mfd, 0, SEEK_END);
@@ -384,7 +384,7 @@ static int setup_box(lcd_t *lcd, const lcd_devbox_def_t *def, const char *sid, l
 	char *argv[] = { "/bin/sh", "-c", (char *)setup_script, "lcd-devbox-setup", def->user, NULL };
 	_cleanup_free_ char *out = NULL;
 	int status = 0;
-	if (box_exec(sid, argv, &out, &status, err) < 0)
+	if (box_exec(lcd, sid, argv, &out, &status, err) < 0)
 		return lc_error_wrap(err, "devbox %s: setting up sshd", def->name);
 	if (status != 0)
 		return lc_error_set(err, status == 90 ? LC_EXIT_INVALID : LC_EXIT_RUNTIME, 0,
@@ -411,7 +411,7 @@ static int setup_box(lcd_t *lcd, const lcd_devbox_def_t *def, const char *sid, l
 	char *sargv[] = { sshd, "-D", "-e", "-f", "/run/devbox/sshd_config", NULL };
 	lc_exec_opts_t o = { .argv = sargv, .user_set = true, .detach = true, .cancel_fd = -1, .stdio = { -1, -1, -1 } };
 	lc_result_t res;
-	if (lc_sandbox_exec(sid, &o, &res, err) < 0)
+	if (lcd_runner_exec(lcd, sid, &o, &res, err) < 0)
 		return lc_error_wrap(err, "devbox %s: starting sshd", def->name);
 	if (probe_sshd(def->name, sid, SSHD_WAIT_MS, err) < 0)
 		return lc_error_wrap(err, "sshd did not come up (its log: lcrun logs %s)", sid);

@@ -42,6 +42,7 @@ typedef struct lcd {
 	char **bind_roots; /* lcd.json "bind_roots": where functions' mounts may come from */
 	int runner_fd;	   /* runner.c: the task runner's socket, -1 when there is none */
 	pid_t runner_pid;
+	bool runner_gone;  /* it ended: lcd makes the calls itself */
 
 	pthread_mutex_t lock;    /* guards everything below */
 	pthread_cond_t wake;     /* dispatcher: something to start */
@@ -89,6 +90,8 @@ int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res
 int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t **err);
 /* lc_sandbox_exec(id, opts), its helper forked in a child of the runner. */
 int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_result_t *res, lc_error_t **err);
+/* lc_sandbox_start(id), its monitor forked in a child of the runner. */
+int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);

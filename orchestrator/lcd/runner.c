@@ -21,6 +21,7 @@
  * as the call in lcd's own thread did.  Should the runner be gone anyway,
  * lcd calls liblcrun itself, as before, and the log says so. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -44,12 +45,18 @@ struct answer {
 	char msg[4096];
 };
 
+/* A control buffer for SCM_RIGHTS, aligned for struct cmsghdr. */
+union ctl {
+	char buf[CMSG_SPACE(MAXFDS * sizeof(int))];
+	struct cmsghdr align;
+};
+
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
 {
-	char ctl[CMSG_SPACE(MAXFDS * sizeof(int))];
-	memset(ctl, 0, sizeof(ctl));
+	union ctl ctl;
+	memset(&ctl, 0, sizeof(ctl));
 	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
 			     .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = SOL_SOCKET;
@@ -66,9 +73,10 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_
  * the peer has gone. */
 static ssize_t recv_fds(int sock, void *buf, size_t len, int fds[MAXFDS])
 {
-	char ctl[CMSG_SPACE(MAXFDS * sizeof(int))];
+	union ctl ctl;
 	struct iovec iov = { buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof(ctl) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
 	for (int i = 0; i < MAXFDS; i++)
 		fds[i] = -1;
 	ssize_t r;
@@ -99,7 +107,7 @@ static int read_full(int fd, void *buf, size_t len)
 /* What the caller sends the runner with the fds: what to do, at which
  * priority, and which fds come after the request's socket (a bit each:
  * stdio 0-2, then exec's cancel_fd). */
-enum { RUN, CREATE, EXEC };
+enum { RUN, CREATE, EXEC, START };
 struct request {
 	int kind;
 	int nice;
@@ -117,18 +125,38 @@ static json_t *exec_to_json(const char *id, const lc_exec_opts_t *o)
 			 "new_pgroup", o->new_pgroup);
 }
 
+/* Every string in j zeroed (secrets: env, secret_env), before it goes. */
+static void wipe(json_t *j)
+{
+	size_t i;
+	const char *k;
+	json_t *v;
+	if (json_is_string(j))
+		explicit_bzero((char *)json_string_value(j), json_string_length(j));
+	else if (json_is_array(j))
+		json_array_foreach(j, i, v)
+			wipe(v);
+	else if (json_is_object(j))
+		json_object_foreach(j, k, v)
+			wipe(v);
+}
+
 static bool jbool(json_t *j, const char *k)
 {
 	return json_is_true(json_object_get(j, k));
 }
 
-/* The exec a request describes; 0, or -1 with *err. */
+/* The exec a request describes (j is wiped before it runs); 0, or -1
+ * with *err. */
 static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_t **err)
 {
-	const char *id = json_string_value(json_object_get(j, "id"));
+	const char *v = json_string_value(json_object_get(j, "id"));
+	_cleanup_free_ char *id = v ? strdup(v) : NULL;
+	v = json_string_value(json_object_get(j, "workdir"));
+	_cleanup_free_ char *workdir = v ? strdup(v) : NULL;
 	lc_exec_opts_t o = { .argv = lc_json_to_strv(json_object_get(j, "argv")),
 			     .env = lc_json_to_strv(json_object_get(j, "env")),
-			     .workdir = json_string_value(json_object_get(j, "workdir")),
+			     .workdir = workdir,
 			     .user_set = jbool(j, "user_set"),
 			     .uid = (uid_t)json_integer_value(json_object_get(j, "uid")),
 			     .gid = (gid_t)json_integer_value(json_object_get(j, "gid")),
@@ -136,6 +164,7 @@ static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_
 			     .timeout = (int)json_integer_value(json_object_get(j, "timeout")),
 			     .stdio = { fds[0], fds[1], fds[2] }, .forward_signals = jbool(j, "forward_signals"),
 			     .cancel_fd = fds[3], .new_pgroup = jbool(j, "new_pgroup") };
+	wipe(j);
 	int rc = id && o.argv ? lc_sandbox_exec(id, &o, res, err)
 			      : lc_error_set(err, LC_EXIT_RUNTIME, 0, "the runner could not read the exec's options");
 	for (size_t i = 0; o.env && o.env[i]; i++)
@@ -152,21 +181,28 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *fd
 {
 	signal(SIGCHLD, SIG_DFL); /* the runner's SIG_IGN would reap lc_run's children */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	prctl(PR_SET_NAME, rq->kind == CREATE ? "lcd-create" : rq->kind == EXEC ? "lcd-exec" : "lcd-task", 0, 0, 0);
+	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start" };
+	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= START ? rq->kind : RUN], 0, 0, 0);
 	(void)setpriority(PRIO_PROCESS, 0, rq->nice);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	uint32_t len = 0;
 	_cleanup_free_ char *text = NULL;
 	lc_error_t *err = NULL;
-	if (read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX || !(text = malloc((size_t)len + 1)) ||
-	    read_full(ch, text, len) < 0)
-		_exit(1); /* the worker has gone, or sent nothing whole: nobody to answer */
+	/* The word that this process exists: until it comes, lcd may still
+	 * make the call itself (the runner died with the request). */
+	if (write(ch, "A", 1) != 1 || read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX ||
+	    !(text = malloc((size_t)len + 1)) || read_full(ch, text, len) < 0)
+		_exit(1); /* the caller has gone, or sent nothing whole: nobody to answer */
 	text[len] = '\0';
 	json_t *j = json_loads(text, 0, NULL);
 	explicit_bzero(text, len);
-	lc_spec_t *spec = j && rq->kind != EXEC ? lc_spec_from_json(j) : NULL;
+	lc_spec_t *spec = j && (rq->kind == RUN || rq->kind == CREATE) ? lc_spec_from_json(j) : NULL;
+	if (spec)
+		wipe(j); /* the spec has its own copies */
 	if (rq->kind == EXEC && j) {
 		a.ran = exec_from_json(j, fds, &a.res, &err);
+	} else if (rq->kind == START && json_is_string(json_object_get(j, "id"))) {
+		a.ran = lc_sandbox_start(json_string_value(json_object_get(j, "id")), &err);
 	} else if (spec) {
 		for (int i = 0; i < 3; i++)
 			spec->stdio[i] = fds[i];
@@ -188,6 +224,11 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *fd
 		a.errnum = err->errnum;
 		snprintf(a.msg, sizeof(a.msg), "%s", err->msg ? err->msg : "failed");
 	}
+	/* The command's pipes see their end as the command's end, not this
+	 * process's. */
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	size_t off = 0;
 	while (off < sizeof(a)) {
 		ssize_t w = write(ch, (char *)&a + off, sizeof(a) - off);
@@ -210,11 +251,9 @@ static _Noreturn void runner_main(int sock, pid_t lcd_pid)
 	lc_close_fds_except(keep, 1);
 	signal(SIGCHLD, SIG_IGN); /* task children reap themselves */
 	/* lcd's own threads, the workers that ran lc_run among them, block
-	 * these (lcd's main thread takes them): so do the runner and its
-	 * children, a terminal's ^C reaching the whole group included. */
-	sigset_t sigs;
-	lcd_stop_signals(&sigs);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	 * lcd_stop_signals (lcd's main thread takes them): so do the runner
+	 * (blocked since before the fork) and its children, a terminal's ^C
+	 * reaching the whole group included. */
 	for (;;) {
 		struct request rq;
 		int fds[MAXFDS];
@@ -243,14 +282,31 @@ int lcd_runner_start(lcd_t *lcd, lc_error_t **err)
 {
 	int sp[2];
 	lcd->runner_fd = -1;
+	/* fds 0-2 open (on /dev/null if lcd came without them): a request's
+	 * fds are never taken for stdio there, nor stdio "-1" for them. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0) {
+			int null = open("/dev/null", O_RDWR);
+			if (null >= 0 && null != fd) {
+				dup2(null, fd);
+				close(null);
+			}
+		}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create the task runner's socket");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create the runner's socket");
+	/* Blocked across the fork: a ^C to the group before the runner blocks
+	 * them itself would end it. */
+	sigset_t sigs, old;
+	lcd_stop_signals(&sigs);
+	sigprocmask(SIG_BLOCK, &sigs, &old);
 	pid_t me = getpid();
 	pid_t pid = fork();
+	if (pid != 0)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		close(sp[0]);
 		close(sp[1]);
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork the task runner");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork the runner");
 	}
 	if (pid == 0)
 		runner_main(sp[1], me);
@@ -268,25 +324,26 @@ static int thread_nice(const lcd_t *lcd)
 	return nice == -1 && errno ? lcd->nice : nice;
 }
 
-/* The runner is gone (it should not be): say so once. */
-static void runner_lost(lcd_t *lcd)
+/* A request the runner did not take: if it has ended (it should not),
+ * say so once and ask it nothing more; else it could not fork this once. */
+static void runner_check(lcd_t *lcd)
 {
-	static bool said;
-	pthread_mutex_lock(&lcd->lock);
-	bool first = !said;
-	said = true;
-	pthread_mutex_unlock(&lcd->lock);
-	if (first)
-		lcd_log("the runner (pid %d) has gone: sandboxes are now made from lcd itself", (int)lcd->runner_pid);
+	pid_t r;
+	while ((r = waitpid(lcd->runner_pid, NULL, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r == 0 || __atomic_exchange_n(&lcd->runner_gone, true, __ATOMIC_SEQ_CST))
+		return;
+	lcd_log("the runner (pid %d) has gone: sandboxes are now made from lcd itself", (int)lcd->runner_pid);
 }
 
-/* 1: done by a child of the runner (0 or -1 in *rc); 0: the runner is
- * gone, the caller does it itself. */
+/* 1: done by a child of the runner (0 or -1 in *rc, *err); 0: not, the
+ * caller does it itself (the runner is gone, or could not take it). */
 static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
 	       lc_result_t *res, int *rc, lc_error_t **err)
 {
 	int ch[2];
-	if (lcd->runner_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
+	if (lcd->runner_fd < 0 || __atomic_load_n(&lcd->runner_gone, __ATOMIC_SEQ_CST) || !payload ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
 		return 0;
 	struct request rq = { .kind = kind, .nice = nice > 19 ? 19 : nice };
 	int fds[MAXFDS] = { ch[1] }, given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
@@ -297,30 +354,37 @@ static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[
 			fds[n++] = given[i];
 		}
 	int sent = send_fds(lcd->runner_fd, &rq, sizeof(rq), fds, n);
+	int send_errno = errno;
 	close(ch[1]);
-	if (sent < 0) {
+	/* No word from the request's process: the runner did not take it
+	 * (gone, or no fork); nothing was done, the caller does it. */
+	char ack;
+	if (sent < 0 || read(ch[0], &ack, 1) != 1) {
 		close(ch[0]);
-		runner_lost(lcd);
+		if (sent == 0 || send_errno == EPIPE || send_errno == ECONNRESET || send_errno == ECONNREFUSED)
+			runner_check(lcd);
 		return 0;
 	}
-	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+	char *text = json_dumps(payload, JSON_COMPACT);
 	size_t len = text ? strlen(text) : 0;
 	uint32_t len32 = (uint32_t)len;
-	bool wrote = text && len <= SPEC_MAX && lc_write_all(ch[0], &len32, sizeof(len32)) == 0 &&
-		     lc_write_all(ch[0], text, len) == 0;
+	int wrote = !text || len > SPEC_MAX ? -1 : 0;
+	if (wrote == 0 && (lc_write_all(ch[0], &len32, sizeof(len32)) < 0 || lc_write_all(ch[0], text, len) < 0))
+		wrote = errno;
 	if (text) {
 		explicit_bzero(text, len);
 		free(text);
 	}
 	struct answer *a = lc_xmalloc0(sizeof(*a));
 	*rc = -1;
-	if (!wrote)
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot hand the request to lcd's runner");
+	if (wrote)
+		lc_error_set(err, LC_EXIT_RUNTIME, wrote > 0 ? wrote : 0, "cannot hand the request to lcd's runner");
 	else if (read_full(ch[0], a, sizeof(*a)) < 0)
 		lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd's runner process ended without a result");
-	else if (a->ran < 0 && lc_error_set(err, a->exit_code, 0, "%s", a->msg) < 0 && *err)
-		(*err)->errnum = a->errnum; /* a->msg already names it */
-	else {
+	else if (a->ran < 0) {
+		if (err && !*err && lc_error_set(err, a->exit_code, 0, "%s", a->msg) < 0 && *err)
+			(*err)->errnum = a->errnum; /* a->msg already names it */
+	} else {
 		*res = a->res;
 		*rc = a->ran;
 	}
@@ -366,4 +430,15 @@ int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_r
 		err))
 		return rc;
 	return lc_sandbox_exec(id, opts, res, err);
+}
+
+int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
+{
+	int rc;
+	lc_result_t res;
+	const int none[3] = { -1, -1, -1 };
+	_cleanup_json_ json_t *j = json_pack("{s:s}", "id", id);
+	if (ask(lcd, START, thread_nice(lcd), j, none, -1, &res, &rc, err))
+		return rc;
+	return lc_sandbox_start(id, err);
 }

@@ -131,7 +131,8 @@ json_t *lc_spec_to_json(const lc_spec_t *spec);
 lc_spec_t *lc_spec_from_json(json_t *j);
 /* All of it but the stdio fds, for another process of the same build to
  * run (lc_spec_from_json reads it back), secret_env included: the text
- * is as secret as the spec. */
+ * is as secret as the spec.  Strings must be UTF-8 (JSON's); lcd's all
+ * come from JSON. */
 json_t *lc_spec_to_wire(const lc_spec_t *spec);
 /* Default capability set (Docker's list) as a bitmask. */
 uint64_t lc_caps_default(void);

@@ -1000,6 +1000,11 @@ static void remover_start(lc_sb_t *c)
 		}
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
+		/* This process may outlive the run (it may become the spares'
+		 * holder): not the spec's copy of the command's secrets, at
+		 * least (freed memory of the caller's may still hold some). */
+		for (char **e = c->spec->secret_env; e && *e; e++)
+			explicit_bzero(*e, strlen(*e));
 		/* The staging process's goes at once, while the command runs:
 		 * it holds a copy of the host's mounts, which must not stay
 		 * pinned for the sandbox's life. */

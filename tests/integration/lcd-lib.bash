@@ -72,12 +72,14 @@ count() { # ARGS for task list: how many tasks
 	"$LCCTL" task list --json "$@" | jq length
 }
 
-# Every process under PID (PID too) whose memory holds TEXT: "PID NAME"
-# lines.  Root reads them all through /proc/PID/mem.
-procs_holding() { # PID TEXT
-	python3 - "$1" "$2" <<'PY'
-import os, re, sys
-top, needle = int(sys.argv[1]), sys.argv[2].encode()
+# What each process under the PIDs (the PIDs too) holds: "held PID NAME"
+# when TEXT is in its memory, "clean PID NAME" when not, "unreadable PID
+# NAME" when its memory could not be read (a process that ends meanwhile
+# is left out).  Root reads them through /proc/PID/mem.
+procs_holding() { # TEXT PID…
+	python3 - "$@" <<'PY'
+import errno, os, re, sys
+needle, tops = sys.argv[1].encode(), [int(p) for p in sys.argv[2:]]
 kids = {}
 for p in filter(str.isdigit, os.listdir("/proc")):
     try:
@@ -85,15 +87,20 @@ for p in filter(str.isdigit, os.listdir("/proc")):
     except (OSError, IndexError):
         continue
     kids.setdefault(ppid, []).append(int(p))
-todo, seen = [top], []
+todo, seen = list(tops), []
 while todo:
     p = todo.pop()
-    seen.append(p)
-    todo += kids.get(p, [])
+    if p not in seen:
+        seen.append(p)
+        todo += kids.get(p, [])
 for p in seen:
     try:
+        name = open(f"/proc/{p}/comm").read().strip()
         maps, mem = open(f"/proc/{p}/maps").read(), open(f"/proc/{p}/mem", "rb", 0)
-    except OSError:
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ESRCH):
+            continue
+        print("unreadable", p, e.strerror)
         continue
     found = False
     for m in re.finditer(r"^([0-9a-f]+)-([0-9a-f]+) r", maps, re.M):
@@ -104,8 +111,7 @@ for p in seen:
                 found = True
                 break
         except (OSError, OverflowError, ValueError):
-            pass
-    if found:
-        print(p, open(f"/proc/{p}/comm").read().strip())
+            pass  # a region with no pages behind it ([vvar], guard pages)
+    print("held" if found else "clean", p, name)
 PY
 }

@@ -545,10 +545,12 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 	[ "$mon" -gt 1 ]
 	# lcd holds the secret (set through its API, in lcd.db's pages): what a
 	# fork of lcd would copy
-	procs_holding "$LCD_PID" "$SECRET" | grep -q "^$LCD_PID "
-	held=$(procs_holding "$mon" "$SECRET")
-	echo "holding it: $held"
-	[ -z "$held" ]
+	held=$(procs_holding "$SECRET" "$LCD_PID" "$mon")
+	echo "$held"
+	echo "$held" | grep -q "^held $LCD_PID lcd$"
+	[ "$(echo "$held" | grep -c '^held ')" -eq 1 ]
+	if echo "$held" | grep -q '^unreadable '; then false; fi
+	for p in lcd-runner lcrun-monitor lcrun-init; do echo "$held" | grep -q "^clean [0-9]* $p$"; done
 	"$LCCTL" sandbox exec "$id" -- /bin/true
 	"$LCCTL" sandbox rm "$id"
 }
