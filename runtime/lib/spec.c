@@ -1,11 +1,10 @@
 /* spec.c — a sandbox's full description, and its defaults. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "lcrun.h"
+#include "net.h"
 #include "util.h"
 
 lc_spec_t *lc_spec_new(void)
@@ -198,7 +197,8 @@ json_t *lc_spec_to_json(const lc_spec_t *s)
 /* Everything of a spec, for another process of the same build to run it
  * (lcd's task runner): lc_spec_to_json's object plus what state.json
  * leaves out (the preset id, secret_env, the allow list and pinned
- * hosts).  Not the stdio fds: they go alongside, as fds. */
+ * hosts, as --allow and --add-host take them).  Not the stdio fds: they
+ * go alongside, as fds. */
 json_t *lc_spec_to_wire(const lc_spec_t *s)
 {
 	json_t *j = lc_spec_to_json(s);
@@ -208,17 +208,12 @@ json_t *lc_spec_to_wire(const lc_spec_t *s)
 	json_object_set_new(j, "forward_signals", json_boolean(s->forward_signals));
 	json_t *net = json_object_get(j, "net"), *allow = json_array(), *hosts = json_array();
 	for (size_t i = 0; i < s->net.n_allow; i++) {
-		const lc_net_rule_t *r = &s->net.allow[i];
-		char addr[INET6_ADDRSTRLEN] = "";
-		inet_ntop(r->family, r->addr, addr, sizeof(addr));
-		json_t *ports = json_array();
-		for (size_t k = 0; k < r->n_ports && k < 32; k++)
-			json_array_append_new(ports, json_integer(r->ports[k]));
-		json_array_append_new(allow, json_pack("{s:s,s:i,s:o}", "addr", addr, "prefix", r->prefix, "ports", ports));
+		char rule[256];
+		lc_net_rule_format(&s->net.allow[i], rule, sizeof(rule));
+		json_array_append_new(allow, json_string(rule));
 	}
 	for (size_t i = 0; i < s->net.n_hosts; i++)
-		json_array_append_new(hosts, json_pack("{s:o,s:o}", "name", JSTR(s->net.hosts[i].name), "ip",
-						       JSTR(s->net.hosts[i].ip)));
+		json_array_append_new(hosts, json_sprintf("%s:%s", s->net.hosts[i].name, s->net.hosts[i].ip));
 	json_object_set_new(net, "allow", allow);
 	json_object_set_new(net, "hosts", hosts);
 	return j;
@@ -291,25 +286,9 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 	s->secret_env = lc_json_to_strv(json_object_get(j, "secret_env"));
 	s->user_set = json_is_true(json_object_get(j, "user_set"));
 	s->forward_signals = json_is_true(json_object_get(j, "forward_signals"));
-	json_array_foreach(json_object_get(n, "allow"), i, x) {
-		lc_net_rule_t r = { .prefix = (int)json_integer_value(json_object_get(x, "prefix")) };
-		const char *addr = json_string_value(json_object_get(x, "addr"));
-		if (!addr)
-			continue;
-		r.family = strchr(addr, ':') ? AF_INET6 : AF_INET;
-		if (inet_pton(r.family, addr, r.addr) != 1)
-			continue;
-		size_t k;
-		json_t *port;
-		json_array_foreach(json_object_get(x, "ports"), k, port)
-			if (r.n_ports < 32)
-				r.ports[r.n_ports++] = (unsigned short)json_integer_value(port);
-		s->net.allow = realloc(s->net.allow, (s->net.n_allow + 1) * sizeof(*s->net.allow));
-		s->net.allow[s->net.n_allow++] = r;
-	}
-	json_array_foreach(json_object_get(n, "hosts"), i, x) {
-		s->net.hosts = realloc(s->net.hosts, (s->net.n_hosts + 1) * sizeof(*s->net.hosts));
-		s->net.hosts[s->net.n_hosts++] = (lc_host_entry_t){ jdup(x, "name"), jdup(x, "ip") };
-	}
+	json_array_foreach(json_object_get(n, "allow"), i, x)
+		lc_net_spec_add_allow(&s->net, json_string_value(x), NULL);
+	json_array_foreach(json_object_get(n, "hosts"), i, x)
+		lc_net_spec_add_host(&s->net, json_string_value(x), NULL);
 	return s;
 }
