@@ -445,7 +445,6 @@ int main(int argc, char **argv)
 	/* Before lcd reads a secret (the token below, lcd.db) or starts a
 	 * thread: the runner's children, which make the sandboxes, carry a
 	 * copy of what lcd holds now, and no more. */
-	lcd.runner_fd = -1;
 	if (lcd_runner_start(&lcd, &err) < 0)
 		return fail(err);
 

@@ -317,7 +317,7 @@ int lcd_runner_start(lcd_t *lcd, lc_error_t **err)
 }
 
 /* The calling thread's nice value: what a process it forked would have. */
-static int thread_nice(const lcd_t *lcd)
+static int caller_nice(const lcd_t *lcd)
 {
 	errno = 0;
 	int nice = getpriority(PRIO_PROCESS, 0);
@@ -414,7 +414,7 @@ int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1],
 	lc_result_t res;
 	memset(&res, 0, sizeof(res));
 	_cleanup_json_ json_t *wire = lc_spec_to_wire(spec);
-	if (ask(lcd, CREATE, thread_nice(lcd), wire, spec->stdio, -1, &res, &rc, err)) {
+	if (ask(lcd, CREATE, caller_nice(lcd), wire, spec->stdio, -1, &res, &rc, err)) {
 		if (rc == 0)
 			memcpy(id, res.id, LC_ID_LEN + 1);
 		return rc;
@@ -426,7 +426,7 @@ int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_r
 {
 	int rc;
 	_cleanup_json_ json_t *j = exec_to_json(id, opts);
-	if (ask(lcd, EXEC, thread_nice(lcd), j, opts->stdio, opts->cancel_fd > 0 ? opts->cancel_fd : -1, res, &rc,
+	if (ask(lcd, EXEC, caller_nice(lcd), j, opts->stdio, opts->cancel_fd > 0 ? opts->cancel_fd : -1, res, &rc,
 		err))
 		return rc;
 	return lc_sandbox_exec(id, opts, res, err);
@@ -438,7 +438,7 @@ int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
 	lc_result_t res;
 	const int none[3] = { -1, -1, -1 };
 	_cleanup_json_ json_t *j = json_pack("{s:s}", "id", id);
-	if (ask(lcd, START, thread_nice(lcd), j, none, -1, &res, &rc, err))
+	if (ask(lcd, START, caller_nice(lcd), j, none, -1, &res, &rc, err))
 		return rc;
 	return lc_sandbox_start(id, err);
 }

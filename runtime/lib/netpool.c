@@ -435,6 +435,33 @@ int lc_netpool_list(char ***ids, lc_error_t **err)
 	return 0;
 }
 
+/* l, as this process's (its pid and start time), into path. */
+static int lease_write_mine(lc_lease_t *l, const char *path, lc_error_t **err)
+{
+	l->pid = getpid();
+	l->starttime = proc_starttime(l->pid);
+	_cleanup_json_ json_t *doc = lease_to_json(l);
+	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
+	/* No fsync: a lease means nothing after a reboot (its veth and
+	 * chains are gone too), and one a crash left unreadable holds
+	 * nothing (gc removes it). */
+	if (!text || lc_write_file_replace(path, text, strlen(text), 0600, err) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
+	return 0;
+}
+
+/* id's lease, when process pid took it (its start time too: not a pid
+ * reused) and nothing was made with it yet; 1 for any other, -1 none. */
+static int unused_lease_of(const char *id, pid_t pid, lc_lease_t *out)
+{
+	lc_error_t *e = NULL;
+	int r = lc_netpool_read(id, out, &e);
+	lc_error_free(e);
+	if (r != 0)
+		return -1;
+	return out->pid == pid && lc_lease_owner_alive(out) && if_nametoindex(out->veth) == 0 ? 0 : 1;
+}
+
 int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode,
 		     const char *policy, lc_lease_t *out, lc_error_t **err)
 {
@@ -509,16 +536,8 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 		slot_v6(&g, slot, 2, l.addr6);
 		l.prefix6 = 64;
 	}
-	l.pid = getpid();
-	l.starttime = proc_starttime(l.pid);
-
-	_cleanup_json_ json_t *doc = lease_to_json(&l);
-	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
-	/* No fsync: a lease means nothing after a reboot (its veth and
-	 * chains are gone too), and one a crash left unreadable holds
-	 * nothing (gc removes it). */
-	if (!text || lc_write_file_replace(path, text, strlen(text), 0600, err) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
+	if (lease_write_mine(&l, path, err) < 0)
+		return -1;
 	/* Only a hint: losing it just restarts the round at slot 0.  So it
 	 * is written in place, always 11 bytes: a replace (a new file renamed
 	 * over the old) frees the old one's block, and where /run is on a
@@ -537,17 +556,13 @@ int lc_netpool_alloc(const char *id, const lc_net_pool_t *pool, const char *mode
 int lc_netpool_adopt(const char *id, lc_lease_t *out, lc_error_t **err)
 {
 	lc_lease_t l;
-	lc_error_t *e = NULL;
-	int r = lc_netpool_read(id, &l, &e);
-	lc_error_free(e);
-	/* Taken by this process (its pid and start time: not a pid reused),
-	 * and nothing made with it yet. */
-	if (r == 0 && l.pid == getpid() && lc_lease_owner_alive(&l) && if_nametoindex(l.veth) == 0) {
+	int r = unused_lease_of(id, getpid(), &l);
+	if (r == 0) {
 		*out = l;
 		return 0;
 	}
 	return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox %s already holds a network lease%s", id,
-			    r == 0 ? "" : " (unreadable)");
+			    r > 0 ? "" : " (unreadable)");
 }
 
 int lc_netpool_take_over(const char *id, pid_t from, lc_error_t **err)
@@ -556,20 +571,11 @@ int lc_netpool_take_over(const char *id, pid_t from, lc_error_t **err)
 	if (lock < 0)
 		return -1;
 	lc_lease_t l;
-	lc_error_t *e = NULL;
-	int r = lc_netpool_read(id, &l, &e);
-	lc_error_free(e);
-	if (r != 0 || l.pid != from || !lc_lease_owner_alive(&l) || if_nametoindex(l.veth) != 0)
+	if (unused_lease_of(id, from, &l) != 0)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox %s: no unused network lease of process %d", id,
 				    (int)from);
-	l.pid = getpid();
-	l.starttime = proc_starttime(l.pid);
-	_cleanup_json_ json_t *doc = lease_to_json(&l);
-	_cleanup_free_ char *text = json_dumps(doc, JSON_SORT_KEYS);
 	_cleanup_free_ char *path = lease_path(id);
-	if (!text || lc_write_file_replace(path, text, strlen(text), 0600, err) < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot write lease %s", path);
-	return 0;
+	return lease_write_mine(&l, path, err);
 }
 
 int lc_netpool_release(const char *id, lc_error_t **err)
