@@ -149,7 +149,7 @@ static int check_path(const char *path, lc_error_t **err)
 
 struct tarout {
 	int fd;
-	lc_tar_job_t *job;
+	lcd_tar_t *job;
 	bool eof;
 };
 
@@ -170,7 +170,7 @@ static ssize_t tar_read(void *cls, uint64_t pos, char *buf, size_t max)
 		close(t->fd);
 		t->fd = -1;
 		lc_error_t *err = NULL;
-		int r = lc_sandbox_tar_finish(t->job, false, &err);
+		int r = lcd_runner_tar_finish(t->job, false, &err);
 		t->job = NULL;
 		if (r < 0) {
 			lcd_log("download: %s", err->msg);
@@ -186,7 +186,7 @@ static void tar_free(void *cls)
 	struct tarout *t = cls;
 	if (t->fd >= 0)
 		close(t->fd);
-	lc_sandbox_tar_finish(t->job, true, NULL);
+	lcd_runner_tar_finish(t->job, true, NULL);
 	free(t);
 }
 
@@ -200,7 +200,7 @@ static enum MHD_Result h_download(call_t *call, json_t *row)
 	struct MHD_Response *r;
 	if (flag(api_query(call, "tar"))) {
 		struct tarout *t = lc_xmalloc0(sizeof(*t));
-		if (lc_sandbox_tar_start(id, path, false, &t->fd, &t->job, &err) < 0) {
+		if (lcd_runner_tar_start(call->lcd, id, path, false, &t->fd, &t->job, &err) < 0) {
 			free(t);
 			return api_fail_err(call->c, err);
 		}
@@ -208,7 +208,7 @@ static enum MHD_Result h_download(call_t *call, json_t *row)
 		MHD_add_response_header(r, "Content-Type", "application/x-tar");
 	} else {
 		struct stat st;
-		int fd = lc_sandbox_open_file(id, path, O_RDONLY, 0, &st, &err);
+		int fd = lcd_runner_open_file(call->lcd, id, path, O_RDONLY, 0, &st, &err);
 		if (fd < 0) {
 			if (err->exit_code == LC_EXIT_USAGE) {
 				enum MHD_Result ret = FAIL(call, LC_EXIT_USAGE, "%s (add tar=1 to get it as a tar stream)", err->msg);
@@ -229,7 +229,7 @@ struct lcd_upload {
 	char id[LC_ID_LEN + 1];
 	char *path;
 	int fd;
-	lc_tar_job_t *job;
+	lcd_tar_t *job;
 	unsigned long long bytes;
 	lc_error_t *err; /* the first failure; the rest of the body is dropped */
 };
@@ -269,8 +269,8 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 	u->fd = -1;
 	snprintf(u->id, sizeof(u->id), "%s", json_string_value(json_object_get(row, "id")));
 	u->path = strdup(path);
-	int rc = tar ? lc_sandbox_tar_start(u->id, path, true, &u->fd, &u->job, &err)
-		     : (u->fd = lc_sandbox_open_file(u->id, path, O_WRONLY, mode, NULL, &err));
+	int rc = tar ? lcd_runner_tar_start(lcd, u->id, path, true, &u->fd, &u->job, &err)
+		     : (u->fd = lcd_runner_open_file(lcd, u->id, path, O_WRONLY, mode, NULL, &err));
 	if (rc < 0) {
 		lcd_upload_free(u);
 		*r = api_fail_err(c, err);
@@ -300,7 +300,7 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
 	if (u->job) {
 		lc_error_t *e = NULL;
 		/* the sandbox side's own account of a refused tar comes first */
-		if (lc_sandbox_tar_finish(u->job, false, &e) < 0) {
+		if (lcd_runner_tar_finish(u->job, false, &e) < 0) {
 			lc_error_free(u->err);
 			u->err = e;
 		}
@@ -321,7 +321,7 @@ void lcd_upload_free(lcd_upload_t *u)
 		return;
 	if (u->fd >= 0)
 		close(u->fd);
-	lc_sandbox_tar_finish(u->job, true, NULL);
+	lcd_runner_tar_finish(u->job, true, NULL);
 	lc_error_free(u->err);
 	free(u->path);
 	free(u);

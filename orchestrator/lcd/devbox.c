@@ -240,9 +240,9 @@ static int box_exec(lcd_t *lcd, const char *sid, char **argv, char **out, int *s
 	return 0;
 }
 
-static int box_write(const char *sid, const char *path, const char *text, mode_t mode, lc_error_t **err)
+static int box_write(lcd_t *lcd, const char *sid, const char *path, const char *text, mode_t mode, lc_error_t **err)
 {
-	_cleanup_close_ int fd = lc_sandbox_open_file(sid, path, O_WRONLY, mode, NULL, err);
+	_cleanup_close_ int fd = lcd_runner_open_file(lcd, sid, path, O_WRONLY, mode, NULL, err);
 	if (fd < 0)
 		return -1;
 	if (fchmod(fd, mode) < 0 || lc_write_all(fd, text, strlen(text)) < 0)
@@ -398,12 +398,12 @@ static int setup_box(lcd_t *lcd, const lcd_devbox_def_t *def, const char *sid, l
 		free(keys);
 		keys = n;
 	}
-	if (box_write(sid, "/run/devbox/authorized_keys", keys, 0644, err) < 0)
+	if (box_write(lcd, sid, "/run/devbox/authorized_keys", keys, 0644, err) < 0)
 		return lc_error_wrap(err, "devbox %s", def->name);
 	char *cfg = sshd_config(lcd, def, sid, err);
 	if (!cfg)
 		return -1;
-	int r = box_write(sid, "/run/devbox/sshd_config", cfg, 0600, err);
+	int r = box_write(lcd, sid, "/run/devbox/sshd_config", cfg, 0600, err);
 	explicit_bzero(cfg, strlen(cfg));
 	free(cfg);
 	if (r < 0)

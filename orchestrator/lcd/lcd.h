@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <time.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <jansson.h>
 
 #include "db.h"
@@ -92,6 +93,17 @@ int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1],
 int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_result_t *res, lc_error_t **err);
 /* lc_sandbox_start(id), its monitor forked in a child of the runner. */
 int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err);
+/* lc_sandbox_open_file(id, …), in a child of the runner: the fd comes
+ * back to the caller. */
+struct stat;
+int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags, mode_t mode, struct stat *st,
+			 lc_error_t **err);
+/* lc_sandbox_tar_start and _finish (the same contract), in a child of the
+ * runner that holds the stream's job until lcd finishes it. */
+typedef struct lcd_tar lcd_tar_t;
+int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, int *fd, lcd_tar_t **job,
+			 lc_error_t **err);
+int lcd_runner_tar_finish(lcd_tar_t *job, bool abort, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);

@@ -17,6 +17,13 @@
  * or the exec's options to the child, which calls liblcrun at the
  * caller's priority and answers with the result.
  *
+ * The file API goes the same way: the child opens the file in the
+ * sandbox (or starts its tar stream) and hands lcd the fd; a tar stream's
+ * child then waits for lcd's word that the stream is done (or dropped)
+ * and answers with its end.  The process that joins the sandbox and
+ * reads its files (or a client's tar) is then a fork of the runner too,
+ * not of lcd with lcd's secrets in its memory.
+ *
  * The runner dies with lcd (PDEATHSIG), and each child with the runner,
  * as the call in lcd's own thread did.  Should the runner be gone anyway,
  * lcd calls liblcrun itself, as before, and the log says so. */
@@ -25,6 +32,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -37,10 +45,12 @@
 #define SPEC_MAX (64 << 20) /* a spec's text larger than this is refused */
 #define MAXFDS 5            /* the request's socket, stdio, exec's cancel_fd */
 
-/* The child's answer: as lc_run left res and err. */
+/* The child's answer: as lc_run left res and err (an open file's stat
+ * in st, its fd with the answer's first bytes). */
 struct answer {
 	int ran; /* lc_run's return */
 	lc_result_t res;
+	struct stat st;
 	int exit_code, errnum;
 	char msg[4096];
 };
@@ -107,7 +117,7 @@ static int read_full(int fd, void *buf, size_t len)
 /* What the caller sends the runner with the fds: what to do, at which
  * priority, and which fds come after the request's socket (a bit each:
  * stdio 0-2, then exec's cancel_fd). */
-enum { RUN, CREATE, EXEC, START };
+enum { RUN, CREATE, EXEC, START, OPEN, TAR };
 struct request {
 	int kind;
 	int nice;
@@ -174,6 +184,71 @@ static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_
 	return rc;
 }
 
+/* Write the answer (a->ran and, where it failed, err), with fd (-1:
+ * none), which is closed then. */
+static void answer(int ch, struct answer *a, lc_error_t *err, int fd)
+{
+	if (a->ran < 0 && err) {
+		a->exit_code = err->exit_code;
+		a->errnum = err->errnum;
+		snprintf(a->msg, sizeof(a->msg), "%s", err->msg ? err->msg : "failed");
+	}
+	lc_error_free(err);
+	if (fd >= 0) {
+		(void)send_fds(ch, a, sizeof(*a), &fd, 1);
+		close(fd);
+		return;
+	}
+	size_t off = 0;
+	while (off < sizeof(*a)) {
+		ssize_t w = write(ch, (char *)a + off, sizeof(*a) - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+static const char *jstr(json_t *j, const char *k)
+{
+	return json_string_value(json_object_get(j, k));
+}
+
+/* A file request (j: id, path, write and mode, or in for a tar stream):
+ * the file's fd (or the stream's) goes back with the answer.  A stream's
+ * process then waits for lcd's word: 'F' it read or wrote the stream to
+ * its end, anything else (or nothing, lcd gone) drop it; and answers
+ * again with the sandbox side's account. */
+static _Noreturn void file_child(int ch, int kind, json_t *j)
+{
+	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
+	lc_error_t *err = NULL;
+	const char *id = jstr(j, "id"), *path = jstr(j, "path");
+	int fd = -1;
+	lc_tar_job_t *job = NULL;
+	if (!id || !path)
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
+	else if (kind == OPEN)
+		a.ran = fd = lc_sandbox_open_file(id, path, jbool(j, "write") ? O_WRONLY : O_RDONLY,
+						  (mode_t)json_integer_value(json_object_get(j, "mode")), &a.st, &err);
+	else
+		a.ran = lc_sandbox_tar_start(id, path, jbool(j, "in"), &fd, &job, &err);
+	if (a.ran > 0)
+		a.ran = 0;
+	answer(ch, &a, err, fd); /* the stream's end: lcd's only, now */
+	if (job) {
+		char how = 0;
+		while (read(ch, &how, 1) < 0 && errno == EINTR)
+			;
+		struct answer end = { .exit_code = LC_EXIT_RUNTIME };
+		err = NULL;
+		end.ran = lc_sandbox_tar_finish(job, how != 'F', &err);
+		answer(ch, &end, err, -1);
+	}
+	_exit(0);
+}
+
 /* The request's own process: read the spec, run it (or create the
  * sandbox: its id comes back in res.id; or exec in one), answer, go.
  * fds: stdio 0-2 and exec's cancel_fd, -1 where none came. */
@@ -181,8 +256,8 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *fd
 {
 	signal(SIGCHLD, SIG_DFL); /* the runner's SIG_IGN would reap lc_run's children */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start" };
-	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= START ? rq->kind : RUN], 0, 0, 0);
+	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start", "lcd-open", "lcd-tar" };
+	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= TAR ? rq->kind : RUN], 0, 0, 0);
 	(void)setpriority(PRIO_PROCESS, 0, rq->nice);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	uint32_t len = 0;
@@ -199,6 +274,8 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *fd
 	lc_spec_t *spec = j && (rq->kind == RUN || rq->kind == CREATE) ? lc_spec_from_json(j) : NULL;
 	if (spec)
 		wipe(j); /* the spec has its own copies */
+	if ((rq->kind == OPEN || rq->kind == TAR) && j)
+		file_child(ch, rq->kind, j);
 	if (rq->kind == EXEC && j) {
 		a.ran = exec_from_json(j, fds, &a.res, &err);
 	} else if (rq->kind == START && json_is_string(json_object_get(j, "id"))) {
@@ -219,25 +296,12 @@ static _Noreturn void task_child(int ch, const struct request *rq, const int *fd
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	}
 	json_decref(j);
-	if (a.ran < 0 && err) {
-		a.exit_code = err->exit_code;
-		a.errnum = err->errnum;
-		snprintf(a.msg, sizeof(a.msg), "%s", err->msg ? err->msg : "failed");
-	}
 	/* The command's pipes see their end as the command's end, not this
 	 * process's. */
 	for (int i = 0; i < 4; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	size_t off = 0;
-	while (off < sizeof(a)) {
-		ssize_t w = write(ch, (char *)&a + off, sizeof(a) - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
+	answer(ch, &a, err, -1);
 	_exit(0);
 }
 
@@ -336,10 +400,12 @@ static void runner_check(lcd_t *lcd)
 	lcd_log("the runner (pid %d) has gone: sandboxes are now made from lcd itself", (int)lcd->runner_pid);
 }
 
-/* 1: done by a child of the runner (0 or -1 in *rc, *err); 0: not, the
- * caller does it itself (the runner is gone, or could not take it). */
-static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
-	       lc_result_t *res, int *rc, lc_error_t **err)
+/* Hand a request to a child of the runner.  1: taken, *ch the request's
+ * socket, to read the answer from; -1: taken, but the payload could not
+ * go (*err; the child does nothing); 0: not taken, the caller does it
+ * itself (the runner is gone, or could not fork this once). */
+static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd, int *chp,
+		     lc_error_t **err)
 {
 	int ch[2];
 	if (lcd->runner_fd < 0 || __atomic_load_n(&lcd->runner_gone, __ATOMIC_SEQ_CST) || !payload ||
@@ -375,21 +441,60 @@ static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[
 		explicit_bzero(text, len);
 		free(text);
 	}
-	struct answer *a = lc_xmalloc0(sizeof(*a));
-	*rc = -1;
-	if (wrote)
+	if (wrote) {
+		close(ch[0]);
 		lc_error_set(err, LC_EXIT_RUNTIME, wrote > 0 ? wrote : 0, "cannot hand the request to lcd's runner");
-	else if (read_full(ch[0], a, sizeof(*a)) < 0)
+		return -1;
+	}
+	*chp = ch[0];
+	return 1;
+}
+
+/* The child's answer on ch: 0 or -1 in *rc (its error in *err), the fd
+ * that came with it in *fd (if fd; -1: none). */
+static void read_answer(int ch, lc_result_t *res, struct stat *st, int *fd, int *rc, lc_error_t **err)
+{
+	struct answer *a = lc_xmalloc0(sizeof(*a));
+	int got[MAXFDS];
+	ssize_t r = recv_fds(ch, a, sizeof(*a), got);
+	for (int i = 0; i < MAXFDS; i++)
+		if (got[i] >= 0 && (i > 0 || !fd))
+			close(got[i]);
+	if (fd)
+		*fd = got[0];
+	*rc = -1;
+	if (r <= 0 || read_full(ch, (char *)a + r, sizeof(*a) - (size_t)r) < 0) {
 		lc_error_set(err, LC_EXIT_RUNTIME, 0, "lcd's runner process ended without a result");
-	else if (a->ran < 0) {
+	} else if (a->ran < 0) {
 		if (err && !*err && lc_error_set(err, a->exit_code, 0, "%s", a->msg) < 0 && *err)
 			(*err)->errnum = a->errnum; /* a->msg already names it */
 	} else {
-		*res = a->res;
+		if (res)
+			*res = a->res;
+		if (st)
+			*st = a->st;
 		*rc = a->ran;
 	}
-	close(ch[0]);
+	if (*rc < 0 && fd && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
 	free(a);
+}
+
+/* 1: done by a child of the runner (0 or -1 in *rc, *err); 0: not, the
+ * caller does it itself (the runner is gone, or could not take it). */
+static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
+	       lc_result_t *res, int *rc, lc_error_t **err)
+{
+	int ch = -1;
+	int h = hand_over(lcd, kind, nice, payload, stdio, cancel_fd, &ch, err);
+	if (h <= 0) {
+		*rc = -1;
+		return -h;
+	}
+	read_answer(ch, res, NULL, NULL, rc, err);
+	close(ch);
 	return 1;
 }
 
@@ -441,4 +546,89 @@ int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
 	if (ask(lcd, START, caller_nice(lcd), j, none, -1, &res, &rc, err))
 		return rc;
 	return lc_sandbox_start(id, err);
+}
+
+int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags, mode_t mode, struct stat *st,
+			 lc_error_t **err)
+{
+	const int none[3] = { -1, -1, -1 };
+	bool wr = (flags & O_ACCMODE) == O_WRONLY;
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:i}", "id", id, "path", path, "write", wr, "mode",
+					     (int)mode);
+	int ch = -1, rc, fd = -1;
+	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, none, -1, &ch, err);
+	if (h < 0)
+		return -1;
+	if (h == 0)
+		return lc_sandbox_open_file(id, path, flags, mode, st, err);
+	struct stat mine;
+	read_answer(ch, NULL, &mine, &fd, &rc, err);
+	close(ch);
+	if (rc == 0 && fd < 0)
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
+	if (rc < 0)
+		return -1;
+	if (st)
+		*st = mine;
+	return fd;
+}
+
+/* A tar stream: through a child of the runner (ch, the stream's own
+ * socket) or, the runner gone, lcd's own (job). */
+struct lcd_tar {
+	int ch;
+	lc_tar_job_t *job;
+};
+
+int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, int *fd, lcd_tar_t **out,
+			 lc_error_t **err)
+{
+	const int none[3] = { -1, -1, -1 };
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b}", "id", id, "path", path, "in", in);
+	int ch = -1, rc;
+	*fd = -1;
+	*out = NULL;
+	int h = hand_over(lcd, TAR, caller_nice(lcd), j, none, -1, &ch, err);
+	if (h < 0)
+		return -1;
+	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
+	t->ch = -1;
+	if (h == 0) {
+		if (lc_sandbox_tar_start(id, path, in, fd, &t->job, err) < 0) {
+			free(t);
+			return -1;
+		}
+		*out = t;
+		return 0;
+	}
+	read_answer(ch, NULL, NULL, fd, &rc, err);
+	if (rc == 0 && *fd < 0)
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot start a tar stream of %s", id, path);
+	if (rc < 0) {
+		close(ch);
+		free(t);
+		return -1;
+	}
+	t->ch = ch;
+	*out = t;
+	return 0;
+}
+
+int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
+{
+	if (!t)
+		return 0;
+	int rc = 0;
+	if (t->job) {
+		rc = lc_sandbox_tar_finish(t->job, abort, err);
+	} else {
+		char how = abort ? 'X' : 'F';
+		if (write(t->ch, &how, 1) != 1)
+			rc = lc_error_set(err, LC_EXIT_RUNTIME, errno, "lcd's runner process ended before the tar stream's end");
+		else
+			read_answer(t->ch, NULL, NULL, NULL, &rc, abort ? NULL : err);
+		close(t->ch);
+	}
+	free(t);
+	return rc;
 }

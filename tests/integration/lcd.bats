@@ -296,6 +296,14 @@ count_fn() { # FN [STATE]
 	run "$LCCTL" sandbox exec "$sb" -- sh -c 'echo inside; exit 4'
 	[ "$status" -eq 4 ]
 	[ "$output" = inside ]
+	# and its files, one at a time and as tar streams
+	mkdir -p "$T/cp/tree" && echo one >"$T/cp/f" && echo two >"$T/cp/tree/g"
+	"$LCCTL" sandbox cp "$T/cp/f" "$sb:/tmp/f"
+	"$LCCTL" sandbox cp "$T/cp/tree" "$sb:/tmp"
+	"$LCCTL" sandbox cp "$sb:/tmp/f" "$T/cp/f.back"
+	mkdir "$T/cp/back" && "$LCCTL" sandbox cp "$sb:/tmp/tree" "$T/cp/back"
+	cmp "$T/cp/f" "$T/cp/f.back"
+	cmp "$T/cp/tree/g" "$T/cp/back/tree/g"
 	"$LCCTL" sandbox rm "$sb"
 }
 

@@ -555,6 +555,72 @@ in_vm_skip() { # the client and its packaging do not depend on the kernel: the h
 	"$LCCTL" sandbox rm "$id"
 }
 
+@test "sandbox API: a file copy in progress is made by a process that holds no copy of lcd's memory" {
+	id=$("$LCCTL" sandbox create)
+	pid1=$("$LCRUN" inspect "$id" | jq -r .pid)
+	userns=$(readlink "/proc/$pid1/ns/user")
+	# an upload whose tar stream stays open: its first block sent, the rest
+	# held back by this test
+	mkdir "$T/tree" && echo payload >"$T/tree/f"
+	mkfifo "$T/up.fifo"
+	curl -sS --unix-socket "$LCD_SOCKET" -X PUT -T - -w '\n%{http_code}\n' \
+		"http://lcd/v1/sandboxes/$id/files?path=/tmp&tar=1" <"$T/up.fifo" >"$T/up.out" &
+	curl_pid=$!
+	exec 8>"$T/up.fifo"
+	tar -C "$T" -c tree >"$T/tree.tar"
+	head -c 512 "$T/tree.tar" >&8
+	# the process that joined the sandbox for the copy: lcd's descendant,
+	# in the sandbox's user namespace
+	joined=
+	for _ in $(seq 100); do
+		for p in $(pgrep -x lcd-tar) $(pgrep -P "$LCD_PID"); do
+			for q in "$p" $(pgrep -P "$p"); do
+				[ "$(readlink "/proc/$q/ns/user" 2>/dev/null)" = "$userns" ] && joined=$q
+			done
+		done
+		[ -n "$joined" ] && break
+		sleep 0.05
+	done
+	[ -n "$joined" ]
+	held=$(procs_holding "$SECRET" "$LCD_PID")
+	echo "$held"
+	echo "$held" | grep -q "^held $LCD_PID lcd$"
+	[ "$(echo "$held" | grep -c '^held ')" -eq 1 ]
+	if echo "$held" | grep -q '^unreadable '; then false; fi
+	echo "$held" | grep -q "^clean $joined "
+	# the rest of the stream: the copy completes as before
+	tail -c +513 "$T/tree.tar" >&8
+	exec 8>&-
+	wait "$curl_pid"
+	cat "$T/up.out"; [ "$(tail -1 "$T/up.out")" = 200 ]
+	[ "$("$LCCTL" sandbox exec "$id" -- cat /tmp/tree/f)" = payload ]
+	# and the stream's process is gone with it
+	for _ in $(seq 50); do [ -d "/proc/$joined" ] || break; sleep 0.05; done
+	[ ! -d "/proc/$joined" ]
+	# a client that goes mid-stream: its copy is stopped, nothing stays
+	curl -sS --unix-socket "$LCD_SOCKET" -X PUT -T - "http://lcd/v1/sandboxes/$id/files?path=/srv&tar=1" \
+		<"$T/up.fifo" >/dev/null 2>&1 &
+	curl_pid=$!
+	exec 8>"$T/up.fifo"
+	head -c 512 "$T/tree.tar" >&8
+	for _ in $(seq 100); do [ -n "$(pgrep -x lcd-tar)" ] && break; sleep 0.05; done
+	[ -n "$(pgrep -x lcd-tar)" ]
+	kill -9 "$curl_pid"
+	wait "$curl_pid" || true
+	exec 8>&-
+	for _ in $(seq 100); do [ -z "$(pgrep -x lcd-tar)" ] && break; sleep 0.05; done
+	[ -z "$(pgrep -x lcd-tar)" ]
+	run "$LCCTL" sandbox exec "$id" -- test -e /srv/tree/f
+	[ "$status" -eq 1 ]
+	# a download read only in part: the same
+	n=$(curl -sS --unix-socket "$LCD_SOCKET" "http://lcd/v1/sandboxes/$id/files?path=/usr&tar=1" 2>/dev/null |
+		head -c 100000 | wc -c)
+	[ "$n" -eq 100000 ]
+	for _ in $(seq 100); do [ -z "$(pgrep -x lcd-tar)" ] && break; sleep 0.05; done
+	[ -z "$(pgrep -x lcd-tar)" ]
+	"$LCCTL" sandbox rm "$id"
+}
+
 @test "sandbox API: lcd's API threads run above lcd's priority; tasks task_nice below it; sandboxes and their commands at lcd's own" {
 	nice_of() { awk '{print $19}' "$1"; } # the nice field of a /proc/…/stat
 	base=$(nice_of "/proc/$LCD_PID/stat")
