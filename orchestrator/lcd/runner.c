@@ -216,7 +216,10 @@ static const char *jstr(json_t *j, const char *k)
 }
 
 /* A file request (j: id, path, write and mode, or in for a tar stream):
- * the file's fd (or the stream's) goes back with the answer.  A stream's
+ * the file's fd (or the stream's) goes back with the answer.  A file is
+ * opened by this process itself, which joins the sandbox for it (one
+ * fork fewer than lc_sandbox_open_file's; it answers from there and
+ * ends); a stream has its own process, as lc_sandbox_tar_start makes it.  A stream's
  * process then waits for lcd's word: 'F' it read or wrote the stream to
  * its end, anything else (or nothing, lcd gone) drop it; and answers
  * again with the sandbox side's account. */
@@ -230,8 +233,8 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 	if (!id || !path)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (kind == OPEN)
-		a.ran = fd = lc_sandbox_open_file(id, path, jbool(j, "write") ? O_WRONLY : O_RDONLY,
-						  (mode_t)json_integer_value(json_object_get(j, "mode")), &a.st, &err);
+		a.ran = fd = lc_sandbox_open_file_here(id, path, jbool(j, "write") ? O_WRONLY : O_RDONLY,
+						       (mode_t)json_integer_value(json_object_get(j, "mode")), &a.st, &err);
 	else
 		a.ran = lc_sandbox_tar_start(id, path, jbool(j, "in"), &fd, &job, &err);
 	if (a.ran > 0)

@@ -510,6 +510,41 @@ static void __attribute__((noreturn)) child_end(int es, lc_error_t *e, const cha
 	_exit(0);
 }
 
+/* The file at path, opened as lc_sandbox_open_file says, by a process
+ * that has joined the sandbox; -1 with *e. */
+static int open_in_sandbox(const char *path, bool wr, mode_t mode, const lc_spec_t *spec, struct stat *sb,
+			   lc_error_t **e)
+{
+	int oflags = (wr ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int fd = open(path, oflags, mode & 07777);
+	if (fd < 0)
+		return lc_error_set(e, errno_code(errno), errno, "%s", path);
+	if (fstat(fd, sb) < 0)
+		lc_error_set(e, LC_EXIT_RUNTIME, errno, "%s", path);
+	else if (S_ISDIR(sb->st_mode))
+		lc_error_set(e, LC_EXIT_USAGE, 0, "%s is a directory", path);
+	else if (!S_ISREG(sb->st_mode))
+		lc_error_set(e, LC_EXIT_INVALID, 0, "%s is not a regular file", path);
+	else if (wr && fchown(fd, spec->uid, spec->gid) < 0)
+		lc_error_set(e, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u", path, (unsigned)spec->uid);
+	if (*e) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The fd as the caller gets it: blocking, its stat in st (if st). */
+static int opened(int fd, const char *path, struct stat *st, lc_error_t **err)
+{
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (st && fstat(fd, st) < 0) {
+		close(fd);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "%s", path);
+	}
+	return fd;
+}
+
 int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
 			 lc_error_t **err)
 {
@@ -529,20 +564,9 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
 	pid_t child = fork_into(pidfd, es[1], NULL, 0, err);
 	if (child == 0) {
 		lc_error_t *e = NULL;
-		int oflags = (wr ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-		int fd = open(path, oflags, mode & 07777);
 		struct stat sb;
-		if (fd < 0)
-			lc_error_set(&e, errno_code(errno), errno, "%s", path);
-		else if (fstat(fd, &sb) < 0)
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "%s", path);
-		else if (S_ISDIR(sb.st_mode))
-			lc_error_set(&e, LC_EXIT_USAGE, 0, "%s is a directory", path);
-		else if (!S_ISREG(sb.st_mode))
-			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s is not a regular file", path);
-		else if (wr && fchown(fd, spec->uid, spec->gid) < 0)
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u", path, (unsigned)spec->uid);
-		if (!e && lc_msg_send_fd(es[1], LC_MSG_READY, 0, fd) < 0)
+		int fd = open_in_sandbox(path, wr, mode, spec, &sb, &e);
+		if (fd >= 0 && lc_msg_send_fd(es[1], LC_MSG_READY, 0, fd) < 0)
 			_exit(1);
 		child_end(es[1], e, id);
 	}
@@ -569,12 +593,36 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
 			close(fd);
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	if (st && fstat(fd, st) < 0) {
-		close(fd);
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "%s", path);
+	return opened(fd, path, st, err);
+}
+
+int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
+			      lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	lc_spec_t *spec = NULL;
+	if (!path || path[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
+	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	if (pidfd < 0)
+		return -1;
+	lc_error_t *e = NULL;
+	struct stat sb;
+	int fd = -1;
+	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) == 0) {
+		umask(022);
+		fd = open_in_sandbox(path, (flags & O_ACCMODE) == O_WRONLY, mode, spec, &sb, &e);
 	}
-	return fd;
+	lc_spec_free(spec);
+	if (fd < 0) {
+		lc_error_wrap(&e, "in sandbox %s", id);
+		if (err && !*err)
+			*err = e;
+		else
+			lc_error_free(e);
+		return -1;
+	}
+	return opened(fd, path, st, err);
 }
 
 struct lc_tar_job {

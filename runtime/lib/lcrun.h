@@ -285,6 +285,11 @@ int lc_sandbox_copy(const char *src, const char *dst, lc_error_t **err);
 struct stat;
 int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
 			 lc_error_t **err);
+/* The same without a process of its own: the calling process joins the
+ * sandbox's user and mount namespaces, for good (one made for this call,
+ * single-threaded: lcd's runner makes one per request). */
+int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
+			      lc_error_t **err);
 /* A tar stream into the directory path (in) or of path out of the sandbox:
  * returns once the sandbox side has checked path, with *fd the caller's end
  * of the stream (write the tar to it, or read it), which the caller closes
