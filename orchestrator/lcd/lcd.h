@@ -44,6 +44,7 @@ typedef struct lcd {
 	int runner_fd;	   /* runner.c: the task runner's socket, -1 when there is none */
 	pid_t runner_pid;
 	bool runner_gone;  /* it ended: lcd makes the calls itself */
+	bool runner_stalled; /* it took no request in RUNNER_ACK_MS: so until it reads its queue again */
 
 	pthread_mutex_t lock;    /* guards everything below */
 	pthread_cond_t wake;     /* dispatcher: something to start */

@@ -26,11 +26,17 @@
  *
  * The runner dies with lcd (PDEATHSIG), and each child with the runner,
  * as the call in lcd's own thread did.  Should the runner be gone anyway,
- * lcd calls liblcrun itself, as before, and the log says so. */
+ * lcd calls liblcrun itself, as before, and the log says so.  So it does
+ * while the runner takes nothing (stopped, or stuck): a request whose
+ * child has not spoken in RUNNER_ACK_MS is made by lcd itself, and so is
+ * every request after it until the runner has read what was queued. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
@@ -44,6 +50,7 @@
 
 #define SPEC_MAX (64 << 20) /* a spec's text larger than this is refused */
 #define MAXFDS 5            /* the request's socket, stdio, exec's cancel_fd */
+#define RUNNER_ACK_MS 3000  /* a child silent this long: the runner takes nothing */
 
 /* The child's answer: as lc_run left res and err (an open file's stat
  * in st, its fd with the answer's first bytes). */
@@ -403,6 +410,22 @@ static void runner_check(lcd_t *lcd)
 	lcd_log("the runner (pid %d) has gone: sandboxes are now made from lcd itself", (int)lcd->runner_pid);
 }
 
+/* Stalled: a request's child was silent for RUNNER_ACK_MS, and requests
+ * are still queued unread on the runner's socket.  Once the runner has
+ * read them all (their children find no payload and end), it is asked
+ * again. */
+static bool runner_stalled(lcd_t *lcd)
+{
+	if (!__atomic_load_n(&lcd->runner_stalled, __ATOMIC_SEQ_CST))
+		return false;
+	int queued = 0;
+	if (ioctl(lcd->runner_fd, SIOCOUTQ, &queued) == 0 && queued > 0)
+		return true;
+	if (__atomic_exchange_n(&lcd->runner_stalled, false, __ATOMIC_SEQ_CST))
+		lcd_log("the runner (pid %d) reads its requests again", (int)lcd->runner_pid);
+	return false;
+}
+
 /* Hand a request to a child of the runner.  1: taken, *ch the request's
  * socket, to read the answer from; -1: taken, but the payload could not
  * go (*err; the child does nothing); 0: not taken, the caller does it
@@ -412,7 +435,7 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 {
 	int ch[2];
 	if (lcd->runner_fd < 0 || __atomic_load_n(&lcd->runner_gone, __ATOMIC_SEQ_CST) || !payload ||
-	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
+	    runner_stalled(lcd) || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
 		return 0;
 	struct request rq = { .kind = kind, .nice = nice > 19 ? 19 : nice };
 	int fds[MAXFDS] = { ch[1] }, given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
@@ -426,10 +449,20 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 	int send_errno = errno;
 	close(ch[1]);
 	/* No word from the request's process: the runner did not take it
-	 * (gone, or no fork); nothing was done, the caller does it. */
+	 * (gone, no fork, or not in RUNNER_ACK_MS); nothing was done, the
+	 * caller does it.  A child that comes later finds this end closed
+	 * before any payload and does nothing either. */
 	char ack;
-	if (sent < 0 || read(ch[0], &ack, 1) != 1) {
+	struct pollfd p = { ch[0], POLLIN, 0 };
+	int ready = 0;
+	if (sent == 0)
+		while ((ready = poll(&p, 1, RUNNER_ACK_MS)) < 0 && errno == EINTR)
+			;
+	if (sent < 0 || ready <= 0 || read(ch[0], &ack, 1) != 1) {
 		close(ch[0]);
+		if (sent == 0 && ready == 0 && !__atomic_exchange_n(&lcd->runner_stalled, true, __ATOMIC_SEQ_CST))
+			lcd_log("the runner (pid %d) took no request in %d s: sandboxes are made from lcd itself until it "
+				"reads its queue", (int)lcd->runner_pid, RUNNER_ACK_MS / 1000);
 		if (sent == 0 || send_errno == EPIPE || send_errno == ECONNRESET || send_errno == ECONNREFUSED)
 			runner_check(lcd);
 		return 0;

@@ -307,6 +307,42 @@ count_fn() { # FN [STATE]
 	"$LCCTL" sandbox rm "$sb"
 }
 
+@test "lcd: a stopped runner holds nothing up: lcd makes the calls itself until it reads its queue again; nothing runs twice" {
+	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
+	sb=$("$LCCTL" sandbox create)
+	kill -STOP "$runner"
+	# the first call waits for the runner's word (3 s), then lcd makes it;
+	# the next ones find the runner's queue unread and do not wait
+	# (a bound on each, so that a runner waited for fails the test)
+	for _ in 1 2 3; do timeout 30 "$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count'; done
+	run timeout 30 "$LCCTL" run demo:hello '{"who": "stalled"}'
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq -r .args.who)" = stalled ]
+	grep -q "the runner (pid $runner) took no request in 3 s: sandboxes are made from lcd itself until it reads its queue" \
+		"$T/lcd.log"
+	[ "$(grep -c 'took no request' "$T/lcd.log")" -eq 1 ]
+	kill -CONT "$runner"
+	# the request it finds queued has no one to answer: it runs nothing
+	calls=3
+	for _ in $(seq 50); do
+		"$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count'
+		calls=$((calls + 1))
+		grep -q "the runner (pid $runner) reads its requests again" "$T/lcd.log" && break
+		sleep 0.1
+	done
+	grep -q "the runner (pid $runner) reads its requests again" "$T/lcd.log"
+	# and the calls after are the runner's again (an lcd-exec of its own)
+	"$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count; exec sleep 2.5' &
+	bg=$!
+	calls=$((calls + 1))
+	for _ in $(seq 50); do [ -n "$(pgrep -f '^sleep 2.5$')" ] && break; sleep 0.1; done
+	[ -n "$(pgrep -f '^sleep 2.5$')" ]
+	[ -n "$(pgrep -P "$runner" -x lcd-exec)" ]
+	wait "$bg"
+	[ "$("$LCCTL" sandbox exec "$sb" -- sh -c 'wc -l </tmp/count')" -eq "$calls" ]
+	"$LCCTL" sandbox rm "$sb"
+}
+
 @test "lcd: schedules fire at their cron time by the test clock, catch up after a restart, pause" {
 	stop_lcd
 	CLOCK="$T/clock"
