@@ -472,6 +472,14 @@ static int reachable(const char *id_or_name, char **id, lc_spec_t **spec, lc_err
 	return pidfd;
 }
 
+/* reachable, for an absolute path in the sandbox. */
+static int reachable_path(const char *id_or_name, const char *path, char **id, lc_spec_t **spec, lc_error_t **err)
+{
+	if (!path || path[0] != '/')
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
+	return reachable(id_or_name, id, spec, err);
+}
+
 /* Fork a child that keeps only the fds in keep (plus 0-2), has joined the
  * sandbox's user and mount namespaces and is its root.  0 in the child,
  * the pid in the parent, -1 on error (in the child: reported on es). */
@@ -550,10 +558,8 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
 {
 	_cleanup_free_ char *id = NULL;
 	lc_spec_t *spec = NULL;
-	if (!path || path[0] != '/')
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
 	bool wr = (flags & O_ACCMODE) == O_WRONLY;
-	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	_cleanup_close_ int pidfd = reachable_path(id_or_name, path, &id, &spec, err);
 	if (pidfd < 0)
 		return -1;
 	int es[2];
@@ -601,9 +607,7 @@ int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flag
 {
 	_cleanup_free_ char *id = NULL;
 	lc_spec_t *spec = NULL;
-	if (!path || path[0] != '/')
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
-	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	_cleanup_close_ int pidfd = reachable_path(id_or_name, path, &id, &spec, err);
 	if (pidfd < 0)
 		return -1;
 	lc_error_t *e = NULL;
@@ -637,9 +641,7 @@ int lc_sandbox_tar_start(const char *id_or_name, const char *path, bool in, int 
 	_cleanup_free_ char *id = NULL;
 	lc_spec_t *spec = NULL;
 	*fd = -1;
-	if (!path || path[0] != '/')
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "%s: the path in the sandbox must be absolute", path ? path : "");
-	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &spec, err);
+	_cleanup_close_ int pidfd = reachable_path(id_or_name, path, &id, &spec, err);
 	if (pidfd < 0)
 		return -1;
 	int es[2], pfd[2];
