@@ -279,6 +279,14 @@ static int consume(int fd, const target_t *t, bool in_sandbox, uid_t uid, gid_t 
 		ar_fail(w, t->dir, LC_EXIT_RUNTIME, err);
 		goto out;
 	}
+	/* What follows the archive's end (the rest of the last record: tar
+	 * pads the stream to 10 KiB) is read too: the writer would otherwise
+	 * find the pipe closed on its last bytes, if they came after this
+	 * end, and take a copy that completed for a failed one. */
+	char rest[4096];
+	ssize_t n;
+	while ((n = read(fd, rest, sizeof(rest))) > 0 || (n < 0 && errno == EINTR))
+		;
 	r = 0;
 out:
 	archive_read_free(rd);
