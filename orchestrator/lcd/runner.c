@@ -52,12 +52,11 @@
 #define MAXFDS 5            /* the request's socket, stdio, exec's cancel_fd */
 #define RUNNER_ACK_MS 3000  /* a child silent this long: the runner takes nothing */
 
-/* The child's answer: as lc_run left res and err (an open file's stat
- * in st, its fd with the answer's first bytes). */
+/* The child's answer: as lc_run left res and err (an open file's fd, or
+ * a tar stream's, with the answer's first bytes). */
 struct answer {
 	int ran; /* lc_run's return */
 	lc_result_t res;
-	struct stat st;
 	int exit_code, errnum;
 	char msg[4096];
 };
@@ -68,7 +67,8 @@ union ctl {
 	struct cmsghdr align;
 };
 
-static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
+/* sendmsg of buf with the n fds: what it sent, or -1. */
+static ssize_t send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags)
 {
 	union ctl ctl;
 	memset(&ctl, 0, sizeof(ctl));
@@ -80,10 +80,22 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, size_
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	if (!n)
+		mh.msg_control = NULL, mh.msg_controllen = 0;
 	ssize_t r;
-	while ((r = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((r = sendmsg(sock, &mh, MSG_NOSIGNAL | flags)) < 0 && errno == EINTR)
 		;
-	return r == (ssize_t)len ? 0 : -1;
+	return r;
+}
+
+/* send_fds of all of buf on a stream socket (what sendmsg left, written
+ * after it): 0, or -1. */
+static int send_all_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
+{
+	ssize_t r = send_fds(sock, buf, len, fds, n, 0);
+	if (r < 0)
+		return -1;
+	return (size_t)r == len ? 0 : lc_write_all(sock, (const char *)buf + r, len - (size_t)r) < 0 ? -1 : 0;
 }
 
 /* One request: its header and up to MAXFDS fds (-1 where fewer came).  0:
@@ -201,25 +213,44 @@ static void answer(int ch, struct answer *a, lc_error_t *err, int fd)
 		snprintf(a->msg, sizeof(a->msg), "%s", err->msg ? err->msg : "failed");
 	}
 	lc_error_free(err);
-	if (fd >= 0) {
-		(void)send_fds(ch, a, sizeof(*a), &fd, 1);
+	(void)send_all_fds(ch, a, sizeof(*a), &fd, fd >= 0);
+	if (fd >= 0)
 		close(fd);
-		return;
-	}
-	size_t off = 0;
-	while (off < sizeof(*a)) {
-		ssize_t w = write(ch, (char *)a + off, sizeof(*a) - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
 }
 
 static const char *jstr(json_t *j, const char *k)
 {
 	return json_string_value(json_object_get(j, k));
+}
+
+/* A path goes as hex: a file's name need not be UTF-8, JSON's strings
+ * must be (a request that cannot be written is one lcd would make
+ * itself). */
+static char *hex_of(const char *s)
+{
+	size_t n = strlen(s);
+	char *h = lc_xmalloc0(2 * n + 1);
+	for (size_t i = 0; i < n; i++)
+		snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
+	return h;
+}
+
+static char *unhex(const char *h)
+{
+	size_t n = h ? strlen(h) : 1;
+	if (n % 2)
+		return NULL;
+	char *s = lc_xmalloc0(n / 2 + 1);
+	for (size_t i = 0; i < n / 2; i++) {
+		static const char digits[] = "0123456789abcdef";
+		const char *hi = memchr(digits, h[2 * i], 16), *lo = memchr(digits, h[2 * i + 1], 16);
+		if (!hi || !lo || (hi == digits && lo == digits)) {
+			free(s);
+			return NULL;
+		}
+		s[i] = (char)((hi - digits) << 4 | (lo - digits));
+	}
+	return s;
 }
 
 /* A file request (j: id, path, write and mode, or in for a tar stream):
@@ -234,14 +265,15 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 {
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	lc_error_t *err = NULL;
-	const char *id = jstr(j, "id"), *path = jstr(j, "path");
+	const char *id = jstr(j, "id");
+	_cleanup_free_ char *path = unhex(jstr(j, "path"));
 	int fd = -1;
 	lc_tar_job_t *job = NULL;
 	if (!id || !path)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (kind == OPEN)
 		a.ran = fd = lc_sandbox_open_file_here(id, path, jbool(j, "write") ? O_WRONLY : O_RDONLY,
-						       (mode_t)json_integer_value(json_object_get(j, "mode")), &a.st, &err);
+						       (mode_t)json_integer_value(json_object_get(j, "mode")), NULL, &err);
 	else
 		a.ran = lc_sandbox_tar_start(id, path, jbool(j, "in"), &fd, &job, &err);
 	if (a.ran > 0)
@@ -260,22 +292,33 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 }
 
 /* The request's own process: read the spec, run it (or create the
- * sandbox: its id comes back in res.id; or exec in one), answer, go.
- * fds: stdio 0-2 and exec's cancel_fd, -1 where none came. */
-static _Noreturn void task_child(int ch, const struct request *rq, const int *fds, pid_t lcd_pid)
+ * sandbox: its id comes back in res.id; or exec in one), answer, go. */
+static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid)
 {
 	signal(SIGCHLD, SIG_DFL); /* the runner's SIG_IGN would reap lc_run's children */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start", "lcd-open", "lcd-tar" };
 	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= TAR ? rq->kind : RUN], 0, 0, 0);
-	(void)setpriority(PRIO_PROCESS, 0, rq->nice);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	uint32_t len = 0;
 	_cleanup_free_ char *text = NULL;
 	lc_error_t *err = NULL;
 	/* The word that this process exists: until it comes, lcd may still
-	 * make the call itself (the runner died with the request). */
-	if (write(ch, "A", 1) != 1 || read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX ||
+	 * make the call itself (the runner died with the request, or took
+	 * nothing in RUNNER_ACK_MS).  At the runner's priority: a task's
+	 * lower one could keep it from coming in time. */
+	if (write(ch, "A", 1) != 1)
+		_exit(1);
+	(void)setpriority(PRIO_PROCESS, 0, rq->nice);
+	/* The command's stdio and exec's cancel_fd (fds: -1 where none came)
+	 * come with the length of the text: never queued at the runner,
+	 * where a request lcd made itself would leave a copy of them. */
+	int got[MAXFDS], fds[4] = { -1, -1, -1, -1 };
+	ssize_t r = recv_fds(ch, &len, sizeof(len), got);
+	for (int i = 0, k = 0; i < 4; i++)
+		if (rq->fds & (1u << i))
+			fds[i] = got[k++];
+	if (r <= 0 || read_full(ch, (char *)&len + r, sizeof(len) - (size_t)r) < 0 || len > SPEC_MAX ||
 	    !(text = malloc((size_t)len + 1)) || read_full(ch, text, len) < 0)
 		_exit(1); /* the caller has gone, or sent nothing whole: nobody to answer */
 	text[len] = '\0';
@@ -335,14 +378,13 @@ static _Noreturn void runner_main(int sock, pid_t lcd_pid)
 		if (r == 0 || (r < 0 && errno != EINTR && errno != ENOMEM && errno != ENOBUFS))
 			_exit(0); /* lcd has gone */
 		if (r == (ssize_t)sizeof(rq) && fds[0] >= 0) {
-			int given[4] = { -1, -1, -1, -1 };
-			for (int i = 0, k = 1; i < 4; i++)
-				if (rq.fds & (1u << i))
-					given[i] = k < MAXFDS ? fds[k++] : -1;
 			pid_t pid = fork();
 			if (pid == 0) {
 				close(sock);
-				task_child(fds[0], &rq, given, lcd_pid);
+				for (int i = 1; i < MAXFDS; i++)
+					if (fds[i] >= 0)
+						close(fds[i]);
+				task_child(fds[0], &rq, lcd_pid);
 			}
 			/* pid < 0: the worker reads an end without an answer */
 		}
@@ -438,14 +480,15 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 	    runner_stalled(lcd) || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
 		return 0;
 	struct request rq = { .kind = kind, .nice = nice > 19 ? 19 : nice };
-	int fds[MAXFDS] = { ch[1] }, given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
-	size_t n = 1;
+	int fds[4], given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
+	size_t n = 0;
 	for (int i = 0; i < 4; i++)
 		if (given[i] >= 0) {
 			rq.fds |= 1u << i;
 			fds[n++] = given[i];
 		}
-	int sent = send_fds(lcd->runner_fd, &rq, sizeof(rq), fds, n);
+	/* Never blocking: a runner that reads nothing fills its socket. */
+	int sent = send_fds(lcd->runner_fd, &rq, sizeof(rq), &ch[1], 1, MSG_DONTWAIT) == (ssize_t)sizeof(rq) ? 0 : -1;
 	int send_errno = errno;
 	close(ch[1]);
 	/* No word from the request's process: the runner did not take it
@@ -460,7 +503,9 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 			;
 	if (sent < 0 || ready <= 0 || read(ch[0], &ack, 1) != 1) {
 		close(ch[0]);
-		if (sent == 0 && ready == 0 && !__atomic_exchange_n(&lcd->runner_stalled, true, __ATOMIC_SEQ_CST))
+		bool full = sent < 0 && (send_errno == EAGAIN || send_errno == EWOULDBLOCK);
+		if (((sent == 0 && ready == 0) || full) &&
+		    !__atomic_exchange_n(&lcd->runner_stalled, true, __ATOMIC_SEQ_CST))
 			lcd_log("the runner (pid %d) took no request in %d s: sandboxes are made from lcd itself until it "
 				"reads its queue", (int)lcd->runner_pid, RUNNER_ACK_MS / 1000);
 		if (sent == 0 || send_errno == EPIPE || send_errno == ECONNRESET || send_errno == ECONNREFUSED)
@@ -471,7 +516,7 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 	size_t len = text ? strlen(text) : 0;
 	uint32_t len32 = (uint32_t)len;
 	int wrote = !text || len > SPEC_MAX ? -1 : 0;
-	if (wrote == 0 && (lc_write_all(ch[0], &len32, sizeof(len32)) < 0 || lc_write_all(ch[0], text, len) < 0))
+	if (wrote == 0 && (send_all_fds(ch[0], &len32, sizeof(len32), fds, n) < 0 || lc_write_all(ch[0], text, len) < 0))
 		wrote = errno;
 	if (text) {
 		explicit_bzero(text, len);
@@ -488,7 +533,7 @@ static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int 
 
 /* The child's answer on ch: 0 or -1 in *rc (its error in *err), the fd
  * that came with it in *fd (if fd; -1: none). */
-static void read_answer(int ch, lc_result_t *res, struct stat *st, int *fd, int *rc, lc_error_t **err)
+static void read_answer(int ch, lc_result_t *res, int *fd, int *rc, lc_error_t **err)
 {
 	struct answer *a = lc_xmalloc0(sizeof(*a));
 	int got[MAXFDS];
@@ -507,8 +552,6 @@ static void read_answer(int ch, lc_result_t *res, struct stat *st, int *fd, int 
 	} else {
 		if (res)
 			*res = a->res;
-		if (st)
-			*st = a->st;
 		*rc = a->ran;
 	}
 	if (*rc < 0 && fd && *fd >= 0) {
@@ -529,7 +572,7 @@ static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[
 		*rc = -1;
 		return -h;
 	}
-	read_answer(ch, res, NULL, NULL, rc, err);
+	read_answer(ch, res, NULL, rc, err);
 	close(ch);
 	return 1;
 }
@@ -589,7 +632,8 @@ int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags
 {
 	const int none[3] = { -1, -1, -1 };
 	bool wr = (flags & O_ACCMODE) == O_WRONLY;
-	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:i}", "id", id, "path", path, "write", wr, "mode",
+	_cleanup_free_ char *hex = hex_of(path ? path : "");
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:i}", "id", id, "path", hex, "write", wr, "mode",
 					     (int)mode);
 	int ch = -1, rc, fd = -1;
 	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, none, -1, &ch, err);
@@ -597,13 +641,17 @@ int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags
 		return -1;
 	if (h == 0)
 		return lc_sandbox_open_file(id, path, flags, mode, st, err);
-	struct stat mine;
-	read_answer(ch, NULL, &mine, &fd, &rc, err);
+	read_answer(ch, NULL, &fd, &rc, err);
 	close(ch);
-	if (rc == 0 && fd < 0)
+	/* What the file is, as lcd sees it (not a stat made in the sandbox) */
+	struct stat mine;
+	if (rc == 0 && (fd < 0 || fstat(fd, &mine) < 0 || !S_ISREG(mine.st_mode)))
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
-	if (rc < 0)
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
+	}
 	if (st)
 		*st = mine;
 	return fd;
@@ -620,7 +668,8 @@ int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, 
 			 lc_error_t **err)
 {
 	const int none[3] = { -1, -1, -1 };
-	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b}", "id", id, "path", path, "in", in);
+	_cleanup_free_ char *hex = hex_of(path ? path : "");
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b}", "id", id, "path", hex, "in", in);
 	int ch = -1, rc;
 	*fd = -1;
 	*out = NULL;
@@ -637,7 +686,7 @@ int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, 
 		*out = t;
 		return 0;
 	}
-	read_answer(ch, NULL, NULL, fd, &rc, err);
+	read_answer(ch, NULL, fd, &rc, err);
 	if (rc == 0 && *fd < 0)
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot start a tar stream of %s", id, path);
 	if (rc < 0) {
@@ -662,7 +711,7 @@ int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 		if (write(t->ch, &how, 1) != 1)
 			rc = lc_error_set(err, LC_EXIT_RUNTIME, errno, "lcd's runner process ended before the tar stream's end");
 		else
-			read_answer(t->ch, NULL, NULL, NULL, &rc, abort ? NULL : err);
+			read_answer(t->ch, NULL, NULL, &rc, abort ? NULL : err);
 		close(t->ch);
 	}
 	free(t);

@@ -493,6 +493,7 @@ static int reachable_path(const char *id_or_name, const char *path, char **id, l
  * the pid in the parent, -1 on error (in the child: reported on es). */
 static pid_t fork_into(int pidfd, int es, const int *keep, size_t nkeep, lc_error_t **err)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
@@ -510,6 +511,10 @@ static pid_t fork_into(int pidfd, int es, const int *keep, size_t nkeep, lc_erro
 		lc_msg_send_error(es, e);
 		_exit(1);
 	}
+	/* Joining changed the credentials, which cleared the death signal. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent)
+		_exit(1);
 	close(pidfd);
 	umask(022);
 	return 0;
@@ -620,8 +625,12 @@ int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flag
 		return -1;
 	lc_error_t *e = NULL;
 	struct stat sb;
-	int fd = -1;
+	int fd = -1, pdeath = 0;
+	(void)prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0);
 	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) == 0) {
+		/* as in fork_into: the caller's death signal, cleared by joining */
+		if (pdeath)
+			(void)prctl(PR_SET_PDEATHSIG, pdeath, 0, 0, 0);
 		umask(022);
 		fd = open_in_sandbox(path, (flags & O_ACCMODE) == O_WRONLY, mode, spec, &sb, &e);
 	}

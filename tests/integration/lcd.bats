@@ -309,15 +309,28 @@ count_fn() { # FN [STATE]
 
 @test "lcd: a stopped runner holds nothing up: lcd makes the calls itself until it reads its queue again; nothing runs twice" {
 	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
+	# what waits unread on the runner's socket (ss: Recv-Q of its end)
+	queued() { ss -xpH | awk -v p="pid=$runner," 'index($0, p) {print $3}'; }
+	[ "$(queued)" = 0 ]
 	sb=$("$LCCTL" sandbox create)
 	kill -STOP "$runner"
-	# the first call waits for the runner's word (3 s), then lcd makes it;
-	# the next ones find the runner's queue unread and do not wait
-	# (a bound on each, so that a runner waited for fails the test)
-	for _ in 1 2 3; do timeout 30 "$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count'; done
+	# the first call waits for the runner's word (3 s), then lcd makes it
+	# (bounded, so that a call that waits for ever fails the test instead
+	# of hanging it)
+	timeout 30 "$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count'
+	one=$(queued)
+	[ "$one" -gt 0 ]
+	# the next ones find that request unread and never queue theirs: an
+	# exec, a task, a file in and out
+	for _ in 2 3; do timeout 30 "$LCCTL" sandbox exec "$sb" -- sh -c 'echo x >>/tmp/count'; done
 	run timeout 30 "$LCCTL" run demo:hello '{"who": "stalled"}'
 	[ "$status" -eq 0 ]
 	[ "$(echo "$output" | jq -r .args.who)" = stalled ]
+	echo stalled-copy >"$T/stalled.txt"
+	timeout 30 "$LCCTL" sandbox cp "$T/stalled.txt" "$sb:/tmp/stalled.txt"
+	timeout 30 "$LCCTL" sandbox cp "$sb:/tmp/stalled.txt" "$T/stalled.back"
+	[ "$(cat "$T/stalled.back")" = stalled-copy ]
+	[ "$(queued)" = "$one" ]
 	grep -q "the runner (pid $runner) took no request in 3 s: sandboxes are made from lcd itself until it reads its queue" \
 		"$T/lcd.log"
 	[ "$(grep -c 'took no request' "$T/lcd.log")" -eq 1 ]
