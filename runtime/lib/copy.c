@@ -294,6 +294,20 @@ out:
 	return r;
 }
 
+/* In a child of parent's: join the sandbox of pidfd (its user and mount
+ * namespaces, as its root).  Joining changes the credentials, which
+ * clears the death signal: set again, and the parent checked after. */
+static int join_for_copy(int pidfd, pid_t parent, lc_error_t **e)
+{
+	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, e) < 0)
+		return -1;
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != parent)
+		_exit(1);
+	umask(022);
+	return 0;
+}
+
 int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 {
 	endpoint_t src, dst;
@@ -351,13 +365,13 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 		goto out;
 	}
 	void (*oldpipe)(int) = signal(SIGPIPE, SIG_IGN);
+	pid_t me = getpid();
 	child = fork();
 	if (child == 0) {
 		lc_error_t *e = NULL;
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 		close(es[0]);
-		if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) == 0) {
-			umask(022);
+		if (join_for_copy(pidfd, me, &e) == 0) {
 			if (into) {
 				close(pfd[1]);
 				_cleanup_free_ char *hdir = NULL, *hbase = NULL;
@@ -507,16 +521,11 @@ static pid_t fork_into(int pidfd, int es, const int *keep, size_t nkeep, lc_erro
 		k[n++] = keep[i];
 	lc_close_fds_except(k, n);
 	lc_error_t *e = NULL;
-	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) < 0) {
+	if (join_for_copy(pidfd, parent, &e) < 0) {
 		lc_msg_send_error(es, e);
 		_exit(1);
 	}
-	/* Joining changed the credentials, which cleared the death signal. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != parent)
-		_exit(1);
 	close(pidfd);
-	umask(022);
 	return 0;
 }
 
