@@ -81,6 +81,50 @@ unsigned api_status_of(int exit_code)
 	}
 }
 
+/* The length of the valid UTF-8 sequence at p, 0 if there is none. */
+static size_t utf8_len(const unsigned char *p)
+{
+	unsigned c = p[0], min;
+	size_t n;
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xe0) == 0xc0)
+		n = 2, min = 0x80, c &= 0x1f;
+	else if ((c & 0xf0) == 0xe0)
+		n = 3, min = 0x800, c &= 0x0f;
+	else if ((c & 0xf8) == 0xf0)
+		n = 4, min = 0x10000, c &= 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	return c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) ? 0 : n;
+}
+
+json_t *api_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j || !s)
+		return j;
+	size_t len = strlen(s), o = 0;
+	char *t = lc_xmalloc0(4 * len + 1);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = utf8_len(p);
+		if (n) {
+			memcpy(t + o, p, n);
+			o += n, p += n;
+		} else {
+			o += (size_t)sprintf(t + o, "\\x%02x", *p++);
+		}
+	}
+	j = json_string(t);
+	free(t);
+	return j;
+}
+
 enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
 {
 	va_list ap;
@@ -89,7 +133,7 @@ enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int e
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;
 	va_end(ap);
-	json_t *b = json_pack("{s:s, s:i}", "error", msg ? msg : "error", "exit_code", exit_code);
+	json_t *b = json_pack("{s:o, s:i}", "error", api_text(msg ? msg : "error"), "exit_code", exit_code);
 	free(msg);
 	return api_reply(c, status, b);
 }

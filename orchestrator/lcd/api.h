@@ -37,6 +37,9 @@ typedef struct {
 } call_t;
 
 enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body);
+/* s as a JSON string; bytes that are not UTF-8 (a file's name may hold
+ * such) written as \xNN, where json_string would give nothing at all. */
+json_t *api_text(const char *s);
 enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* The error's status from its exit code (api_status_of), then freed. */

@@ -311,7 +311,7 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
 		return api_fail_err(c, e);
 	}
 	lcd_log("sandbox %s: %llu bytes written to %s", u->id, u->bytes, u->path);
-	return api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:s, s:I}", "id", u->id, "path", u->path, "bytes",
+	return api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:o, s:I}", "id", u->id, "path", api_text(u->path), "bytes",
 						   (json_int_t)u->bytes));
 }
 

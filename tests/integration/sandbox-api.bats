@@ -292,6 +292,22 @@ two" ]
 	done
 	run "$LCCTL" sandbox exec "$id" -- test -e /etc/evil
 	[ "$status" -eq 1 ]
+	# a name with a space and an accent, and one that is not UTF-8: as
+	# they are, both ways
+	for enc in '%C3%A9t%C3%A9%20x' '%FF%FEraw'; do
+		run curl -s --unix-socket "$LCD_SOCKET" -X PUT --data-binary "body-$enc" -w '\n%{http_code}\n' \
+			"http://lcd/v1/sandboxes/$id/files?path=/tmp/$enc"
+		[ "${lines[1]}" = 200 ]
+		[ "$(curl -s --unix-socket "$LCD_SOCKET" "http://lcd/v1/sandboxes/$id/files?path=/tmp/$enc")" = "body-$enc" ]
+	done
+	"$LCCTL" sandbox exec "$id" -- test -f "/tmp/été x"
+	"$LCCTL" sandbox exec "$id" -- sh -c 'test -f "$(printf "/tmp/\377\376raw")"'
+	# the answers name such a path with its other bytes as \xNN
+	r=$(curl -s --unix-socket "$LCD_SOCKET" -X PUT --data-binary x "http://lcd/v1/sandboxes/$id/files?path=/tmp/%FFa")
+	[ "$(echo "$r" | jq -r .path)" = '/tmp/\xffa' ]
+	run api GET "/sandboxes/$id/files?path=/no/%FFa"
+	[ "${lines[1]}" = 404 ]
+	[[ "$(echo "${lines[0]}" | jq -r .error)" == *'/no/\xffa'* ]]
 	# a missing file, a missing parent, a directory without tar=1
 	run api GET "/sandboxes/$id/files?path=/no/such/file"
 	[ "${lines[1]}" = 404 ]
