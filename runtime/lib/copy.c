@@ -296,14 +296,20 @@ out:
 
 /* In a child of parent's: join the sandbox of pidfd (its user and mount
  * namespaces, as its root).  Joining changes the credentials, which
- * clears the death signal: set again, and the parent checked after. */
+ * clears the death signal: the one it had is set again, and if the
+ * parent went meanwhile, this process ends as that signal would have
+ * ended it. */
 static int join_for_copy(int pidfd, pid_t parent, lc_error_t **e)
 {
+	int pdeath = 0;
+	(void)prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0);
 	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, e) < 0)
 		return -1;
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != parent)
-		_exit(1);
+	if (pdeath) {
+		(void)prctl(PR_SET_PDEATHSIG, pdeath, 0, 0, 0);
+		if (getppid() != parent)
+			_exit(1);
+	}
 	umask(022);
 	return 0;
 }
@@ -634,15 +640,9 @@ int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flag
 		return -1;
 	lc_error_t *e = NULL;
 	struct stat sb;
-	int fd = -1, pdeath = 0;
-	(void)prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0);
-	if (lc_enter_sandbox(pidfd, CLONE_NEWUSER | CLONE_NEWNS, &e) == 0) {
-		/* as in fork_into: the caller's death signal, cleared by joining */
-		if (pdeath)
-			(void)prctl(PR_SET_PDEATHSIG, pdeath, 0, 0, 0);
-		umask(022);
+	int fd = -1;
+	if (join_for_copy(pidfd, getppid(), &e) == 0)
 		fd = open_in_sandbox(path, (flags & O_ACCMODE) == O_WRONLY, mode, spec, &sb, &e);
-	}
 	lc_spec_free(spec);
 	if (fd < 0) {
 		lc_error_wrap(&e, "in sandbox %s", id);
