@@ -71,17 +71,18 @@ union ctl {
 static ssize_t send_fds(int sock, const void *buf, size_t len, const int *fds, size_t n, int flags)
 {
 	union ctl ctl;
-	memset(&ctl, 0, sizeof(ctl));
 	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-	memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-	if (!n)
-		mh.msg_control = NULL, mh.msg_controllen = 0;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (n) {
+		memset(&ctl, 0, sizeof(ctl));
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
+	}
 	ssize_t r;
 	while ((r = sendmsg(sock, &mh, MSG_NOSIGNAL | flags)) < 0 && errno == EINTR)
 		;
@@ -175,13 +176,18 @@ static bool jbool(json_t *j, const char *k)
 	return json_is_true(json_object_get(j, k));
 }
 
+static const char *jstr(json_t *j, const char *k)
+{
+	return json_string_value(json_object_get(j, k));
+}
+
 /* The exec a request describes (j is wiped before it runs); 0, or -1
  * with *err. */
 static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_t **err)
 {
-	const char *v = json_string_value(json_object_get(j, "id"));
+	const char *v = jstr(j, "id");
 	_cleanup_free_ char *id = v ? strdup(v) : NULL;
-	v = json_string_value(json_object_get(j, "workdir"));
+	v = jstr(j, "workdir");
 	_cleanup_free_ char *workdir = v ? strdup(v) : NULL;
 	lc_exec_opts_t o = { .argv = lc_json_to_strv(json_object_get(j, "argv")),
 			     .env = lc_json_to_strv(json_object_get(j, "env")),
@@ -218,11 +224,6 @@ static void answer(int ch, struct answer *a, lc_error_t *err, int fd)
 		close(fd);
 }
 
-static const char *jstr(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
-
 /* A path goes as hex: a file's name need not be UTF-8, JSON's strings
  * must be (a request that cannot be written is one lcd would make
  * itself). */
@@ -230,8 +231,7 @@ static char *hex_of(const char *s)
 {
 	size_t n = strlen(s);
 	char *h = lc_xmalloc0(2 * n + 1);
-	for (size_t i = 0; i < n; i++)
-		snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
+	lc_hex(s, n, h);
 	return h;
 }
 
@@ -331,8 +331,8 @@ static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid
 		file_child(ch, rq->kind, j);
 	if (rq->kind == EXEC && j) {
 		a.ran = exec_from_json(j, fds, &a.res, &err);
-	} else if (rq->kind == START && json_is_string(json_object_get(j, "id"))) {
-		a.ran = lc_sandbox_start(json_string_value(json_object_get(j, "id")), &err);
+	} else if (rq->kind == START && jstr(j, "id")) {
+		a.ran = lc_sandbox_start(jstr(j, "id"), &err);
 	} else if (spec) {
 		for (int i = 0; i < 3; i++)
 			spec->stdio[i] = fds[i];
@@ -431,6 +431,9 @@ int lcd_runner_start(lcd_t *lcd, lc_error_t **err)
 	lcd->runner_pid = pid;
 	return 0;
 }
+
+/* A request with no command's stdio (start, a file) */
+static const int no_stdio[3] = { -1, -1, -1 };
 
 /* The calling thread's nice value: what a process it forked would have. */
 static int caller_nice(const lcd_t *lcd)
@@ -620,9 +623,8 @@ int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
 {
 	int rc;
 	lc_result_t res;
-	const int none[3] = { -1, -1, -1 };
 	_cleanup_json_ json_t *j = json_pack("{s:s}", "id", id);
-	if (ask(lcd, START, caller_nice(lcd), j, none, -1, &res, &rc, err))
+	if (ask(lcd, START, caller_nice(lcd), j, no_stdio, -1, &res, &rc, err))
 		return rc;
 	return lc_sandbox_start(id, err);
 }
@@ -630,13 +632,12 @@ int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
 int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags, mode_t mode, struct stat *st,
 			 lc_error_t **err)
 {
-	const int none[3] = { -1, -1, -1 };
 	bool wr = (flags & O_ACCMODE) == O_WRONLY;
 	_cleanup_free_ char *hex = hex_of(path ? path : "");
 	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:i}", "id", id, "path", hex, "write", wr, "mode",
 					     (int)mode);
 	int ch = -1, rc, fd = -1;
-	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, none, -1, &ch, err);
+	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, no_stdio, -1, &ch, err);
 	if (h < 0)
 		return -1;
 	if (h == 0)
@@ -667,13 +668,12 @@ struct lcd_tar {
 int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, int *fd, lcd_tar_t **out,
 			 lc_error_t **err)
 {
-	const int none[3] = { -1, -1, -1 };
 	_cleanup_free_ char *hex = hex_of(path ? path : "");
 	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b}", "id", id, "path", hex, "in", in);
 	int ch = -1, rc;
 	*fd = -1;
 	*out = NULL;
-	int h = hand_over(lcd, TAR, caller_nice(lcd), j, none, -1, &ch, err);
+	int h = hand_over(lcd, TAR, caller_nice(lcd), j, no_stdio, -1, &ch, err);
 	if (h < 0)
 		return -1;
 	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));

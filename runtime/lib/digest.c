@@ -101,10 +101,17 @@ void lc_sha256_final(lc_sha256_t *h, unsigned char out[32])
 	free(h);
 }
 
+void lc_hex(const void *buf, size_t n, char *hex)
+{
+	const unsigned char *b = buf;
+	for (size_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	hex[2 * n] = '\0';
+}
+
 void lc_sha256_hex(const unsigned char md[32], char hex[65])
 {
-	for (int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	lc_hex(md, 32, hex);
 }
 
 /* ---- a fast non-cryptographic hash ---------------------------------------

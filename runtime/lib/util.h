@@ -116,6 +116,8 @@ lc_sha256_t *lc_sha256_new(void);
 void lc_sha256_update(lc_sha256_t *h, const void *buf, size_t len);
 void lc_sha256_final(lc_sha256_t *h, unsigned char out[32]); /* frees h */
 void lc_sha256_hex(const unsigned char md[32], char hex[65]);
+/* The n bytes at buf as lowercase hex, in hex (2n + 1 chars, with the NUL). */
+void lc_hex(const void *buf, size_t n, char *hex);
 /* A fast 64-bit hash (digest.c), not cryptographic: an index for caches
  * that keep their full key and compare it byte for byte on a hit, and a
  * check against torn or damaged files, never an identity. */
