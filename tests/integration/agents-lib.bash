@@ -66,15 +66,13 @@ world_teardown() {
 		done
 	fi
 	stop_lcd
-	for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
-		timeout 30 "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
-	done
-	local f
+	local rc=0 f
+	[ -z "${LCD_SOCKET:-}" ] || lcd_leftovers_remove || rc=1
 	for f in "$BATS_TEST_TMPDIR"/*.pid; do
 		[ -e "$f" ] && dbl_stop "$(basename "$f" .pid)"
 	done
 	dbl_netns_down
 	rm -rf "$LCRUN_ROOT/lcd.db" "$LCRUN_ROOT/lcd.db-wal" "$LCRUN_ROOT/lcd.db-shm" "$LCRUN_ROOT/lcd"
 	[ -n "${T:-}" ] && rm -rf "$T"
-	true
+	return $rc
 }

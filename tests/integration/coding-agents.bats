@@ -257,6 +257,10 @@ setup_file() {
 	mkdir -p "$BATS_TEST_TMPDIR"
 	W=$BATS_TEST_TMPDIR
 	file_world_setup
+	# what the snapshot's world leaves is checked too: nothing of it may
+	# reach the file's tests
+	LCRUN_LIB=$LCRUN_ROOT LCRUN_RUN=$LCRUN_STATE_DIR
+	host_snapshot
 	# SETUP_COMMAND leaves untracked files (__pycache__): they must not
 	# show up in any agent's change
 	if start_world --no-anthropic "SETUP_COMMAND=python3 -m compileall -q ." &&
@@ -266,6 +270,7 @@ setup_file() {
 		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
 	fi
 	world_teardown
+	assert_host_clean
 }
 
 setup() {

@@ -33,10 +33,11 @@ dbx_setup() {
 }
 
 dbx_teardown() {
+	local rc=0
 	stop_lcd
 	if [ -n "${R:-}" ]; then
 		# the boxes outlive lcd by design: remove them, then their disks
-		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
+		lcd_leftovers_remove || rc=1
 		"$LCRUN" gc >/dev/null 2>&1 || true
 		awk -v r="$R/" 'index($5, r) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
 			umount "$m" 2>/dev/null || umount -l "$m"
@@ -47,6 +48,7 @@ dbx_teardown() {
 	rmdir /var/lib/lcrun/tests 2>/dev/null || true
 	[ -z "${T:-}" ] || rm -rf "$T"
 	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	return $rc
 }
 
 need_host_sshd() {

@@ -146,12 +146,17 @@ setup_file() {
 	mkdir -p "$BATS_TEST_TMPDIR"
 	W=$BATS_TEST_TMPDIR
 	file_world_setup
+	# what the snapshot's world leaves is checked too: nothing of it may
+	# reach the file's tests
+	LCRUN_LIB=$LCRUN_ROOT LCRUN_RUN=$LCRUN_STATE_DIR
+	host_snapshot
 	if start_world && out=$("$LCCTL" run coding-agents:snapshot 2>&1); then
 		echo "$out" | jq -c '{image, commit, branch, created, repository, repo_dir}' >"$F/snapshot.json"
 	else
 		echo "the repo-builder failed in setup_file: $out $(tail -5 "$T/lcd.log")" >"$F/snapshot.skip"
 	fi
 	world_teardown
+	assert_host_clean
 }
 
 setup() {

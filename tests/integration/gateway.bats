@@ -33,6 +33,7 @@ setup() {
 }
 
 teardown() {
+	local rc=0
 	stop_lcd
 	local f
 	for f in "$BATS_TEST_TMPDIR"/*.pid; do
@@ -40,12 +41,13 @@ teardown() {
 	done
 	# operator sandboxes outlive lcd by design: remove what a test left
 	if [ -n "${T:-}" ] && [ -d "$T/state" ]; then
-		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
+		lcd_leftovers_remove || rc=1
 		"$LCRUN" gc >/dev/null 2>&1 || true
 	fi
 	dbl_netns_down
 	lcd_teardown
 	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	return $rc
 }
 
 turns() { # the double's script, from stdin, in $W/turns.json

@@ -41,6 +41,32 @@ stop_lcd() {
 	LCD_PID=
 }
 
+# After stop_lcd, what the test's lcd made must go before the host is
+# compared: the sandboxes it made outlive it by design, and a sandbox whose
+# make was under way when lcd stopped is listed (and then removed) only
+# once its monitor has finished making it.  So: remove what `lcrun ps`
+# lists, until no process of this lcd is left (the runner's children and
+# the sandboxes' monitors are forks of lcd: they carry its command line),
+# 30 s at most; then say which are left.
+lcd_leftovers_remove() {
+	local id left=
+	for _ in $(seq 60); do
+		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
+			timeout 30 "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
+		done
+		left=$(lcd_procs)
+		[ -z "$left" ] && return 0
+		sleep 0.5
+	done
+	echo "still running 30 s after lcd stopped and its sandboxes were removed:" >&2
+	echo "$left" >&2
+	return 1
+}
+
+lcd_procs() { # the processes (not zombies) whose command line names $LCD_SOCKET
+	ps -eo pid=,stat=,comm=,args= | awk -v s="--socket $LCD_SOCKET " '$2 !~ /^Z/ && $3 ~ /^(lcd|lcrun)/ && index($0 " ", s)'
+}
+
 start_lcd_tcp() { # NS PORT: lcd also on TCP 127.0.0.1:PORT with the token in $T/token,
 	# inside a network namespace NS of the test's own: nothing leaves it (the
 	# teardown deletes $NS)

@@ -30,16 +30,18 @@ setup() {
 }
 
 teardown() {
+	local rc=0
 	stop_lcd
 	[ -n "${NS:-}" ] && ip netns del "$NS" 2>/dev/null
 	# operator sandboxes outlive lcd by design: remove what a test left
 	if [ -n "${T:-}" ] && [ -d "$T/state" ]; then
-		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
+		lcd_leftovers_remove || rc=1
 		"$LCRUN" gc >/dev/null 2>&1 || true
 	fi
 	lcd_teardown
 	[ -n "${R:-}" ] && rm -rf "$R"
 	rmdir /var/lib/lcrun/tests 2>/dev/null || true
+	return $rc
 }
 
 task_api() { # TOKEN METHOD PATH [BODY]: through the task socket with a task's token

@@ -16,12 +16,14 @@ setup() {
 }
 
 teardown() {
+	local rc=0
 	stop_lcd
 	if [ -n "${T:-}" ] && [ -d "$T/state" ]; then
-		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id'); do "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true; done
+		lcd_leftovers_remove || rc=1
 		"$LCRUN" gc >/dev/null 2>&1 || true
 	fi
 	lcd_teardown
+	return $rc
 }
 
 pool_config() { # IMAGE SIZE
