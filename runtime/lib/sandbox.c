@@ -1005,6 +1005,8 @@ static void remover_start(lc_sb_t *c)
 		 * least (freed memory of the caller's may still hold some). */
 		for (char **e = c->spec->secret_env; e && *e; e++)
 			explicit_bzero(*e, strlen(*e));
+		for (char **e = c->envp; e && *e; e++) /* they are in it too */
+			explicit_bzero(*e, strlen(*e));
 		/* The staging process's goes at once, while the command runs:
 		 * it holds a copy of the host's mounts, which must not stay
 		 * pinned for the sandbox's life. */

@@ -267,9 +267,8 @@ count_fn() { # FN [STATE]
 	sb=$("$LCCTL" task show "$id" | jq -r .sandbox_id)
 	for _ in $(seq 100); do pgrep -f '^sleep 317$' >/dev/null && break; sleep 0.1; done
 	pgrep -f '^sleep 317$' >/dev/null
-	# lcd, the runner and its child for the task, the sandbox.  (Not the
-	# withsecret run's remover: a fork of that run's own process, it may
-	# keep that run's own secret in freed memory while it holds spares.)
+	# lcd, the runner and its child for the task, the sandbox.  (The
+	# withsecret run's remover is detached: the next test reads it.)
 	held=$(procs_holding "$SECRET" "$LCD_PID")
 	echo "$held"
 	# lcd itself holds it (lcd.db's pages): what a fork of lcd would copy
@@ -278,6 +277,25 @@ count_fn() { # FN [STATE]
 	if echo "$held" | grep -q '^unreadable '; then false; fi
 	for p in lcd-runner lcd-task lcrun-init sleep; do echo "$held" | grep -q "^clean [0-9]* $p$"; done
 	"$LCCTL" task cancel "$id"
+}
+
+@test "lcd: what a task's run leaves running once it ended (its remover, the spares' holder) holds none of its secrets" {
+	echo "$SECRET" | "$LCCTL" secret set DEMO_TOKEN
+	run "$LCCTL" run demo:withsecret
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | jq .len)" -eq "${#SECRET}" ]
+	# forks of the run's own process (the runner's child, which read the
+	# secret with the task's spec), detached; one of them stays on as the
+	# holder of the spare network namespaces
+	pids=$(pgrep -x 'lcrun-rm|lcrun-net|lcrun-netspare' || true)
+	echo "left: $pids"
+	[ -n "$pids" ]
+	held=$(procs_holding "$SECRET" $pids)
+	echo "$held"
+	[ -n "$held" ]
+	if echo "$held" | grep -q '^held \|^unreadable '; then false; fi
+	# lcd itself holds it, so the search can find it where it is
+	procs_holding "$SECRET" "$LCD_PID" | grep -q "^held $LCD_PID lcd$"
 }
 
 @test "lcd: tasks and sandboxes are still made when the runner has gone, from lcd itself; the log says so" {
