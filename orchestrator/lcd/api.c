@@ -40,6 +40,7 @@ struct lcd_api {
 	lcd_t *lcd;
 	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
+	unsigned tcp_idle_timeout; /* s: a TCP connection idle or half-sent */
 	struct listener {
 		struct lcd_api *api;
 		enum listener_kind kind;
@@ -727,6 +728,18 @@ static bool is_light(const char *method, const char *url)
 	return slashes == 6 && (!strcmp(verb, "/spawn") || !strcmp(verb, "/spawn_map"));
 }
 
+/* A TCP connection may sit idle (between requests) or half-sent (a
+ * request's headers or body coming slowly) for tcp_idle_timeout at most:
+ * a peer that opens connections and sends nothing holds no thread for
+ * long.  Once a request is whole, lcd's work on it and its answer take
+ * what they take (a task run, an exec that prints nothing for a while, a
+ * devbox's SSH session): no timeout until the request is done. */
+static void working(struct listener *l, struct MHD_Connection *c)
+{
+	if (l->kind == L_TCP)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			       const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
@@ -760,12 +773,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			*upload_size = 0;
 			return MHD_YES;
 		}
+		working(l, c);
 		return lcd_upload_end(c, rq->upload);
 	}
 	if (*upload_size) {
 		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, lcd->max_body);
 		return MHD_YES;
 	}
+	working(l, c);
 	if (rq->too_big)
 		return api_fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID, "request body too large (limit %zu bytes)",
 				   lcd->max_body);
@@ -805,6 +820,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	struct listener *l = cls;
+	if (l->kind == L_TCP) /* the wait for the next request: idle again */
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, l->api->tcp_idle_timeout);
 	lcd_req_t *rq = *con_cls;
 	if (rq) {
 		if (rq->on_done)
@@ -816,7 +834,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 	}
 }
 
-static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct sockaddr *sa, bool v6)
+static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct sockaddr *sa, bool v6, unsigned per_ip)
 {
 	/* upgrade: a devbox's ssh connection (api_devbox.c) */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_UPGRADE;
@@ -825,13 +843,15 @@ static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct 
 	/* Its listening thread, and so every connection thread it makes,
 	 * inherits this thread's nice value: raised while it is created. */
 	thread_nice(l->api->lcd->nice - API_NICE_RAISE);
-	struct MHD_Daemon *d;
-	if (fd >= 0)
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_LISTEN_SOCKET, fd,
-				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
-	else
-		d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, sa,
-				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	struct MHD_OptionItem opts[] = {
+		{ fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR, fd, (void *)sa },
+		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, l },
+		/* TCP only: the unix sockets are the operator's and the tasks' */
+		{ sa ? MHD_OPTION_CONNECTION_TIMEOUT : MHD_OPTION_END, l->api->tcp_idle_timeout, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	thread_nice(l->api->lcd->nice);
 	return d;
 }
@@ -872,21 +892,22 @@ struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t 
 	return ai;
 }
 
-int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
-		  lc_error_t **err)
+int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const lcd_tcp_cfg_t *tcp, lcd_api_t **out, lc_error_t **err)
 {
+	const char *tcp_addr = tcp->addr, *token = tcp->token;
 	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
 	api->lcd = lcd;
 	api->l_unix = (struct listener){ api, L_OPERATOR };
 	api->l_task = (struct listener){ api, L_TASK };
 	api->l_tcp = (struct listener){ api, L_TCP };
-	api->unix_d = start_daemon(&api->l_unix, unix_fd, NULL, false);
+	api->tcp_idle_timeout = tcp->idle_timeout;
+	api->unix_d = start_daemon(&api->l_unix, unix_fd, NULL, false, 0);
 	if (!api->unix_d) {
 		free(api);
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the unix socket");
 	}
 	if (task_fd >= 0) {
-		api->task_d = start_daemon(&api->l_task, task_fd, NULL, false);
+		api->task_d = start_daemon(&api->l_task, task_fd, NULL, false, 0);
 		if (!api->task_d) {
 			lcd_api_stop(api);
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the task socket");
@@ -903,7 +924,7 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, co
 			lcd_api_stop(api);
 			return -1;
 		}
-		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6);
+		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6, tcp->per_ip);
 		freeaddrinfo(ai);
 		if (!api->tcp_d) {
 			lcd_api_stop(api);

@@ -87,6 +87,7 @@ struct config {
 	char *socket_group;
 	char *listen;
 	char *token_file;
+	long long listen_idle_timeout, listen_per_ip;
 	long long max_body;
 	long long catchup_max;
 	int task_nice;
@@ -143,6 +144,10 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->listen;
 		else if (!strcmp(key, "token_file"))
 			s = &c->token_file;
+		else if (!strcmp(key, "listen_idle_timeout"))
+			n = &c->listen_idle_timeout;
+		else if (!strcmp(key, "listen_per_ip"))
+			n = &c->listen_per_ip;
 		else if (!strcmp(key, "max_body"))
 			n = &c->max_body;
 		else if (!strcmp(key, "catchup_max"))
@@ -188,6 +193,9 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			if (!json_is_integer(v) || json_integer_value(v) <= 0)
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a positive integer", path, key);
 			*n = json_integer_value(v);
+			if ((n == &c->listen_idle_timeout && *n > 86400) || (n == &c->listen_per_ip && *n > 65535))
+				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: at most %d", path, key,
+						    n == &c->listen_per_ip ? 65535 : 86400);
 		}
 	}
 	return 0;
@@ -383,7 +391,8 @@ int main(int argc, char **argv)
 
 	lc_error_t *err = NULL;
 	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX,
-			      .webhook_max_body = DEFAULT_MAX_BODY, .task_nice = DEFAULT_TASK_NICE };
+			      .webhook_max_body = DEFAULT_MAX_BODY, .task_nice = DEFAULT_TASK_NICE,
+			      .listen_idle_timeout = LCD_TCP_IDLE_TIMEOUT_S, .listen_per_ip = LCD_TCP_PER_IP };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
 	/* liblcrun loads libnl and libnftables when a network is first set
@@ -532,7 +541,8 @@ int main(int argc, char **argv)
 	 * a listen address that cannot be bound ends lcd here, with no task
 	 * started and no thread of ours to stop.  (A spawn answered before
 	 * the dispatcher runs waits in the queue for it.) */
-	if (lcd_api_start(&lcd, fd, task_fd, cfg.listen, token, &api, &err) < 0 ||
+	lcd_tcp_cfg_t tcp = { cfg.listen, token, (unsigned)cfg.listen_idle_timeout, (unsigned)cfg.listen_per_ip };
+	if (lcd_api_start(&lcd, fd, task_fd, &tcp, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 	pthread_t disp, sched;

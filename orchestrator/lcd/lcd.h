@@ -239,11 +239,20 @@ void lcd_sessions_drop(lcd_t *lcd, const char *sandbox);
 
 /* ---- api.c ---- */
 typedef struct lcd_api lcd_api_t;
+/* The TCP listener: "HOST:PORT" (NULL: none), its bearer token, how long
+ * a connection may sit idle or half-sent (s), and how many connections
+ * one address may hold. */
+typedef struct lcd_tcp_cfg {
+	const char *addr;
+	const char *token;
+	unsigned idle_timeout, per_ip;
+} lcd_tcp_cfg_t;
+#define LCD_TCP_IDLE_TIMEOUT_S 60
+#define LCD_TCP_PER_IP 64
 /* Serve the operator on an already listening unix socket fd, tasks on
- * task_fd (every request needs a token there), and on tcp_addr
- * ("HOST:PORT", may be NULL) requiring a bearer token. */
-int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const char *tcp_addr, const char *token, lcd_api_t **out,
-		  lc_error_t **err);
+ * task_fd (every request needs a token there), and on tcp->addr (if set)
+ * requiring a bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const lcd_tcp_cfg_t *tcp, lcd_api_t **out, lc_error_t **err);
 void lcd_api_stop(lcd_api_t *api);
 /* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is
  * set to 0).  Past max bytes the body stops growing and *too_big is set. */

@@ -35,6 +35,7 @@ dbx_setup() {
 dbx_teardown() {
 	local rc=0
 	stop_lcd
+	[ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
 	if [ -n "${R:-}" ]; then
 		# the boxes outlive lcd by design: remove them, then their disks
 		lcd_leftovers_remove || rc=1

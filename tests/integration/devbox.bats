@@ -54,6 +54,24 @@ teardown() {
 	[ "$status" -eq 0 ]
 }
 
+@test "over lcd's TCP listener (LCD_URL): a login silent for longer than listen_idle_timeout keeps its session" {
+	need_host_sshd
+	stop_lcd
+	# TCP only inside a network namespace of this test's own: nothing leaves it.
+	start_lcd_tcp "dbxtcp$$" 7073 '"listen_idle_timeout": 2'
+	export LCD_URL=http://127.0.0.1:7073 LCD_TOKEN="$(cat "$T/token")"
+	run ip netns exec "$NS" "$LCCTL" devbox create b1 --image host --disk 64M
+	[ "$status" -eq 0 ]
+	# the upgraded connection (SSH inside it) is lcd's work, not an idle wait
+	run ip netns exec "$NS" "$LCCTL" devbox b1 ssh "${SSHO[@]}" -- 'sleep 5; echo "still here after 5 s"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"still here after 5 s"* ]]
+	run ip netns exec "$NS" "$LCCTL" devbox b1 ssh "${SSHO[@]}" -- 'echo "second login"'
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"second login"* ]]
+}
+
 @test "scp of 20 MiB both ways through lcctl ssh-config is byte-identical; --prune drops the block of a removed box" {
 	need_host_sshd
 	"$LCCTL" devbox create b1 --image host --disk 128M

@@ -67,14 +67,14 @@ lcd_procs() { # the processes (not zombies) whose command line names $LCD_SOCKET
 	ps -eo pid=,stat=,comm=,args= | awk -v s="--socket $LCD_SOCKET " '$2 !~ /^Z/ && $3 ~ /^(lcd|lcrun)/ && index($0 " ", s)'
 }
 
-start_lcd_tcp() { # NS PORT: lcd also on TCP 127.0.0.1:PORT with the token in $T/token,
-	# inside a network namespace NS of the test's own: nothing leaves it (the
-	# teardown deletes $NS)
+start_lcd_tcp() { # NS PORT [MEMBERS]: lcd also on TCP 127.0.0.1:PORT with the token in
+	# $T/token (and MEMBERS, more of lcd.json's: '"k": v, …'), inside a network
+	# namespace NS of the test's own: nothing leaves it (the teardown deletes $NS)
 	NS="$1"
 	ip netns add "$NS"
 	ip -n "$NS" link set lo up
 	echo "bats-token-$RANDOM$RANDOM$RANDOM" >"$T/token"
-	printf '{"listen": "127.0.0.1:%s", "token_file": "%s"}\n' "$2" "$T/token" >"$T/lcd.json"
+	printf '{"listen": "127.0.0.1:%s", "token_file": "%s"%s}\n' "$2" "$T/token" "${3:+, $3}" >"$T/lcd.json"
 	start_lcd ip netns exec "$NS"
 }
 

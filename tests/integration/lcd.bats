@@ -573,6 +573,33 @@ count_fn() { # FN [STATE]
 	[[ "$output" == *"needs token_file"* ]]
 }
 
+@test "lcd: the TCP listener closes a connection idle or half-sent for listen_idle_timeout, answers calls that outlast it, holds listen_per_ip per address" {
+	stop_lcd
+	# TCP only inside a network namespace of this test's own: nothing leaves it.
+	start_lcd_tcp "lcdtcp$$" 7072 '"listen_idle_timeout": 2, "listen_per_ip": 3'
+	run ip netns exec "$NS" python3 "$FIXTURES/tcp-limits.py" 7072 "$(cat "$T/token")" "$LCD_SOCKET"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$(printf '%s\n' 'idle: closed' 'half-sent: closed' 'kept-alive request: 200' 'kept-alive, then idle: closed' \
+		'exec after 4 s: 200 whole' 'streamed exec after 4 s: 200 streamed exit 0' 'delete: 200' 'fourth connection: closed' \
+		'after they closed: 200' 'unix socket after 3 s idle: HTTP/1.1 200 OK')" ]
+	stop_lcd
+	# bad values: one line naming the key, nothing started
+	for v in 0 '"60"' 86401; do
+		printf '{"listen": "127.0.0.1:7072", "token_file": "%s", "listen_idle_timeout": %s}\n' "$T/token" "$v" >"$T/lcd.json"
+		run ip netns exec "$NS" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+		echo "$output"
+		[ "$status" -eq 121 ]
+		[[ "$output" == "lcd: config $T/lcd.json: listen_idle_timeout: "* ]]
+		[ "${#lines[@]}" -eq 1 ]
+		[ ! -e "$LCD_SOCKET" ]
+	done
+	printf '{"listen": "127.0.0.1:7072", "token_file": "%s", "listen_per_ip": -1}\n' "$T/token" >"$T/lcd.json"
+	run ip netns exec "$NS" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -eq 121 ]
+	[ "$output" = "lcd: config $T/lcd.json: listen_per_ip: expected a positive integer" ]
+}
+
 @test "lcd: a second lcd on the same state is refused and leaves the first one's tasks alone" {
 	id=$("$LCCTL" run -d demo:longrun)
 	wait_state "$id" running
