@@ -650,6 +650,23 @@ int lcc_task_wait(lcc_t *c, const char *task_id, int timeout_s, json_t **task, l
 	}
 }
 
+int lcc_task_cancel(lcc_t *c, const char *task_id, lc_error_t **err)
+{
+	_cleanup_free_ char *id = lcc_escape(task_id);
+	_cleanup_free_ char *p = lc_strdup_printf("/tasks/%s/cancel", id);
+	long st = 0;
+	lc_error_t *e = NULL;
+	if (lcc_request(c, "POST", p, NULL, &st, NULL, &e) < 0) {
+		if (st == 409 && e && strstr(e->msg, "has already ended")) {
+			lc_error_free(e);
+			return 0;
+		}
+		*err = e;
+		return -1;
+	}
+	return 1;
+}
+
 /* ---- a connection upgraded to another protocol (a devbox's ssh) ---- */
 
 static int dial(lcc_t *c, lc_error_t **err)

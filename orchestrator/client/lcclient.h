@@ -119,5 +119,7 @@ int lcc_spawn_map(lcc_t *c, const char *app, const char *function, json_t *args_
 /* Wait (up to timeout_s; <= 0: as long as it takes) for the task to end:
  * 1 and *task when it ended, 0 and *task as it is when the time ran out. */
 int lcc_task_wait(lcc_t *c, const char *task_id, int timeout_s, json_t **task, lc_error_t **err);
+/* Cancel a queued or running task: 1 when it was, 0 when it had ended. */
+int lcc_task_cancel(lcc_t *c, const char *task_id, lc_error_t **err);
 
 #endif

@@ -1,7 +1,8 @@
 /* lc-agents — the coding-agents app's functions (contrib/apps/coding-agents):
  *
  *   lc-agents webhook       a GitHub delivery: issues/labeled with LABEL
- *                           claims issue:OWNER/REPO#N and spawns solve-issue
+ *                           claims issue:OWNER/REPO#N and spawns solve-issue;
+ *                           issues/unlabeled cancels that run, frees the claim
  *   lc-agents snapshot      the repo-builder: clone, SETUP_COMMAND, snapshot,
  *                           record {image, commit, branch, created}
  *   lc-agents solve-issue   the agent in a sandbox of the snapshot, the
@@ -125,6 +126,69 @@ static json_t *ignored(const char *why)
 	return json_pack("{s:s, s:s}", "status", "ignored", "reason", why);
 }
 
+/* LABEL taken off an issue: the run its claim names is cancelled (queued
+ * or running: lcd kills its sandbox, and the agent's sandboxes go with the
+ * task), and the claim is freed, so that labeling it again starts afresh.
+ * A claim whose spawn is still under way names no task yet: wait for it a
+ * little (the labeled delivery's webhook task may run beside this one). */
+static int unlabeled(const char *repo, long n)
+{
+	lc_error_t *err = NULL;
+	_cleanup_free_ char *key = claim_key(repo, n);
+	lcc_t *c = lcc_new(NULL, NULL, &err);
+	if (!c)
+		return fail(NULL, err);
+	_cleanup_free_ char *held = NULL;
+	_cleanup_json_ json_t *claim = NULL;
+	const char *task = NULL;
+	for (int i = 0; i < 100; i++) {
+		free(held);
+		held = NULL;
+		int got = lcc_map_get(c, NULL, MAP, key, &held, &err);
+		if (got < 0) {
+			lcc_free(c);
+			return fail(NULL, err);
+		}
+		json_decref(claim);
+		claim = got ? json_loads(held, 0, NULL) : NULL;
+		task = json_string_value(json_object_get(claim, "task"));
+		if (!got || task)
+			break;
+		usleep(100 * 1000);
+	}
+	_cleanup_json_ json_t *result = NULL;
+	if (!held) {
+		lcc_free(c);
+		_cleanup_free_ char *why = lc_strdup_printf("no run holds %s", key);
+		result = ignored(why);
+		write_result(result);
+		return 0;
+	}
+	if (!task) {
+		lcc_free(c);
+		lc_error_set(&err, LC_EXIT_STATE, 0, "%s names no task after 10 s: nothing cancelled", key);
+		return fail(json_pack("{s:s, s:s}", "status", "not-cancelled", "claim", key), err);
+	}
+	int r = lcc_task_cancel(c, task, &err);
+	if (r < 0) {
+		lcc_free(c);
+		lc_error_wrap(&err, "cannot cancel solve-issue task %s of %s", task, key);
+		return fail(json_pack("{s:s, s:s, s:s}", "status", "not-cancelled", "claim", key, "task", task), err);
+	}
+	/* Freed only if it is still this claim: a relabel may have taken it. */
+	_cleanup_free_ char *now = NULL;
+	lc_error_t *e2 = NULL;
+	if (lcc_map_get(c, NULL, MAP, key, &now, &e2) > 0 && !strcmp(now, held) && lcc_map_del(c, NULL, MAP, key, &e2) < 0)
+		fprintf(stderr, "lc-agents webhook: cannot release %s: %s\n", key, e2->msg);
+	lc_error_free(e2);
+	lcc_free(c);
+	result = json_pack("{s:s, s:s, s:s}", "status", r ? "cancelled" : "ended", "claim", key, "task", task);
+	write_result(result);
+	fprintf(stderr, "lc-agents webhook: %s unlabeled: solve-issue task %s %s, the claim released\n", key, task,
+		r ? "cancelled" : "had ended");
+	return 0;
+}
+
 static int fn_webhook(void)
 {
 	lc_error_t *err = NULL;
@@ -140,8 +204,8 @@ static int fn_webhook(void)
 	if (!event || strcmp(event, "issues") != 0) {
 		_cleanup_free_ char *why = lc_strdup_printf("event %s is not issues", event ? event : "(none)");
 		result = ignored(why);
-	} else if (!action || strcmp(action, "labeled") != 0) {
-		_cleanup_free_ char *why = lc_strdup_printf("action %s is not labeled", action ? action : "(none)");
+	} else if (!action || (strcmp(action, "labeled") != 0 && strcmp(action, "unlabeled") != 0)) {
+		_cleanup_free_ char *why = lc_strdup_printf("action %s is not labeled or unlabeled", action ? action : "(none)");
 		result = ignored(why);
 	} else if (!label || strcmp(label, want) != 0) {
 		_cleanup_free_ char *why = lc_strdup_printf("label %s is not %s", label ? label : "(none)", want);
@@ -170,6 +234,8 @@ static int fn_webhook(void)
 		write_result(result);
 		return 0;
 	}
+	if (!strcmp(action, "unlabeled"))
+		return unlabeled(repo, (long)n);
 	long ttl = cfg_long("CLAIM_TTL_SECONDS", 7200, 1, 30L * 86400, &err);
 	if (ttl < 0)
 		return fail(NULL, err);

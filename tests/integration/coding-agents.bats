@@ -466,19 +466,21 @@ EOF
 	run hook --event issue_comment --action created --issue 7 --comment "@agent please"
 	[ "$(jq -r .status <<<"$output")" = 200 ]
 	[ "$(tasks | jq length)" = 0 ]
-	# issues events the function ignores: opened (even with the label), unlabeled, another label, another repository
+	# issues events the function ignores: opened (even with the label), closed, unlabeled with nothing running, another label, another repository
 	hook --event issues --action opened --issue 7 --labels agent >/dev/null
+	hook --event issues --action closed --issue 7 --labels agent >/dev/null
 	hook --event issues --action unlabeled --label agent --issue 7 >/dev/null
 	hook --event issues --action labeled --label bug --issue 7 >/dev/null
 	"$DBL_PY" "$DBL_FIXTURES/github-webhook.py" --url "$HOOK_URL" --secret "$HOOK_SECRET" --repo other/repo \
 		--event issues --action labeled --label agent --issue 7 >/dev/null
-	wait_tasks_done webhook 4 30
+	wait_tasks_done webhook 5 30
 	tasks webhook | jq -r '.[] | "\(.state) \(.result.status) \(.result.reason)"' | sort >"$W/ignored"
 	cat "$W/ignored"
 	[ "$(cat "$W/ignored")" = "$(printf '%s\n' \
-		"succeeded ignored action opened is not labeled" \
-		"succeeded ignored action unlabeled is not labeled" \
+		"succeeded ignored action closed is not labeled or unlabeled" \
+		"succeeded ignored action opened is not labeled or unlabeled" \
 		"succeeded ignored label bug is not agent" \
+		"succeeded ignored no run holds issue:octo/demo#7" \
 		"succeeded ignored repository other/repo is not REPOSITORY's octo/demo")" ]
 	[ "$(tasks solve-issue | jq length)" = 0 ]
 	[ "$("$LCCTL" map ls coding-agents/coding-agents --json | jq length)" = 0 ]
@@ -620,6 +622,47 @@ EOF
 	for _ in $(seq 300); do [ "$("$LCCTL" sandbox ls --json | jq length)" -ge 3 ] && break; sleep 0.1; done
 	"$LCCTL" sandbox ls
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 3 ]
+	"$LCCTL" app delete coding-agents >/dev/null
+}
+
+@test "unlabeled: the issue's run is cancelled, its agent's sandbox removed, nothing pushed, the claim released; labeled again, it starts afresh" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=600
+	use_snapshot
+	local out sid w
+	# issue 10's agent edits calc.py and then works for an hour
+	out=$(label 10)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	for _ in $(seq 300); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 1 ] && break; sleep 0.1; done
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 1 ]
+	sid=$(tasks solve-issue | jq -r '.[0].id')
+	[ "$(state_of "$sid")" = running ]
+	out=$(hook --event issues --action unlabeled --label agent --issue 10 --title slow --body "body of 10")
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 2 30
+	w=$(tasks webhook | jq -c '[.[] | select(.result.status != "started")][0]')
+	echo "$w"
+	[ "$(jq -r '"\(.state) \(.result.status) \(.result.claim) \(.result.task)"' <<<"$w")" = "succeeded cancelled issue:octo/demo#10 $sid" ]
+	"$LCCTL" task logs "$(jq -r .id <<<"$w")" | grep -qxF "lc-agents webhook: issue:octo/demo#10 unlabeled: solve-issue task $sid cancelled, the claim released"
+	wait_state "$sid" cancelled 30
+	for _ in $(seq 100); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ] && break; sleep 0.1; done
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#10"
+	[ "$status" -ne 0 ]
+	[ "$(pulls | jq length)" = 0 ]
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" for-each-ref --format='%(refname)' refs/heads)" = refs/heads/main ]
+	# a label taken off an issue nothing runs for, or another label: ignored
+	out=$(hook --event issues --action unlabeled --label agent --issue 9 --title "add() question")
+	out=$(hook --event issues --action unlabeled --label bug --issue 10 --title slow)
+	wait_tasks_done webhook 4 30
+	[ "$(tasks webhook | jq -r '[.[] | .result.reason // empty] | sort | join("; ")')" = "label bug is not agent; no run holds issue:octo/demo#9" ]
+	# labeled again: a new run, the claim taken again
+	out=$(label 10)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 5 30
+	for _ in $(seq 300); do [ "$(tasks solve-issue | jq length)" = 2 ] && break; sleep 0.1; done
+	tasks solve-issue | jq -e --arg old "$sid" '[.[] | select(.id != $old) | .state] | . == ["running"] or . == ["queued"]'
+	"$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#10" | jq -e --arg old "$sid" '.task != $old'
 	"$LCCTL" app delete coding-agents >/dev/null
 }
 

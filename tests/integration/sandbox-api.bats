@@ -106,8 +106,12 @@ map_wait() { # APP KEY: the value, once a task has set it
 	# the token works while the task runs, on the task socket
 	run task_api "$token" GET "/sandboxes/$sb"
 	[ "${lines[1]}" = 200 ]
-	"$LCCTL" task cancel "$t"
+	# cancelled with the Python client: True, then False once it has ended
+	cancel() { PYTHONPATH="$SRC/contrib/python" PYTHONDONTWRITEBYTECODE=1 python3 -c \
+		'import sys; from lcrun_client import Client; print(Client().cancel(sys.argv[1]))' "$1"; }
+	[ "$(cancel "$t")" = True ]
 	wait_state "$t" cancelled
+	[ "$(cancel "$t")" = False ]
 	# gone when the task is over: not in lcd, not in the runtime
 	run "$LCCTL" sandbox show "$sb"
 	[ "$status" -eq 120 ]

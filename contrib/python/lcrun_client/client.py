@@ -437,6 +437,17 @@ class Client:
     def task(self, task_id):
         return self.request("GET", f"/tasks/{_q(task_id)}")
 
+    def cancel(self, task_id):
+        """Cancel a queued or running task (its sandboxes go with it):
+        True; False when it had ended already."""
+        try:
+            self.request("POST", f"/tasks/{_q(task_id)}/cancel")
+            return True
+        except Conflict as e:
+            if "has already ended" in e.message:
+                return False
+            raise
+
     def wait(self, task_id, timeout=None):
         """Wait for a task to end and return it (its "state", "result" …);
         with a timeout (seconds), return it as it is when the time runs out."""
