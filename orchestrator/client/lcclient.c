@@ -551,19 +551,16 @@ int lcc_map_get(lcc_t *c, const char *app, const char *map, const char *key, cha
 	return 1;
 }
 
-int lcc_map_set(lcc_t *c, const char *app, const char *map, const char *key, const char *value, long long ttl_s,
-		bool if_absent, lc_error_t **err)
+/* A request whose one refusal is an answer: 1 when lcd did it, 0 when it
+ * answered status (0: none) with an error that says text (NULL: any),
+ * -1 else. */
+static int request_or(lcc_t *c, const char *method, const char *path, json_t *body, long status, const char *text,
+		      lc_error_t **err)
 {
-	_cleanup_free_ char *p = key_path(app, map, key, err);
-	if (!p)
-		return -1;
-	_cleanup_json_ json_t *body = json_pack("{s:s, s:b}", "value", value, "if_absent", if_absent);
-	if (ttl_s > 0)
-		json_object_set_new(body, "ttl", json_integer(ttl_s));
 	long st = 0;
 	lc_error_t *e = NULL;
-	if (lcc_request(c, "PUT", p, body, &st, NULL, &e) < 0) {
-		if (st == 409 && if_absent) {
+	if (lcc_request(c, method, path, body, &st, NULL, &e) < 0) {
+		if (status && st == status && e && (!text || strstr(e->msg, text))) {
 			lc_error_free(e);
 			return 0;
 		}
@@ -573,22 +570,24 @@ int lcc_map_set(lcc_t *c, const char *app, const char *map, const char *key, con
 	return 1;
 }
 
+int lcc_map_set(lcc_t *c, const char *app, const char *map, const char *key, const char *value, long long ttl_s,
+		bool if_absent, lc_error_t **err)
+{
+	_cleanup_free_ char *p = key_path(app, map, key, err);
+	if (!p)
+		return -1;
+	_cleanup_json_ json_t *body = json_pack("{s:s, s:b}", "value", value, "if_absent", if_absent);
+	if (ttl_s > 0)
+		json_object_set_new(body, "ttl", json_integer(ttl_s));
+	return request_or(c, "PUT", p, body, if_absent ? 409 : 0, NULL, err);
+}
+
 int lcc_map_del(lcc_t *c, const char *app, const char *map, const char *key, lc_error_t **err)
 {
 	_cleanup_free_ char *p = key_path(app, map, key, err);
 	if (!p)
 		return -1;
-	long st = 0;
-	lc_error_t *e = NULL;
-	if (lcc_request(c, "DELETE", p, NULL, &st, NULL, &e) < 0) {
-		if (st == 404 && e && strstr(e->msg, "no key")) {
-			lc_error_free(e);
-			return 0;
-		}
-		*err = e;
-		return -1;
-	}
-	return 1;
+	return request_or(c, "DELETE", p, NULL, 404, "no key", err);
 }
 
 /* ---- tasks ---- */
@@ -654,17 +653,7 @@ int lcc_task_cancel(lcc_t *c, const char *task_id, lc_error_t **err)
 {
 	_cleanup_free_ char *id = lcc_escape(task_id);
 	_cleanup_free_ char *p = lc_strdup_printf("/tasks/%s/cancel", id);
-	long st = 0;
-	lc_error_t *e = NULL;
-	if (lcc_request(c, "POST", p, NULL, &st, NULL, &e) < 0) {
-		if (st == 409 && e && strstr(e->msg, "has already ended")) {
-			lc_error_free(e);
-			return 0;
-		}
-		*err = e;
-		return -1;
-	}
-	return 1;
+	return request_or(c, "POST", p, NULL, 409, "has already ended", err);
 }
 
 /* ---- a connection upgraded to another protocol (a devbox's ssh) ---- */

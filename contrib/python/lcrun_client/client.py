@@ -408,14 +408,20 @@ class Client:
                 return False
             raise
 
-    def map_delete(self, map, key, app=None):
+    def _request_or(self, method, path, refusal, text):
+        """True when lcd did it; False when it refused with that error
+        class saying text; any other error raises."""
         try:
-            self.request("DELETE", f"/apps/{_q(self._app(app))}/maps/{_q(map)}/keys/{_q(key)}")
+            self.request(method, path)
             return True
-        except NotFound as e:
-            if "no key" in e.message:
+        except refusal as e:
+            if text in e.message:
                 return False
             raise
+
+    def map_delete(self, map, key, app=None):
+        path = f"/apps/{_q(self._app(app))}/maps/{_q(map)}/keys/{_q(key)}"
+        return self._request_or("DELETE", path, NotFound, "no key")
 
     def map_list(self, map, app=None, prefix=None):
         qs = "?" + urllib.parse.urlencode({"prefix": prefix}) if prefix else ""
@@ -440,13 +446,7 @@ class Client:
     def cancel(self, task_id):
         """Cancel a queued or running task (its sandboxes go with it):
         True; False when it had ended already."""
-        try:
-            self.request("POST", f"/tasks/{_q(task_id)}/cancel")
-            return True
-        except Conflict as e:
-            if "has already ended" in e.message:
-                return False
-            raise
+        return self._request_or("POST", f"/tasks/{_q(task_id)}/cancel", Conflict, "has already ended")
 
     def wait(self, task_id, timeout=None):
         """Wait for a task to end and return it (its "state", "result" …);
