@@ -283,8 +283,11 @@ setup() {
 }
 
 teardown() {
-	world_teardown
-	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	# bats reads a teardown's last status only: keep each failure
+	local rc=0
+	world_teardown || rc=1
+	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean || rc=1
+	return $rc
 }
 
 @test "labeled → the real claude CLI through the gateway fixes the issue → branch pushed, pull request with summary, verdict, turns, metered spend; the key never in the sandbox" {

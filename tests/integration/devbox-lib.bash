@@ -48,7 +48,7 @@ dbx_teardown() {
 	fi
 	rmdir /var/lib/lcrun/tests 2>/dev/null || true
 	[ -z "${T:-}" ] || rm -rf "$T"
-	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean || rc=1
 	return $rc
 }
 

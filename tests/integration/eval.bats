@@ -168,8 +168,11 @@ setup() {
 }
 
 teardown() {
-	world_teardown
-	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	# bats reads a teardown's last status only: keep each failure
+	local rc=0
+	world_teardown || rc=1
+	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean || rc=1
+	return $rc
 }
 
 @test "eval: five tasks, three solved, one failed, one crashed → 3/5, every report field, kept under eval:DATE" {

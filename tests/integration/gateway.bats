@@ -46,7 +46,7 @@ teardown() {
 	fi
 	dbl_netns_down
 	lcd_teardown
-	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean
+	[ ! -f "$BATS_TEST_TMPDIR/host.before" ] || assert_host_clean || rc=1
 	return $rc
 }
 

@@ -46,16 +46,20 @@ stop_lcd() {
 # make was under way when lcd stopped is listed (and then removed) only
 # once its monitor has finished making it.  So: remove what `lcrun ps`
 # lists, until no process of this lcd is left (the runner's children and
-# the sandboxes' monitors are forks of lcd: they carry its command line),
-# 30 s at most; then say which are left.
+# the sandboxes' monitors are forks of lcd: they carry its command line;
+# the removers retitle themselves, lcrun-rm and lcrun-net, and are
+# host_snapshot's and net_settle's to wait for), 30 s at most in all;
+# then say which are left.
 lcd_leftovers_remove() {
-	local id left=
-	for _ in $(seq 60); do
+	local id left= end=$((SECONDS + 30))
+	while :; do
 		for id in $("$LCRUN" ps --json 2>/dev/null | jq -r '.[].id' 2>/dev/null); do
-			timeout 30 "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
+			[ "$SECONDS" -lt "$end" ] || break
+			timeout "$((end - SECONDS + 1))" "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
 		done
 		left=$(lcd_procs)
 		[ -z "$left" ] && return 0
+		[ "$SECONDS" -lt "$end" ] || break
 		sleep 0.5
 	done
 	echo "still running 30 s after lcd stopped and its sandboxes were removed:" >&2
