@@ -728,12 +728,14 @@ static bool is_light(const char *method, const char *url)
 	return slashes == 6 && (!strcmp(verb, "/spawn") || !strcmp(verb, "/spawn_map"));
 }
 
-/* A TCP connection may sit idle (between requests) or half-sent (a
- * request's headers or body coming slowly) for tcp_idle_timeout at most:
- * a peer that opens connections and sends nothing holds no thread for
- * long.  Once a request is whole, lcd's work on it and its answer take
- * what they take (a task run, an exec that prints nothing for a while, a
- * devbox's SSH session): no timeout until the request is done. */
+/* A TCP connection may sit idle (between requests) or half-sent (its
+ * request's headers coming slowly) for tcp_idle_timeout at most: a peer
+ * that opens connections and sends nothing, which needs no token to do
+ * so, holds no thread for long.  Once a request's headers carry the
+ * bearer token, its body, lcd's work on it and its answer take what they
+ * take (an upload lcd writes into a sandbox as it comes, a task run, an
+ * exec that prints nothing for a while): no timeout until the request is
+ * done (completed() sets it again). */
 static void working(struct listener *l, struct MHD_Connection *c)
 {
 	if (l->kind == L_TCP)
@@ -755,6 +757,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*con_cls = rq;
 		if (!authenticate(l, c, &rq->who))
 			return api_fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM, "missing or wrong bearer token");
+		working(l, c);
 		if (lcd_upload_wanted(method, url)) {
 			enum MHD_Result r;
 			if (!lcd_upload_begin(c, lcd, &rq->who, url, &rq->upload, &r))
@@ -773,14 +776,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			*upload_size = 0;
 			return MHD_YES;
 		}
-		working(l, c);
 		return lcd_upload_end(c, rq->upload);
 	}
 	if (*upload_size) {
 		lcd_body_append(&rq->body, &rq->len, &rq->too_big, upload, upload_size, lcd->max_body);
 		return MHD_YES;
 	}
-	working(l, c);
 	if (rq->too_big)
 		return api_fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID, "request body too large (limit %zu bytes)",
 				   lcd->max_body);

@@ -581,8 +581,9 @@ count_fn() { # FN [STATE]
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(printf '%s\n' 'idle: closed' 'half-sent: closed' 'kept-alive request: 200' 'kept-alive, then idle: closed' \
-		'exec after 4 s: 200 whole' 'streamed exec after 4 s: 200 streamed exit 0' 'delete: 200' 'fourth connection: closed' \
-		'after they closed: 200' 'unix socket after 3 s idle: HTTP/1.1 200 OK')" ]
+		'exec after 4 s: 200 whole' 'streamed exec after 4 s: 200 streamed exit 0' 'upload paused 4 s: 200' \
+		'uploaded: first-last' 'delete: 200' 'fourth connection: closed' 'the three held: 200 200 200' 'after they closed: 200' \
+		'unix socket after 3 s idle: HTTP/1.1 200 OK')" ]
 	stop_lcd
 	# bad values: one line naming the key, nothing started
 	for v in 0 '"60"' 86401; do
