@@ -169,23 +169,46 @@ static int unlabeled(const char *repo, long n)
 		lc_error_set(&err, LC_EXIT_STATE, 0, "%s names no task after 10 s: nothing cancelled", key);
 		return fail(json_pack("{s:s, s:s}", "status", "not-cancelled", "claim", key), err);
 	}
-	int r = lcc_task_cancel(c, task, &err);
-	if (r < 0) {
-		lcc_free(c);
-		lc_error_wrap(&err, "cannot cancel solve-issue task %s of %s", task, key);
-		return fail(json_pack("{s:s, s:s, s:s}", "status", "not-cancelled", "claim", key, "task", task), err);
+	/* A task lcd is starting this moment is cancelled a little later
+	 * (lcd says "try again"); one lcd no longer knows has ended. */
+	int r;
+	for (int i = 0;; i++) {
+		r = lcc_task_cancel(c, task, &err);
+		if (r >= 0)
+			break;
+		if (err->exit_code == LC_EXIT_UNKNOWN) {
+			lc_error_free(err);
+			err = NULL;
+			r = 0;
+			break;
+		}
+		if (i >= 20 || !strstr(err->msg, "try again")) {
+			lcc_free(c);
+			lc_error_wrap(&err, "cannot cancel solve-issue task %s of %s", task, key);
+			return fail(json_pack("{s:s, s:s, s:s}", "status", "not-cancelled", "claim", key, "task", task), err);
+		}
+		lc_error_free(err);
+		err = NULL;
+		usleep(500 * 1000);
 	}
-	/* Freed only if it is still this claim: a relabel may have taken it. */
+	/* Freed only if it is still this claim: a relabel may have taken it
+	 * (one handled after this delivery: the webhook runs one at a time). */
 	_cleanup_free_ char *now = NULL;
 	lc_error_t *e2 = NULL;
-	if (lcc_map_get(c, NULL, MAP, key, &now, &e2) > 0 && !strcmp(now, held) && lcc_map_del(c, NULL, MAP, key, &e2) < 0)
+	int got = lcc_map_get(c, NULL, MAP, key, &now, &e2);
+	const char *released = "the claim released";
+	if (got > 0 && strcmp(now, held) != 0)
+		released = "the claim is another run's now: kept";
+	else if (got < 0 || (got > 0 && lcc_map_del(c, NULL, MAP, key, &e2) < 0)) {
 		fprintf(stderr, "lc-agents webhook: cannot release %s: %s\n", key, e2->msg);
+		released = "the claim not released (it expires with its TTL)";
+	}
 	lc_error_free(e2);
 	lcc_free(c);
 	result = json_pack("{s:s, s:s, s:s}", "status", r ? "cancelled" : "ended", "claim", key, "task", task);
 	write_result(result);
-	fprintf(stderr, "lc-agents webhook: %s unlabeled: solve-issue task %s %s, the claim released\n", key, task,
-		r ? "cancelled" : "had ended");
+	fprintf(stderr, "lc-agents webhook: %s unlabeled: solve-issue task %s %s, %s\n", key, task,
+		r ? "cancelled" : "had ended", released);
 	return 0;
 }
 

@@ -628,11 +628,11 @@ EOF
 	"$LCCTL" app delete coding-agents >/dev/null
 }
 
-@test "unlabeled: the issue's run is cancelled, its agent's sandbox removed, nothing pushed, the claim released; labeled again, it starts afresh" {
+@test "unlabeled: the issue's run is cancelled, its agent's sandbox removed, nothing pushed, the claim released; labeled and unlabeled at once: taken in that order" {
 	need_agent_image
 	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=600
 	use_snapshot
-	local out sid w
+	local out sid w second
 	# issue 10's agent edits calc.py and then works for an hour
 	out=$(label 10)
 	[ "$(jq -r .status <<<"$out")" = 202 ]
@@ -659,14 +659,23 @@ EOF
 	out=$(hook --event issues --action unlabeled --label bug --issue 10 --title slow)
 	wait_tasks_done webhook 4 30
 	[ "$(tasks webhook | jq -r '[.[] | .result.reason // empty] | sort | join("; ")')" = "label bug is not agent; no run holds issue:octo/demo#9" ]
-	# labeled again: a new run, the claim taken again
+	# labeled again and at once unlabeled: the webhook takes them in that
+	# order (one at a time), so the claim is taken again, a new run
+	# started, and that one cancelled too
 	out=$(label 10)
 	[ "$(jq -r .status <<<"$out")" = 202 ]
-	wait_tasks_done webhook 5 30
-	for _ in $(seq 300); do [ "$(tasks solve-issue | jq length)" = 2 ] && break; sleep 0.1; done
-	tasks solve-issue | jq -e --arg old "$sid" '[.[] | select(.id != $old) | .state] | . == ["running"] or . == ["queued"]'
-	"$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#10" | jq -e --arg old "$sid" '.task != $old'
-	"$LCCTL" app delete coding-agents >/dev/null
+	out=$(hook --event issues --action unlabeled --label agent --issue 10 --title slow --body "body of 10")
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 6 60
+	[ "$(tasks webhook | jq -r '[.[] | .result.status] | sort | join(" ")')" = "cancelled cancelled ignored ignored started started" ]
+	second=$(tasks solve-issue | jq -r --arg old "$sid" '.[] | select(.id != $old) | .id')
+	[ -n "$second" ]
+	wait_state "$second" cancelled 30
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#10"
+	[ "$status" -ne 0 ]
+	for _ in $(seq 100); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ] && break; sleep 0.1; done
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	[ "$(pulls | jq length)" = 0 ]
 }
 
 @test "repo-builder: clones, runs SETUP_COMMAND as agent, snapshots, records; an unreachable remote fails clearly" {
