@@ -107,6 +107,7 @@ char **lc_build_env(const lc_spec_t *spec)
 			bool replaced = false;
 			for (size_t j = 0; env[j]; j++) {
 				if (!strncmp(env[j], kv, klen) && env[j][klen] == '=') {
+					explicit_bzero(env[j], strlen(env[j])); /* a secret's, maybe */
 					free(env[j]);
 					env[j] = strdup(kv);
 					replaced = true;
