@@ -1,4 +1,4 @@
-/* Unit tests for the cron parser and evaluator (orchestrator/lcd/cron.c). */
+/* Unit tests for the cron parser and evaluator (orchestrator/lcd/model/cron.c). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

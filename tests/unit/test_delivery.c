@@ -1,4 +1,4 @@
-/* Unit tests for webhook deliveries (orchestrator/lcd/delivery.c): the
+/* Unit tests for webhook deliveries (orchestrator/lcd/model/delivery.c): the
  * signature check against known values, and the delivery-id record on a
  * temp db (a race of 20 claimers, forget, expiry, app delete). */
 #include <check.h>

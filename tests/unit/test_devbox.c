@@ -1,4 +1,4 @@
-/* Unit tests for a devbox's definition (orchestrator/lcd/devbox_def.c) and
+/* Unit tests for a devbox's definition (orchestrator/lcd/model/devbox_def.c) and
  * the manifest's "devboxes" (manifest.c). */
 #include <check.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Unit tests for the model gateway's books (orchestrator/lcd/ledger.c):
+/* Unit tests for the model gateway's books (orchestrator/lcd/model/ledger.c):
  * the price table and its errors, model names, exact costs, usage read
  * from Anthropic and OpenAI answers (streamed in pieces of every size, and
  * whole), SSE event boundaries, and the ledger's sums on a temp db. */

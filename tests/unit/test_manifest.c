@@ -1,4 +1,4 @@
-/* Unit tests for app manifest validation (orchestrator/lcd/manifest.c). */
+/* Unit tests for app manifest validation (orchestrator/lcd/model/manifest.c). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* A function's "mounts" in an app manifest (orchestrator/lcd/manifest.c):
+/* A function's "mounts" in an app manifest (orchestrator/lcd/model/manifest.c):
  * what is accepted, and the JSON path of what is not. */
 #include <check.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lcd's store (orchestrator/lcd/db.c, store.c) on a temp db. */
+/* Unit tests for lcd's store (orchestrator/lcd/model/db.c, store.c) on a temp db. */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
