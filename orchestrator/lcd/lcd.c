@@ -51,12 +51,22 @@ void lcd_log(const char *fmt, ...)
 	if (m < 0)
 		return;
 	n += (size_t)m < sizeof(buf) - n - 1 ? (size_t)m : sizeof(buf) - n - 2;
-	for (size_t i = 0; i < n; i++)
-		if (buf[i] == '\n')
-			buf[i] = ' ';
-	buf[n++] = '\n';
+	/* One line per call, whatever a message carries (a path a sandbox
+	 * sent, a name from a request): every control byte is written as
+	 * \xNN, so nothing can end the line, forge another or drive a
+	 * terminal. */
+	char out[sizeof(buf) * 4 + 1];
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c < 0x20 || c == 0x7f)
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	out[o++] = '\n';
 	pthread_mutex_lock(&log_lock);
-	(void)lc_write_all(STDERR_FILENO, buf, n);
+	(void)lc_write_all(STDERR_FILENO, out, o);
 	pthread_mutex_unlock(&log_lock);
 }
 
