@@ -160,6 +160,21 @@ static const char *const migrations[] = {
 	"  stopped_at INTEGER,"
 	"  stop_reason TEXT);"
 	"CREATE INDEX devboxes_app ON devboxes(app);",
+	/* 6 -> 7: the gateway reserves before it forwards (gwreq.c): each
+	 * request's reservation beside its cost; refusals are counted per
+	 * sandbox and reason, not written one row each. */
+	"ALTER TABLE gateway_ledger ADD COLUMN reserved_pusd INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE gateway_refusals ("
+	"  sandbox_id TEXT NOT NULL,"
+	"  reason TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  app TEXT,"
+	"  count INTEGER NOT NULL,"
+	"  first_at INTEGER NOT NULL,"
+	"  last_at INTEGER NOT NULL,"
+	"  PRIMARY KEY (sandbox_id, reason));"
+	"CREATE INDEX gateway_refusals_task ON gateway_refusals(task_id);"
+	"CREATE INDEX gateway_refusals_app ON gateway_refusals(app);",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)

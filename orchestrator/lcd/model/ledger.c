@@ -14,6 +14,9 @@
 
 #define MODEL_NAME_MAX 200
 #define PRICE_MAX 100000.0          /* dollars per million tokens */
+#define OUTPUT_MAX 10000000LL       /* a model's largest answer, tokens */
+#define CALL_PRICE_MAX 1000.0       /* dollars per server tool call */
+#define CALLS_MAX 1000LL            /* server tool calls a request is reserved for */
 #define EVENT_MAX (1 << 20)         /* an SSE event's data we still read */
 #define BODY_MAX (16 << 20)         /* a JSON answer we still read */
 
@@ -62,9 +65,16 @@ typedef struct price_entry {
 	lcd_price_t price;
 } price_entry_t;
 
+typedef struct tool_entry {
+	char *name;
+	lcd_tool_price_t price;
+} tool_entry_t;
+
 struct lcd_prices {
 	price_entry_t *e[LCD_PROV_N];
 	size_t n[LCD_PROV_N];
+	tool_entry_t *t[LCD_PROV_N];
+	size_t nt[LCD_PROV_N];
 };
 
 void lcd_prices_free(lcd_prices_t *p)
@@ -75,6 +85,9 @@ void lcd_prices_free(lcd_prices_t *p)
 		for (size_t k = 0; k < p->n[i]; k++)
 			free(p->e[i][k].model);
 		free(p->e[i]);
+		for (size_t k = 0; k < p->nt[i]; k++)
+			free(p->t[i][k].name);
+		free(p->t[i]);
 	}
 	free(p);
 }
@@ -98,9 +111,12 @@ static int per_token(json_t *v, const char *source, const char *path, long long 
 
 static bool model_name_ok(const char *s)
 {
+	return !strcmp(s, "*") || lcd_model_name_ok(s);
+}
+
+bool lcd_model_name_ok(const char *s)
+{
 	size_t n = strlen(s);
-	if (!strcmp(s, "*"))
-		return true;
 	if (n == 0 || n > MODEL_NAME_MAX)
 		return false;
 	for (const char *c = s; *c; c++)
@@ -111,7 +127,7 @@ static bool model_name_ok(const char *s)
 
 static int parse_model(json_t *v, const char *source, const char *path, lcd_price_t *p, lc_error_t **err)
 {
-	static const char *const keys[] = { "input", "output", "cache_read", "cache_write" };
+	static const char *const keys[] = { "input", "output", "cache_read", "cache_write", "max_output" };
 	if (!json_is_object(v))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s: expected {\"input\", \"output\", \"cache_read\", "
 				    "\"cache_write\"} in dollars per million tokens", source, path);
@@ -119,11 +135,16 @@ static int parse_model(json_t *v, const char *source, const char *path, lcd_pric
 	json_t *x;
 	json_object_foreach(v, k, x) {
 		bool known = false;
-		for (size_t i = 0; i < 4; i++)
+		for (size_t i = 0; i < 5; i++)
 			known |= !strcmp(k, keys[i]);
 		if (!known)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s.%s: unknown key", source, path, k);
 	}
+	json_t *mo = json_object_get(v, "max_output");
+	if (mo && (!json_is_integer(mo) || json_integer_value(mo) < 1 || json_integer_value(mo) > OUTPUT_MAX))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s.max_output: expected the model's largest answer in "
+				    "tokens, 1 to %lld", source, path, OUTPUT_MAX);
+	p->max_output = mo ? json_integer_value(mo) : 0;
 	long long *dst[] = { &p->input, &p->output, &p->cache_read, &p->cache_write };
 	for (size_t i = 0; i < 4; i++) {
 		json_t *f = json_object_get(v, keys[i]);
@@ -136,6 +157,42 @@ static int parse_model(json_t *v, const char *source, const char *path, lcd_pric
 		}
 		if (per_token(f, source, fp, dst[i], err) < 0)
 			return -1;
+	}
+	return 0;
+}
+
+/* "server_tools": {PROVIDER: {TOOL: {"per_call": DOLLARS, "max_calls": N}}} */
+static int parse_tools(lcd_prices_t *p, json_t *v, const char *source, lc_error_t **err)
+{
+	if (!json_is_object(v))
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: server_tools: expected {PROVIDER: {TOOL: {\"per_call\", "
+				    "\"max_calls\"}}}", source);
+	const char *pk;
+	json_t *pv;
+	json_object_foreach(v, pk, pv) {
+		int prov = lcd_provider_parse(pk);
+		if (prov < 0)
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: server_tools.%s: unknown provider (anthropic, openai)",
+					    source, pk);
+		if (!json_is_object(pv))
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: server_tools.%s: expected {TOOL: {...}}", source, pk);
+		p->t[prov] = lc_xmalloc0((json_object_size(pv) + 1) * sizeof(tool_entry_t));
+		const char *tk;
+		json_t *tv;
+		json_object_foreach(pv, tk, tv) {
+			json_t *pc = json_object_get(tv, "per_call"), *mc = json_object_get(tv, "max_calls");
+			double d = json_is_number(pc) ? json_number_value(pc) : -1;
+			if (!model_name_ok(tk) || !strcmp(tk, "*") || !json_is_object(tv) || json_object_size(tv) != 2 ||
+			    !(d >= 0 && d <= CALL_PRICE_MAX) || !json_is_integer(mc) || json_integer_value(mc) < 1 ||
+			    json_integer_value(mc) > CALLS_MAX)
+				return lc_error_set(err, LC_EXIT_INVALID, 0,
+						    "%s: server_tools.%s.%s: expected {\"per_call\": dollars 0 to %g, "
+						    "\"max_calls\": 1 to %lld}", source, pk, tk, CALL_PRICE_MAX, CALLS_MAX);
+			tool_entry_t *t = &p->t[prov][p->nt[prov]++];
+			t->name = strdup(tk);
+			t->price.per_call = round_pos(d * (double)LCD_PUSD_PER_USD);
+			t->price.max_calls = json_integer_value(mc);
+		}
 	}
 	return 0;
 }
@@ -153,9 +210,15 @@ int lcd_prices_from_json(json_t *doc, const char *source, lcd_prices_t **out, lc
 				goto bad_desc;
 			continue;
 		}
+		if (!strcmp(k, "server_tools")) {
+			if (parse_tools(p, v, source, err) < 0)
+				goto fail;
+			continue;
+		}
 		int prov = lcd_provider_parse(k);
 		if (prov < 0) {
-			lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s: unknown key (expected description, anthropic, openai)",
+			lc_error_set(err, LC_EXIT_INVALID, 0,
+				     "%s: %s: unknown key (expected description, anthropic, openai, server_tools)",
 				     source, k);
 			goto fail;
 		}
@@ -252,6 +315,18 @@ bool lcd_prices_find(const lcd_prices_t *p, lcd_provider_t prov, const char *mod
 	return true;
 }
 
+bool lcd_prices_tool(const lcd_prices_t *p, lcd_provider_t prov, const char *tool, lcd_tool_price_t *out)
+{
+	if (!p || (int)prov < 0 || prov >= LCD_PROV_N || !tool)
+		return false;
+	for (size_t i = 0; i < p->nt[prov]; i++)
+		if (!strcmp(p->t[prov][i].name, tool)) {
+			*out = p->t[prov][i].price;
+			return true;
+		}
+	return false;
+}
+
 /* ---- usage ---- */
 
 long long lcd_usage_cost(const lcd_usage_t *u, const lcd_price_t *p)
@@ -290,6 +365,19 @@ lcd_meter_t *lcd_meter_new(lcd_provider_t prov, bool sse)
 	m->prov = prov;
 	m->sse = sse;
 	return m;
+}
+
+size_t lcd_meter_held(const lcd_meter_t *m)
+{
+	return m->body_len + m->line_len + m->data_len;
+}
+
+void lcd_meter_drop_body(lcd_meter_t *m)
+{
+	free(m->body);
+	m->body = NULL;
+	m->body_len = 0;
+	m->body_over = true;
 }
 
 void lcd_meter_free(lcd_meter_t *m)
@@ -344,6 +432,25 @@ static bool anthropic_usage(lcd_usage_t *u, json_t *o, bool final)
 	u->output = tok(o, "output_tokens", u->output);
 	u->cache_read = tok(o, "cache_read_input_tokens", u->cache_read);
 	u->cache_write = tok(o, "cache_creation_input_tokens", u->cache_write);
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(o, "server_tool_use"), k, v) {
+		size_t n = strlen(k);
+		if (n <= 9 || n - 9 >= sizeof(u->tool[0]) || strcmp(k + n - 9, "_requests") || !json_is_integer(v) ||
+		    json_integer_value(v) < 0)
+			continue;
+		int i = 0;
+		while (i < u->n_tools && (strlen(u->tool[i]) != n - 9 || strncmp(u->tool[i], k, n - 9)))
+			i++;
+		if (i == u->n_tools) {
+			if (i == LCD_USAGE_TOOLS)
+				continue;
+			memcpy(u->tool[i], k, n - 9);
+			u->tool[i][n - 9] = '\0';
+			u->n_tools++;
+		}
+		u->calls[i] = json_integer_value(v);
+	}
 	u->seen = true;
 	u->final |= final;
 	return true;
@@ -485,11 +592,11 @@ int lcd_ledger_add(lcd_db_t *db, const lcd_ledger_entry_t *e, lc_error_t **err)
 {
 	return lcd_db_exec(db, err,
 			   "INSERT INTO gateway_ledger (at, sandbox_id, task_id, app, provider, model, path, status, outcome, "
-			   "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_pusd, budget_exceeded, ms) "
-			   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			   "issssssisiiiiiii", e->at, e->sandbox, e->task, e->app, e->provider, e->model, e->path,
+			   "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_pusd, reserved_pusd, "
+			   "budget_exceeded, ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			   "issssssisiiiiiiii", e->at, e->sandbox, e->task, e->app, e->provider, e->model, e->path,
 			   (long long)e->status, e->outcome, e->usage.input, e->usage.output, e->usage.cache_read,
-			   e->usage.cache_write, e->cost, (long long)e->budget_exceeded, e->ms) < 0
+			   e->usage.cache_write, e->cost, e->reserved, (long long)e->budget_exceeded, e->ms) < 0
 		       ? -1
 		       : 0;
 }
@@ -513,8 +620,11 @@ json_t *lcd_ledger_summary(lcd_db_t *db, int scope, const char *key, lc_error_t 
 		"coalesce(sum(output_tokens), 0) AS o, coalesce(sum(cache_read_tokens), 0) AS r, "
 		"coalesce(sum(cache_write_tokens), 0) AS w, coalesce(sum(outcome != 'refused'), 0) AS n, "
 		"coalesce(sum(outcome = 'unmetered'), 0) AS um, "
-		"coalesce(max(budget_exceeded), 0) AS b FROM gateway_ledger WHERE %s = ?",
-		scope_column(scope));
+		"max(coalesce(max(budget_exceeded), 0), (SELECT count(*) > 0 FROM gateway_refusals WHERE %s = ?1 AND "
+		"reason = 'budget')) AS b, "
+		"(SELECT coalesce(sum(count), 0) FROM gateway_refusals WHERE %s = ?1) AS rf "
+		"FROM gateway_ledger WHERE %s = ?1",
+		scope_column(scope), scope_column(scope), scope_column(scope));
 	_cleanup_json_ json_t *rows = lcd_db_query(db, err, sql, "s", key);
 	json_t *r = json_array_get(rows, 0);
 	if (!r)
@@ -525,8 +635,9 @@ json_t *lcd_ledger_summary(lcd_db_t *db, int scope, const char *key, lc_error_t 
 		.cache_read = json_integer_value(json_object_get(r, "r")),
 		.cache_write = json_integer_value(json_object_get(r, "w")),
 	};
-	return json_pack("{s:o, s:o, s:I, s:I, s:b}", "spend_usd", lcd_usd_json(json_integer_value(json_object_get(r, "c"))),
-			 "tokens", lcd_usage_json(&u), "requests", json_integer_value(json_object_get(r, "n")), "unmetered",
-			 json_integer_value(json_object_get(r, "um")), "budget_exceeded",
+	return json_pack("{s:o, s:o, s:I, s:I, s:I, s:b}", "spend_usd",
+			 lcd_usd_json(json_integer_value(json_object_get(r, "c"))), "tokens", lcd_usage_json(&u), "requests",
+			 json_integer_value(json_object_get(r, "n")), "unmetered", json_integer_value(json_object_get(r, "um")),
+			 "refused", json_integer_value(json_object_get(r, "rf")), "budget_exceeded",
 			 json_integer_value(json_object_get(r, "b")) != 0);
 }
