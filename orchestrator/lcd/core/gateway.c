@@ -31,6 +31,7 @@
  * tokens, cost and outcome, before the answer's last bytes reach the
  * sandbox. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -46,6 +47,7 @@
 #include <microhttpd.h>
 
 #include "gateway.h"
+#include "gwreq.h"
 #include "netpool.h"
 #include "util.h"
 
@@ -54,11 +56,10 @@
 #define TOKEN_LEN (sizeof(TOKEN_PREFIX) - 1 + TOKEN_HEX)
 #define SSE_HOLD_MAX (1 << 20) /* bytes of an unfinished SSE event held back at most */
 #define MULTI_POOL 16          /* idle curl multi handles kept (their connections too) */
-#define CONN_LIMIT 256
-#define PER_IP_LIMIT 32
+#define CONN_LIMIT 1024
+#define PER_IP_LIMIT 16        /* connections of one sandbox (its own address) */
 #define DAY_MS 86400000LL
-
-enum api { API_MESSAGES, API_COUNT, API_MODELS, API_CHAT, API_RESPONSES };
+#define LOG_BURST 10           /* refusal log lines at once, then one a second */
 
 typedef struct listener {
 	char addr[INET6_ADDRSTRLEN];
@@ -77,22 +78,29 @@ typedef struct gw gw_t;
 typedef struct gw_req {
 	gw_t *gw;
 	int refs;
-	char *uri; /* path and query as the sandbox sent them */
+	char *uri;         /* the request-target as the sandbox sent it (logged escaped) */
+	char *path, *query; /* ... validated (lcd_gw_target_parse) */
 	/* who */
 	char sandbox[LC_ID_LEN + 1], task[LC_ID_LEN + 1], app[64], function[64];
 	int prov; /* lcd_provider_t, -1 before the token is known */
 	char *secret;
 	long long b_sandbox, b_task, b_app; /* budgets, pico-dollars; 0: none */
 	/* what */
-	enum api api;
-	bool billable, answered;
+	lcd_gw_api_t api;
+	bool begun, billable, answered;
 	char *body;
 	size_t len;
 	bool too_big;
 	char *model;
 	bool stream_req;
 	lcd_price_t price;
+	lcd_reservation_t resv; /* what it may cost at most (billable requests) */
+	long long body_reserved; /* bytes of memory taken for the body at admission */
+	long long held;          /* bytes of memory it is charged (gw->mem) */
+	bool mem_over;           /* the body did not fit lcd's gateway memory */
 	/* the provider */
+	CURLU *url;
+	bool sent_upstream; /* the request went out (the host checked, the key sent) */
 	CURL *easy;
 	CURLM *multi;
 	struct curl_slist *hdrs;
@@ -136,6 +144,8 @@ struct gw {
 	CURLM *pool[MULTI_POOL];
 	size_t n_pool;
 	bool stopping;
+	long long mem;     /* bytes held by requests (atomic) */
+	long long log_tokens, log_at, log_dropped; /* the refusal log's bucket (under lock) */
 	int wake[2];
 	pthread_t acceptor;
 	bool acceptor_running;
@@ -145,8 +155,14 @@ struct gw {
 
 void lcd_gateway_cfg_clear(lcd_gateway_cfg_t *cfg)
 {
-	for (int i = 0; i < LCD_PROV_N; i++)
+	for (int i = 0; i < LCD_PROV_N; i++) {
 		free(cfg->upstream[i]);
+		free(cfg->up_host[i]);
+		free(cfg->up_path[i]);
+		free(cfg->organization[i]);
+		free(cfg->project[i]);
+		lc_strv_free(cfg->betas[i]);
+	}
 	free(cfg->ca_file);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -161,6 +177,111 @@ static int cfg_int(json_t *v, const char *source, const char *key, long long min
 	return 0;
 }
 
+/* anthropic-beta values passed on unless lcd.json's upstream says "betas":
+ * ones that change neither the price nor where the provider connects
+ * (a long context, MCP, code execution and file betas are not here). */
+static const char *const default_betas[] = { "interleaved-thinking-2025-05-14", "fine-grained-tool-streaming-2025-05-14",
+	"token-efficient-tools-2025-02-19", "claude-code-20250219", NULL };
+
+/* An upstream's base URL, split with libcurl's own parser (the one that
+ * later reads it): https, a host, no user, query or fragment. */
+static int cfg_upstream_url(lcd_gateway_cfg_t *cfg, int p, const char *url, const char *source, const char *pk,
+			    lc_error_t **err)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *user = NULL, *query = NULL, *frag = NULL;
+	int r = 0;
+	if (!u || strlen(url) > 1024 || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK || strcmp(scheme, "https") ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0] ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK || curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) == CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+		r = lc_error_set(err, LC_EXIT_INVALID, 0,
+				 "config %s: gateway.upstreams.%s: expected an https:// base URL with a host and no user, "
+				 "query or fragment (the gateway never sends a key without TLS)", source, pk);
+	} else {
+		size_t n = strlen(path);
+		while (n && path[n - 1] == '/')
+			path[--n] = '\0';
+		cfg->upstream[p] = strdup(url);
+		n = strlen(cfg->upstream[p]);
+		while (n > 8 && cfg->upstream[p][n - 1] == '/')
+			cfg->upstream[p][--n] = '\0';
+		cfg->up_host[p] = strdup(host);
+		cfg->up_port[p] = strtol(port, NULL, 10);
+		cfg->up_path[p] = strdup(path);
+	}
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(path);
+	curl_free(user);
+	curl_free(query);
+	curl_free(frag);
+	curl_url_cleanup(u);
+	return r;
+}
+
+/* "upstreams": {PROVIDER: URL or {"url", "organization", "project", "betas"}} */
+static int cfg_upstream(lcd_gateway_cfg_t *cfg, const char *pk, json_t *u, const char *source, lc_error_t **err)
+{
+	int p = lcd_provider_parse(pk);
+	if (p < 0)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway.upstreams.%s: unknown provider (anthropic, openai)",
+				    source, pk);
+	json_t *url = json_is_object(u) ? json_object_get(u, "url") : u;
+	if (!json_is_string(url))
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "config %s: gateway.upstreams.%s: expected an https:// base URL, or {\"url\": URL, "
+				    "\"organization\", \"project\", \"betas\"}", source, pk);
+	if (cfg_upstream_url(cfg, p, json_string_value(url), source, pk, err) < 0)
+		return -1;
+	for (size_t i = 0; default_betas[i] && p == LCD_PROV_ANTHROPIC; i++)
+		lc_strv_push(&cfg->betas[p], default_betas[i]);
+	if (!json_is_object(u))
+		return 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(u, k, v) {
+		bool openai_only = !strcmp(k, "organization") || !strcmp(k, "project");
+		if (!strcmp(k, "url"))
+			continue;
+		if (openai_only && p == LCD_PROV_OPENAI) {
+			const char *s = json_string_value(v);
+			bool ok = s && s[0] && strlen(s) <= 128;
+			for (const char *c = s; ok && *c; c++)
+				ok = isalnum((unsigned char)*c) || *c == '-' || *c == '_';
+			if (!ok)
+				return lc_error_set(err, LC_EXIT_INVALID, 0,
+						    "config %s: gateway.upstreams.%s.%s: expected an id (letters, digits, - and _)",
+						    source, pk, k);
+			*(k[0] == 'o' ? &cfg->organization[p] : &cfg->project[p]) = strdup(s);
+		} else if (!strcmp(k, "betas") && p == LCD_PROV_ANTHROPIC) {
+			lc_strv_free(cfg->betas[p]);
+			cfg->betas[p] = NULL;
+			size_t i;
+			json_t *b;
+			if (!json_is_array(v))
+				goto bad_betas;
+			json_array_foreach(v, i, b) {
+				const char *s = json_string_value(b);
+				if (!s || !s[0] || strlen(s) > 100 || strpbrk(s, ", \t\r\n"))
+					goto bad_betas;
+				lc_strv_push(&cfg->betas[p], s);
+			}
+		} else {
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway.upstreams.%s.%s: unknown key (%s)",
+					    source, pk, k, p == LCD_PROV_OPENAI ? "url, organization, project" : "url, betas");
+		}
+	}
+	return 0;
+bad_betas:
+	return lc_error_set(err, LC_EXIT_INVALID, 0,
+			    "config %s: gateway.upstreams.%s.betas: expected a list of anthropic-beta names", source, pk);
+}
+
 int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc_error_t **err)
 {
 	lcd_gateway_cfg_clear(cfg);
@@ -170,6 +291,9 @@ int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc
 	cfg->idle_timeout = 600;
 	cfg->timeout = 3600;
 	cfg->max_body = 32LL << 20;
+	cfg->max_inflight = 4;
+	cfg->header_timeout = 30;
+	cfg->memory_max = 512LL << 20;
 	if (!json_is_object(v))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway: expected an object {\"upstreams\": {...}}",
 				    source);
@@ -183,22 +307,9 @@ int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc
 						    "config %s: gateway.upstreams: expected {\"anthropic\": URL, \"openai\": URL}", source);
 			const char *pk;
 			json_t *u;
-			json_object_foreach(x, pk, u) {
-				int p = lcd_provider_parse(pk);
-				if (p < 0)
-					return lc_error_set(err, LC_EXIT_INVALID, 0,
-							    "config %s: gateway.upstreams.%s: unknown provider (anthropic, openai)", source, pk);
-				const char *url = json_string_value(u);
-				if (!url || strncmp(url, "https://", 8) || strlen(url) < 9 || strlen(url) > 1024 ||
-				    strpbrk(url, " \t\r\n?#"))
-					return lc_error_set(err, LC_EXIT_INVALID, 0,
-							    "config %s: gateway.upstreams.%s: expected an https:// base URL (the gateway "
-							    "never sends a key without TLS)", source, pk);
-				cfg->upstream[p] = strdup(url);
-				size_t len = strlen(cfg->upstream[p]);
-				while (len > 8 && cfg->upstream[p][len - 1] == '/')
-					cfg->upstream[p][--len] = '\0';
-			}
+			json_object_foreach(x, pk, u)
+				if (cfg_upstream(cfg, pk, u, source, err) < 0)
+					return -1;
 		} else if (!strcmp(k, "ca_file")) {
 			if (!json_is_string(x) || json_string_value(x)[0] != '/')
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway.ca_file: expected an absolute path",
@@ -211,14 +322,24 @@ int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc
 			if (cfg_int(x, source, k, 1, 65535, &n, err) < 0)
 				return -1;
 			cfg->port = (int)n;
-		} else if (!strcmp(k, "connect_timeout") || !strcmp(k, "idle_timeout") || !strcmp(k, "timeout")) {
+		} else if (!strcmp(k, "connect_timeout") || !strcmp(k, "idle_timeout") || !strcmp(k, "timeout") ||
+			   !strcmp(k, "header_timeout")) {
 			if (cfg_int(x, source, k, 1, 86400, &n, err) < 0)
 				return -1;
-			*(k[0] == 'c' ? &cfg->connect_timeout : k[0] == 'i' ? &cfg->idle_timeout : &cfg->timeout) = (int)n;
+			*(k[0] == 'c' ? &cfg->connect_timeout : k[0] == 'i' ? &cfg->idle_timeout
+				: k[0] == 'h' ? &cfg->header_timeout : &cfg->timeout) = (int)n;
 		} else if (!strcmp(k, "max_body")) {
 			if (cfg_int(x, source, k, 1024, 1LL << 30, &n, err) < 0)
 				return -1;
 			cfg->max_body = n;
+		} else if (!strcmp(k, "max_inflight")) {
+			if (cfg_int(x, source, k, 1, 256, &n, err) < 0)
+				return -1;
+			cfg->max_inflight = (int)n;
+		} else if (!strcmp(k, "memory_max")) {
+			if (cfg_int(x, source, k, 1LL << 20, 1LL << 40, &n, err) < 0)
+				return -1;
+			cfg->memory_max = n;
 		} else {
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway.%s: unknown key", source, k);
 		}
@@ -228,6 +349,10 @@ int lcd_gateway_config(json_t *v, const char *source, lcd_gateway_cfg_t *cfg, lc
 		any |= cfg->upstream[i] != NULL;
 	if (!any)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: gateway.upstreams: required", source);
+	if (cfg->max_body > cfg->memory_max)
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "config %s: gateway.max_body (%lld) is more than gateway.memory_max (%lld)", source,
+				    cfg->max_body, cfg->memory_max);
 	return 0;
 }
 
@@ -504,7 +629,7 @@ static char *err_event(const gw_req_t *r, unsigned status, const char *msg)
 {
 	_cleanup_json_ json_t *b = err_body(r->prov, status, msg);
 	_cleanup_free_ char *text = NULL;
-	if (r->api == API_RESPONSES) {
+	if (r->api == LCD_GW_RESPONSES) {
 		json_t *e = json_object_get(b, "error");
 		_cleanup_json_ json_t *ev = json_pack("{s:s, s:{s:s, s:{s:O, s:O}}}", "type", "response.failed", "response",
 						      "status", "failed", "error", "code", json_object_get(e, "type"),
@@ -525,11 +650,17 @@ static long long day_start(long long now)
 	return now / DAY_MS * DAY_MS;
 }
 
-/* Spent in a scope: the ledger, plus what requests under way have been
- * told so far (gw->lock held). */
-static long long spent(gw_t *gw, int scope, const gw_req_t *r)
+static const char *scope_key(int scope, const gw_req_t *r)
 {
-	const char *key = scope == LCD_LEDGER_SANDBOX ? r->sandbox : scope == LCD_LEDGER_TASK ? r->task : r->app;
+	return scope == LCD_LEDGER_SANDBOX ? r->sandbox : scope == LCD_LEDGER_TASK ? r->task : r->app;
+}
+
+/* Spent in a scope: the ledger, plus, for each request under way, what
+ * its usage has been reported to cost so far (with_reserved: or its
+ * reservation, if that is more) (gw->lock held). */
+static long long spent(gw_t *gw, int scope, const gw_req_t *r, bool with_reserved)
+{
+	const char *key = scope_key(scope, r);
 	lc_error_t *e = NULL;
 	long long s = lcd_ledger_spend(gw->lcd->db, scope, key, scope == LCD_LEDGER_APP ? day_start(lc_wall_ms()) : 0, &e);
 	if (s < 0) {
@@ -537,29 +668,49 @@ static long long spent(gw_t *gw, int scope, const gw_req_t *r)
 		lc_error_free(e);
 		s = 0;
 	}
-	for (const gw_req_t *q = gw->inflight; q; q = q->next) {
-		const char *qk = scope == LCD_LEDGER_SANDBOX ? q->sandbox : scope == LCD_LEDGER_TASK ? q->task : q->app;
-		if (!strcmp(qk, key))
-			s += q->partial;
-	}
+	for (const gw_req_t *q = gw->inflight; q; q = q->next)
+		if (!strcmp(scope_key(scope, q), key))
+			s += with_reserved && q->resv.pusd > q->partial ? q->resv.pusd : q->partial;
 	return s;
 }
+
+static long long budget_of(const gw_req_t *r, int scope)
+{
+	return scope == LCD_LEDGER_SANDBOX ? r->b_sandbox : !scope_key(scope, r)[0] ? 0 : scope == LCD_LEDGER_TASK ? r->b_task : r->b_app;
+}
+
+static const char *const scope_names[] = { "sandbox", "task", "app (daily)" };
 
 /* The scope whose budget r's spend has reached, or NULL (gw->lock held);
  * extra: pico-dollars to count on top. */
 static const char *exhausted(gw_t *gw, const gw_req_t *r, long long extra)
 {
-	if (r->b_sandbox && spent(gw, LCD_LEDGER_SANDBOX, r) + extra >= r->b_sandbox)
-		return "sandbox";
-	if (r->b_task && r->task[0] && spent(gw, LCD_LEDGER_TASK, r) + extra >= r->b_task)
-		return "task";
-	if (r->b_app && r->app[0] && spent(gw, LCD_LEDGER_APP, r) + extra >= r->b_app)
-		return "app (daily)";
+	for (int scope = LCD_LEDGER_SANDBOX; scope <= LCD_LEDGER_APP; scope++) {
+		long long b = budget_of(r, scope);
+		if (b && spent(gw, scope, r, false) + extra >= b)
+			return scope_names[scope];
+	}
+	return NULL;
+}
+
+/* The scope whose budget has no room for r's reservation beside what is
+ * spent and what the requests under way may still spend, or NULL (gw->lock
+ * held).  Checked and r listed under one hold of the lock: two requests
+ * can never both take the same room. */
+static const char *no_room(gw_t *gw, const gw_req_t *r)
+{
+	for (int scope = LCD_LEDGER_SANDBOX; scope <= LCD_LEDGER_APP; scope++) {
+		long long b = budget_of(r, scope);
+		if (b && spent(gw, scope, r, true) + r->resv.pusd > b)
+			return scope_names[scope];
+	}
 	return NULL;
 }
 
 /* End every request under way whose budget has run out, but exempt (its
- * last usage report is what ran it out: that answer is complete). */
+ * last usage report is what ran it out: that answer is complete).  With
+ * reservations this is the backstop for an answer whose reported usage is
+ * more than its reservation (an input the body's size did not bound). */
 static void enforce(gw_t *gw, const gw_req_t *exempt)
 {
 	pthread_mutex_lock(&gw->lock);
@@ -585,9 +736,114 @@ static const char *budget_text(const gw_req_t *r, const char *scope, char *buf, 
 	return buf;
 }
 
+static const char *room_text(const gw_req_t *r, const char *scope, char *buf, size_t len)
+{
+	long long b = !strcmp(scope, "sandbox") ? r->b_sandbox : !strcmp(scope, "task") ? r->b_task : r->b_app;
+	snprintf(buf, len,
+		 "the %s's model budget of $%.6g has no room for this request, which may cost up to $%.6g (%lld input "
+		 "tokens at most, %lld output tokens: lower max_tokens) (lcd model gateway)",
+		 scope, (double)b / (double)LCD_PUSD_PER_USD, (double)r->resv.pusd / (double)LCD_PUSD_PER_USD,
+		 r->resv.in_tokens, r->resv.out_tokens);
+	return buf;
+}
+
+/* ---- refusals: counted per sandbox and reason, logged sparingly ---- */
+
+/* A line in lcd's log for a refusal: LOG_BURST at once, then one a second;
+ * what was left out is counted in the next line. */
+static void refusal_log(gw_t *gw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void refusal_log(gw_t *gw, const char *fmt, ...)
+{
+	long long now = lc_now_ms(), dropped = 0;
+	pthread_mutex_lock(&gw->lock);
+	long long refill = (now - gw->log_at) / 1000;
+	if (refill > 0) {
+		gw->log_tokens = gw->log_tokens + refill > LOG_BURST ? LOG_BURST : gw->log_tokens + refill;
+		gw->log_at += refill * 1000;
+	}
+	bool say = gw->log_tokens > 0;
+	if (say) {
+		gw->log_tokens--;
+		dropped = gw->log_dropped;
+		gw->log_dropped = 0;
+	} else {
+		gw->log_dropped++;
+	}
+	pthread_mutex_unlock(&gw->lock);
+	if (!say)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (dropped)
+		lcd_log("model gateway: %s (and %lld refusals not logged before it)", msg, dropped);
+	else
+		lcd_log("model gateway: %s", msg);
+}
+
+/* An identified sandbox's request refused before it reached the provider:
+ * one counter per sandbox and reason (gateway_refusals), not a ledger row. */
+static void refusal(gw_t *gw, const gw_req_t *r, const char *reason, int status, const char *why)
+{
+	lc_error_t *e = NULL;
+	if (lcd_db_exec(gw->lcd->db, &e,
+			"INSERT INTO gateway_refusals (sandbox_id, reason, task_id, app, count, first_at, last_at) "
+			"VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (sandbox_id, reason) DO UPDATE SET count = count + 1, "
+			"last_at = excluded.last_at",
+			"ssssii", r->sandbox, reason, r->task[0] ? r->task : NULL, r->app[0] ? r->app : NULL, lc_wall_ms(),
+			lc_wall_ms()) < 0) {
+		lcd_log("model gateway: sandbox %s: cannot count a refusal: %s", r->sandbox, e->msg);
+		lc_error_free(e);
+	}
+	refusal_log(gw, "sandbox %s%s%s %s %s model %s: %d refused (%s): %s", r->sandbox, r->task[0] ? " task " : "",
+		    r->task, lcd_provider_name(r->prov), r->path ? r->path : "-", r->model ? r->model : "-", status, reason,
+		    why);
+}
+
+/* ---- memory ---- */
+
+/* Take n bytes of the gateway's memory if they fit under memory_max. */
+static bool mem_take(gw_t *gw, long long n)
+{
+	long long cur = __atomic_load_n(&gw->mem, __ATOMIC_SEQ_CST);
+	do {
+		if (cur + n > gw->cfg.memory_max)
+			return false;
+	} while (!__atomic_compare_exchange_n(&gw->mem, &cur, cur + n, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return true;
+}
+
+/* What r holds now (its body, its answer's buffer, its meter) against
+ * what it is charged: the difference is charged, whether or not it fits
+ * (what is in flight is never broken; its buffers are bounded). */
+static void mem_sync(gw_req_t *r)
+{
+	long long body = (long long)r->len > r->body_reserved ? (long long)r->len : r->body_reserved;
+	long long want = body + (long long)r->buf_len + (r->meter ? (long long)lcd_meter_held(r->meter) : 0);
+	__atomic_add_fetch(&r->gw->mem, want - r->held, __ATOMIC_SEQ_CST);
+	r->held = want;
+}
+
 /* ---- a request ---- */
 
 static void req_unref(gw_req_t *r);
+
+/* What a finished request costs, by how it ended. */
+static long long bill(const gw_req_t *r, const char *outcome, int status, const lcd_usage_t *u)
+{
+	gw_t *gw = r->gw;
+	if (!r->billable || !r->sent_upstream)
+		return 0; /* nothing reached the provider, or nothing it bills */
+	if (status >= 300 || (!strcmp(outcome, "ok") && u->final))
+		return u->seen ? lcd_gw_cost(r->prov, u, &r->price, gw->prices) : 0; /* done, or the provider's refusal */
+	if (u->final)
+		return lcd_gw_cost(r->prov, u, &r->price, gw->prices);
+	/* cut, left, unmetered, broken off, too big to read: the most it may have cost */
+	return lcd_gw_cost_incomplete(r->prov, &r->resv, u, &r->price, gw->prices);
+}
 
 /* Record the request in the ledger (once), take it off the list. */
 static void finalize(gw_req_t *r, const char *outcome, int status)
@@ -599,7 +855,7 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 	lcd_usage_t u = { 0 };
 	if (r->meter)
 		u = *lcd_meter_usage(r->meter);
-	long long cost = r->billable ? lcd_usage_cost(&u, &r->price) : 0;
+	long long cost = bill(r, outcome, status, &u);
 	long long now = lc_wall_ms();
 	pthread_mutex_lock(&gw->lock);
 	if (r->listed) {
@@ -610,12 +866,13 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 			*pp = r->next;
 		r->listed = false;
 	}
-	bool over = !strcmp(outcome, "cut") || !strcmp(outcome, "refused") || (r->billable && exhausted(gw, r, cost));
+	bool over = !strcmp(outcome, "cut") || (r->billable && exhausted(gw, r, cost));
 	if (r->billable) {
 		lcd_ledger_entry_t e = { .sandbox = r->sandbox, .task = r->task[0] ? r->task : NULL,
 					 .app = r->app[0] ? r->app : NULL, .provider = lcd_provider_name(r->prov),
-					 .model = r->model, .path = r->uri, .outcome = outcome, .status = status, .usage = u,
-					 .cost = cost, .budget_exceeded = over, .at = now, .ms = now - r->started };
+					 .model = r->model, .path = r->path, .outcome = outcome, .status = status, .usage = u,
+					 .cost = cost, .reserved = r->resv.pusd, .budget_exceeded = over, .at = now,
+					 .ms = now - r->started };
 		lc_error_t *e2 = NULL;
 		if (lcd_ledger_add(gw->lcd->db, &e, &e2) < 0) {
 			lcd_log("model gateway: sandbox %s: cannot record a request in the ledger: %s", r->sandbox, e2->msg);
@@ -623,13 +880,11 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 		}
 	}
 	pthread_mutex_unlock(&gw->lock);
-	_cleanup_free_ char *q = strdup(r->uri);
-	q[strcspn(q, "?")] = '\0';
 	lcd_log("model gateway: sandbox %s%s%s %s %s model %s: %d %s, tokens in %lld out %lld cache read %lld write %lld, "
 		"$%.6f, %lld ms",
-		r->sandbox, r->task[0] ? " task " : "", r->task, lcd_provider_name(r->prov), q, r->model ? r->model : "-",
-		status, outcome, u.input, u.output, u.cache_read, u.cache_write, (double)cost / (double)LCD_PUSD_PER_USD,
-		now - r->started);
+		r->sandbox, r->task[0] ? " task " : "", r->task, lcd_provider_name(r->prov), r->path ? r->path : "-",
+		r->model ? r->model : "-", status, outcome, u.input, u.output, u.cache_read, u.cache_write,
+		(double)cost / (double)LCD_PUSD_PER_USD, now - r->started);
 	if (over)
 		enforce(gw, NULL);
 }
@@ -648,6 +903,8 @@ static void abort_upstream(gw_req_t *r)
 		curl_easy_cleanup(r->easy);
 		r->easy = NULL;
 	}
+	curl_url_cleanup(r->url);
+	r->url = NULL;
 	if (m) {
 		/* the multi handle keeps the connections of answers that ended well */
 		pthread_mutex_lock(&gw->lock);
@@ -678,7 +935,10 @@ static void req_free(gw_req_t *r)
 	abort_upstream(r);
 	lcd_meter_free(r->meter);
 	lc_strv_free(r->resp_hdrs);
+	__atomic_sub_fetch(&r->gw->mem, r->held, __ATOMIC_SEQ_CST);
 	free(r->uri);
+	free(r->path);
+	free(r->query);
 	free(r->secret);
 	free(r->body);
 	free(r->model);
@@ -737,8 +997,13 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 	memcpy(r->buf + r->buf_len, p, len);
 	r->buf_len += len;
 	r->fed += len;
+	/* a JSON answer is kept whole to read its usage: not past lcd's
+	 * memory (it is then unmetered, and billed at its reservation) */
+	if (!r->sse && __atomic_load_n(&r->gw->mem, __ATOMIC_SEQ_CST) + (long long)len > r->gw->cfg.memory_max)
+		lcd_meter_drop_body(r->meter);
 	if (lcd_meter_feed(r->meter, p, len))
 		on_usage(r);
+	mem_sync(r);
 	return len;
 }
 
@@ -855,6 +1120,10 @@ static bool check_end(gw_req_t *r)
 {
 	char msg[256];
 	if (r->client_gone) {
+		/* an answer the provider had already given whole is billed as
+		 * it reports, though its client did not wait for it */
+		if (r->done && r->result == CURLE_OK && r->meter && lcd_meter_end(r->meter))
+			on_usage(r);
 		abort_upstream(r);
 		finalize(r, "client_gone", r->status);
 		r->ended = r->end_error = true;
@@ -878,10 +1147,11 @@ static bool check_end(gw_req_t *r)
 			on_usage(r);
 		if (r->result == CURLE_OK) {
 			r->flush_all = true;
-			/* a billable answer without usage (not JSON, a stream whose
-			 * usage never came) costs nothing here: said so, and counted */
+			/* a billable answer without its final usage (not JSON, too
+			 * big to read, a stream whose usage never came) costs its
+			 * reservation: said so, and counted */
 			bool unmetered = r->billable && r->status >= 200 && r->status < 300 &&
-					 (!r->meter || !lcd_meter_usage(r->meter)->seen);
+					 (!r->meter || !lcd_meter_usage(r->meter)->final);
 			finalize(r, unmetered ? "unmetered" : "ok", r->status);
 		} else {
 			snprintf(msg, sizeof(msg), "the provider's answer broke off: %s", curl_easy_strerror(r->result));
@@ -964,15 +1234,15 @@ static bool route(gw_req_t *r, const char *method, const char *url, unsigned *st
 	static const struct {
 		int p;
 		const char *m, *path;
-		enum api api;
+		lcd_gw_api_t api;
 		bool prefix;
 	} routes[] = {
-		{ LCD_PROV_ANTHROPIC, "POST", "/v1/messages", API_MESSAGES, false },
-		{ LCD_PROV_ANTHROPIC, "POST", "/v1/messages/count_tokens", API_COUNT, false },
-		{ LCD_PROV_ANTHROPIC, "GET", "/v1/models", API_MODELS, true },
-		{ LCD_PROV_OPENAI, "POST", "/v1/chat/completions", API_CHAT, false },
-		{ LCD_PROV_OPENAI, "POST", "/v1/responses", API_RESPONSES, false },
-		{ LCD_PROV_OPENAI, "GET", "/v1/models", API_MODELS, true },
+		{ LCD_PROV_ANTHROPIC, "POST", "/v1/messages", LCD_GW_MESSAGES, false },
+		{ LCD_PROV_ANTHROPIC, "POST", "/v1/messages/count_tokens", LCD_GW_COUNT, false },
+		{ LCD_PROV_ANTHROPIC, "GET", "/v1/models", LCD_GW_MODELS, true },
+		{ LCD_PROV_OPENAI, "POST", "/v1/chat/completions", LCD_GW_CHAT, false },
+		{ LCD_PROV_OPENAI, "POST", "/v1/responses", LCD_GW_RESPONSES, false },
+		{ LCD_PROV_OPENAI, "GET", "/v1/models", LCD_GW_MODELS, true },
 	};
 	bool path_known = false;
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
@@ -987,7 +1257,7 @@ static bool route(gw_req_t *r, const char *method, const char *url, unsigned *st
 		path_known = true;
 		if (!strcmp(method, routes[i].m)) {
 			r->api = routes[i].api;
-			r->billable = r->api == API_MESSAGES || r->api == API_CHAT || r->api == API_RESPONSES;
+			r->billable = r->api == LCD_GW_MESSAGES || r->api == LCD_GW_CHAT || r->api == LCD_GW_RESPONSES;
 			return true;
 		}
 	}
@@ -1077,45 +1347,69 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char *url, const char *method)
 {
 	const char *why;
+	r->answered = true; /* until it is admitted */
+	if (lcd_gw_target_parse(r->uri, &r->path, &r->query, &why) < 0) {
+		refusal_log(gw, "refused %s %s: %s", method, r->uri, why);
+		int p = strncmp(url, "/v1/chat/", 9) && strncmp(url, "/v1/responses", 13) ? LCD_PROV_ANTHROPIC : LCD_PROV_OPENAI;
+		return gw_reply(c, p, MHD_HTTP_BAD_REQUEST, "%s (lcd model gateway)", why);
+	}
 	if (!identify(gw, r, c, &why)) {
-		lcd_log("model gateway: refused %s %s from sandbox %s: %s", method, url, r->sandbox[0] ? r->sandbox : "-",
-			why);
-		r->answered = true;
+		refusal_log(gw, "refused %s %s from sandbox %s: %s", method, r->path, r->sandbox[0] ? r->sandbox : "-", why);
 		int p = r->prov;
 		if (p < 0)
-			p = strncmp(url, "/v1/chat/", 9) && strncmp(url, "/v1/responses", 13) ? LCD_PROV_ANTHROPIC : LCD_PROV_OPENAI;
-		return gw_reply(c, p, MHD_HTTP_UNAUTHORIZED,
-				"invalid or expired token (lcd model gateway)");
+			p = strncmp(r->path, "/v1/chat/", 9) && strncmp(r->path, "/v1/responses", 13) ? LCD_PROV_ANTHROPIC
+												 : LCD_PROV_OPENAI;
+		return gw_reply(c, p, MHD_HTTP_UNAUTHORIZED, "invalid or expired token (lcd model gateway)");
 	}
 	unsigned st;
-	if (!route(r, method, url, &st)) {
-		r->answered = true;
-		return gw_reply(c, r->prov, st, "%s %s is not served by the lcd model gateway (%s)", method, url,
+	if (!route(r, method, r->path, &st)) {
+		refusal(gw, r, "not_served", (int)st, method);
+		return gw_reply(c, r->prov, st, "%s %s is not served by the lcd model gateway (%s)", method, r->path,
 				lcd_provider_name(r->prov));
 	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	if (cl && strtoull(cl, NULL, 10) > (unsigned long long)gw->cfg.max_body) {
-		r->answered = true;
-		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)",
-				gw->cfg.max_body);
+	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+	if (len > (unsigned long long)gw->cfg.max_body) {
+		refusal(gw, r, "too_big", 413, "body over max_body");
+		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)", gw->cfg.max_body);
 	}
+	/* the body's memory is taken now, whole: past memory_max, new
+	 * requests wait outside; the ones in flight are not touched */
+	if (!mem_take(gw, (long long)len)) {
+		refusal(gw, r, "memory", 503, "memory_max");
+		return gw_reply(c, r->prov, MHD_HTTP_SERVICE_UNAVAILABLE,
+				"the gateway holds as many requests as its memory allows (gateway.memory_max): try again");
+	}
+	r->body_reserved = r->held = (long long)len;
+	/* a request with a live token is served to its end, however slow the
+	 * provider (idle_timeout): the short timeout is for connections that
+	 * have not shown one */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(gw->cfg.idle_timeout + 30));
+	r->answered = false;
 	return MHD_YES;
 }
 
+/* The headers of the sandbox's request that go on: the allow list, with
+ * anthropic-beta cut to the betas lcd.json passes. */
 struct hdr_ctx {
+	gw_t *gw;
+	int prov;
 	struct curl_slist **list;
 };
 
 static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 {
 	(void)kind;
-	static const char *const drop[] = { "host", "x-api-key", "authorization", "content-length", "connection",
-		"keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-		"expect", "accept-encoding", "cookie", "forwarded", "x-forwarded-for", NULL };
 	struct hdr_ctx *h = cls;
-	for (size_t i = 0; drop[i]; i++)
-		if (!strcasecmp(k, drop[i]))
+	_cleanup_free_ char *betas = NULL;
+	if (h->prov == LCD_PROV_ANTHROPIC && !strcasecmp(k, "anthropic-beta") && v) {
+		betas = lcd_gw_betas(v, h->gw->cfg.betas[h->prov]);
+		if (!betas)
 			return MHD_YES;
+		v = betas;
+	} else if (!lcd_gw_header_passes(h->prov, k)) {
+		return MHD_YES;
+	}
 	_cleanup_free_ char *line = lc_strdup_printf("%s: %s", k, v ? v : "");
 	*h->list = curl_slist_append(*h->list, line);
 	return MHD_YES;
@@ -1134,6 +1428,61 @@ static void share_unlock(CURL *h, curl_lock_data d, void *ud)
 	pthread_mutex_unlock(&((gw_t *)ud)->share_lock[d]);
 }
 
+/* Whether url (as libcurl reads it) has the upstream's scheme, host and
+ * port, and no user. */
+static bool url_is_upstream(const gw_t *gw, int prov, CURLU *u)
+{
+	char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL;
+	bool ok = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK && !strcmp(scheme, "https") &&
+		  curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && !strcasecmp(host, gw->cfg.up_host[prov]) &&
+		  curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+		  strtol(port, NULL, 10) == gw->cfg.up_port[prov] && curl_url_get(u, CURLUPART_USER, &user, 0) != CURLUE_OK;
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	curl_free(user);
+	return ok;
+}
+
+/* libcurl has connected and is about to send the request, the key in
+ * its headers: the last look at where it goes.  The URL it uses (after
+ * anything it did to it) and the port it reached must be the upstream's. */
+static int prereq(void *ud, char *peer_ip, char *local_ip, int peer_port, int local_port)
+{
+	gw_req_t *r = ud;
+	(void)local_ip;
+	(void)local_port;
+	char *eff = NULL;
+	CURLU *u = curl_url();
+	bool ok = u && curl_easy_getinfo(r->easy, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff &&
+		  curl_url_set(u, CURLUPART_URL, eff, 0) == CURLUE_OK && url_is_upstream(r->gw, r->prov, u) &&
+		  peer_port == r->gw->cfg.up_port[r->prov];
+	curl_url_cleanup(u);
+	if (!ok) {
+		lcd_log("model gateway: sandbox %s: a request to %s (%s port %d) is not to the upstream %s: not sent",
+			r->sandbox, eff ? eff : "?", peer_ip ? peer_ip : "?", peer_port, r->gw->cfg.upstream[r->prov]);
+		return CURL_PREREQFUNC_ABORT;
+	}
+	r->sent_upstream = true;
+	return CURL_PREREQFUNC_OK;
+}
+
+/* The provider's URL for r: the upstream's, with the upstream's base path
+ * and r's validated path and query set as parts (never a string joined
+ * to the upstream's), checked to name the upstream's host. */
+static CURLU *upstream_url(gw_t *gw, gw_req_t *r)
+{
+	CURLU *u = curl_url();
+	_cleanup_free_ char *path = lc_strdup_printf("%s%s", gw->cfg.up_path[r->prov], r->path);
+	if (!u || curl_url_set(u, CURLUPART_URL, gw->cfg.upstream[r->prov], 0) != CURLUE_OK ||
+	    curl_url_set(u, CURLUPART_PATH, path, 0) != CURLUE_OK ||
+	    curl_url_set(u, CURLUPART_QUERY, r->query, 0) != CURLUE_OK || !url_is_upstream(gw, r->prov, u)) {
+		curl_url_cleanup(u);
+		return NULL;
+	}
+	return u;
+}
+
 static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char *key, lc_error_t **err)
 {
 	r->easy = curl_easy_init();
@@ -1144,18 +1493,33 @@ static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const
 		r->multi = curl_multi_init();
 	if (!r->easy || !r->multi)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot start a request to the provider");
-	_cleanup_free_ char *url = lc_strdup_printf("%s%s", gw->cfg.upstream[r->prov], r->uri);
-	struct hdr_ctx h = { &r->hdrs };
+	r->url = upstream_url(gw, r);
+	if (!r->url)
+		return lc_error_set(err, LC_EXIT_INVALID, 0, "the URL of %s on %s does not name the upstream's host",
+				    r->path, gw->cfg.upstream[r->prov]);
+	struct hdr_ctx h = { gw, r->prov, &r->hdrs };
 	MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &h);
 	r->hdrs = curl_slist_append(r->hdrs, "Expect:");
 	r->hdrs = curl_slist_append(r->hdrs, "Accept-Encoding: identity");
+	for (int k = 0; k < 2; k++) {
+		const char *v = k ? gw->cfg.project[r->prov] : gw->cfg.organization[r->prov];
+		_cleanup_free_ char *line = v ? lc_strdup_printf("%s: %s", k ? "OpenAI-Project" : "OpenAI-Organization", v) : NULL;
+		if (line)
+			r->hdrs = curl_slist_append(r->hdrs, line);
+	}
 	_cleanup_free_ char *auth = r->prov == LCD_PROV_ANTHROPIC ? lc_strdup_printf("x-api-key: %s", key)
 								 : lc_strdup_printf("Authorization: Bearer %s", key);
 	r->hdrs = curl_slist_append(r->hdrs, auth);
 	explicit_bzero(auth, strlen(auth));
 	CURL *e = r->easy;
-	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_CURLU, r->url);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_DISALLOW_USERNAME_IN_URL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROXY, ""); /* no proxy from lcd's environment sees the key */
+	curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, prereq);
+	curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
@@ -1163,14 +1527,13 @@ static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const
 		curl_easy_setopt(e, CURLOPT_CAINFO, gw->cfg.ca_file);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, (long)gw->cfg.connect_timeout);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, (long)gw->cfg.timeout);
-	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_SHARE, gw->share);
-	if (r->api == API_MODELS) {
+	if (r->api == LCD_GW_MODELS) {
 		curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
 	} else {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body ? r->body : "");
@@ -1182,56 +1545,106 @@ static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const
 	return 0;
 }
 
-/* The body is in: check it, then forward it and answer with what comes. */
+/* The body is in: check it, price it, take its room in the budgets, then
+ * forward it and answer with what comes. */
 static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 {
-	char msg[256];
-	if (r->too_big)
-		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)",
-				gw->cfg.max_body);
-	if (r->api != API_MODELS) {
+	char msg[512];
+	if (r->too_big) {
+		refusal(gw, r, "too_big", 413, "body over max_body");
+		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)", gw->cfg.max_body);
+	}
+	if (r->mem_over) {
+		refusal(gw, r, "memory", 503, "memory_max");
+		return gw_reply(c, r->prov, MHD_HTTP_SERVICE_UNAVAILABLE,
+				"the gateway holds as many requests as its memory allows (gateway.memory_max): try again");
+	}
+	if (r->api != LCD_GW_MODELS) {
 		json_error_t je;
-		_cleanup_json_ json_t *b = r->len ? json_loadb(r->body, r->len, 0, &je) : NULL;
-		if (!json_is_object(b))
-			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "the request body is not a JSON object");
+		/* duplicate members are refused: the provider must read the
+		 * model and the limits the gateway priced, not another copy */
+		_cleanup_json_ json_t *b = r->len ? json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je) : NULL;
+		if (!json_is_object(b)) {
+			refusal(gw, r, "bad_body", 400, "not a JSON object");
+			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "the request body is not a JSON object%s%s",
+					r->len ? ": " : "", r->len ? je.text : "");
+		}
 		const char *model = json_string_value(json_object_get(b, "model"));
-		if (!model)
+		if (!model) {
+			refusal(gw, r, "bad_body", 400, "no model");
 			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "model: required (the gateway prices by it)");
+		}
 		r->model = strdup(model);
-		r->stream_req = json_is_true(json_object_get(b, "stream"));
-		if (r->billable && !lcd_prices_find(gw->prices, r->prov, model, &r->price))
+		if (!lcd_model_name_ok(model)) {
+			refusal(gw, r, "bad_body", 400, "not a model name");
 			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST,
-					"model %s has no price in the gateway's table (model-prices.json): refused", model);
-		if (r->api == API_CHAT && r->stream_req) {
-			/* metering is not optional: ask for the usage chunk */
-			json_t *so = json_object_get(b, "stream_options");
-			if (!json_is_object(so)) {
-				so = json_object();
-				json_object_set_new(b, "stream_options", so);
+					"model: not a model name (letters, digits and ._-:/@, at most 200)");
+		}
+		r->stream_req = json_is_true(json_object_get(b, "stream"));
+		if (r->billable) {
+			_cleanup_free_ char *why = NULL;
+			if (!lcd_prices_find(gw->prices, r->prov, model, &r->price)) {
+				refusal(gw, r, "unpriced", 400, "model");
+				return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST,
+						"model %s has no price in the gateway's table (model-prices.json): refused", model);
 			}
-			if (!json_is_true(json_object_get(so, "include_usage"))) {
+			if (lcd_gw_reserve(r->prov, r->api, b, r->len, &r->price, gw->prices, &r->resv, &why) < 0) {
+				refusal(gw, r, "unpriced", 400, why);
+				return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "%s (lcd model gateway)", why);
+			}
+			if (r->api == LCD_GW_CHAT && r->stream_req) {
+				/* metering is not optional: ask for the usage chunk */
+				json_t *so = json_object_get(b, "stream_options");
+				if (!json_is_object(so)) {
+					so = json_object();
+					json_object_set_new(b, "stream_options", so);
+				}
 				json_object_set_new(so, "include_usage", json_true());
-				free(r->body);
-				r->body = json_dumps(b, JSON_COMPACT);
-				r->len = strlen(r->body);
 			}
+			/* what goes to the provider is what was priced, as the
+			 * gateway read it */
+			free(r->body);
+			r->body = json_dumps(b, JSON_COMPACT);
+			r->len = strlen(r->body);
+			mem_sync(r);
 		}
 	}
 	pthread_mutex_lock(&gw->lock);
-	const char *scope = r->billable ? exhausted(gw, r, 0) : NULL;
+	const char *scope = NULL, *why = NULL;
+	const char *spent_out = NULL; /* a scope whose budget is spent already */
+	int mine = 0;
+	for (const gw_req_t *q = gw->inflight; q; q = q->next)
+		mine += !strcmp(q->sandbox, r->sandbox);
 	if (gw->stopping)
-		scope = "";
-	if (!scope) {
+		why = "stopping";
+	else if (mine >= gw->cfg.max_inflight)
+		why = "busy";
+	else if (r->billable && (scope = no_room(gw, r))) {
+		why = "budget";
+		spent_out = exhausted(gw, r, 0);
+	}
+	if (!why) {
 		r->next = gw->inflight;
 		gw->inflight = r;
 		r->listed = true;
 	}
 	pthread_mutex_unlock(&gw->lock);
-	if (scope && !*scope)
+	if (why && !strcmp(why, "stopping"))
 		return gw_reply(c, r->prov, MHD_HTTP_SERVICE_UNAVAILABLE, "lcd is stopping");
-	if (scope) {
-		finalize(r, "refused", 402);
-		return gw_reply(c, r->prov, 402, "%s", budget_text(r, scope, msg, sizeof(msg)));
+	if (why && !strcmp(why, "busy")) {
+		snprintf(msg, sizeof(msg),
+			 "the sandbox has %d requests under way, as many as the gateway takes at once (gateway.max_inflight)",
+			 gw->cfg.max_inflight);
+		refusal(gw, r, "busy", 429, msg);
+		return gw_reply(c, r->prov, MHD_HTTP_TOO_MANY_REQUESTS, "%s (lcd model gateway)", msg);
+	}
+	if (why) {
+		if (spent_out)
+			budget_text(r, spent_out, msg, sizeof(msg));
+		else
+			room_text(r, scope, msg, sizeof(msg));
+		refusal(gw, r, "budget", 402, msg);
+		return gw_reply(c, r->prov, 402, "%s", msg);
 	}
 	lc_error_t *err = NULL;
 	_cleanup_free_ char *key = lcd_store_secret_get(gw->lcd->db, r->secret, &err);
@@ -1303,7 +1716,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 	(void)version;
 	if (!r)
 		return MHD_NO;
-	if (!r->sandbox[0] && !r->answered) {
+	if (!r->begun) {
+		r->begun = true;
 		r->prov = -1;
 		return begin(gw, r, c, url, method);
 	}
@@ -1312,15 +1726,32 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!r->too_big && r->len + *upload_size <= (size_t)gw->cfg.max_body) {
-			r->body = realloc(r->body, r->len + *upload_size + 1);
-			memcpy(r->body + r->len, upload, *upload_size);
-			r->len += *upload_size;
-			r->body[r->len] = '\0';
-		} else {
-			r->too_big = true;
-		}
+		size_t add = *upload_size;
 		*upload_size = 0;
+		if (r->too_big || r->mem_over)
+			return MHD_YES;
+		if (r->len + add > (size_t)gw->cfg.max_body) {
+			r->too_big = true;
+		} else {
+			/* a body without Content-Length takes its memory as it comes */
+			long long have = (long long)r->len > r->body_reserved ? (long long)r->len : r->body_reserved;
+			long long extra = (long long)(r->len + add) - have;
+			if (extra > 0 && !mem_take(gw, extra)) {
+				r->mem_over = true;
+			} else {
+				if (extra > 0)
+					r->held += extra;
+				r->body = realloc(r->body, r->len + add + 1);
+				memcpy(r->body + r->len, upload, add);
+				r->len += add;
+				r->body[r->len] = '\0';
+				return MHD_YES;
+			}
+		}
+		free(r->body);
+		r->body = NULL;
+		r->len = 0;
+		mem_sync(r);
 		return MHD_YES;
 	}
 	r->answered = true;
@@ -1532,10 +1963,10 @@ void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 		return;
 	}
 	gw_t *gw = gw_of(lcd);
-	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
+	json_t *g = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:O}", "provider", json_object_get(row, "provider"), "secret",
 			      json_object_get(row, "secret"), "requests", json_object_get(sum, "requests"), "unmetered",
-			      json_object_get(sum, "unmetered"), "budget_exceeded", json_object_get(sum, "budget_exceeded"),
-			      "budget_usd", json_null());
+			      json_object_get(sum, "unmetered"), "refused", json_object_get(sum, "refused"), "budget_exceeded",
+			      json_object_get(sum, "budget_exceeded"), "budget_usd", json_null());
 	long long b = json_integer_value(json_object_get(row, "budget_pusd"));
 	if (b)
 		json_object_set_new(g, "budget_usd", lcd_usd_json(b));
@@ -1560,6 +1991,7 @@ void lcd_gateway_task_view(lcd_t *lcd, json_t *task)
 	json_object_set(task, "tokens", json_object_get(sum, "tokens"));
 	json_object_set(task, "model_requests", json_object_get(sum, "requests"));
 	json_object_set(task, "model_unmetered", json_object_get(sum, "unmetered"));
+	json_object_set(task, "model_refused", json_object_get(sum, "refused"));
 	json_object_set(task, "budget_exceeded", json_object_get(sum, "budget_exceeded"));
 }
 
@@ -1603,9 +2035,19 @@ int lcd_gateway_start(lcd_t *lcd, const lcd_gateway_cfg_t *cfg, lc_error_t **err
 	gw->lcd = lcd;
 	gw->wake[0] = gw->wake[1] = -1;
 	gw->cfg = *cfg;
-	for (int i = 0; i < LCD_PROV_N; i++)
-		gw->cfg.upstream[i] = cfg->upstream[i] ? strdup(cfg->upstream[i]) : NULL;
-	gw->cfg.ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
+#define DUP(f) gw->cfg.f = cfg->f ? strdup(cfg->f) : NULL
+	for (int i = 0; i < LCD_PROV_N; i++) {
+		DUP(upstream[i]);
+		DUP(up_host[i]);
+		DUP(up_path[i]);
+		DUP(organization[i]);
+		DUP(project[i]);
+		gw->cfg.betas[i] = NULL;
+		for (size_t k = 0; cfg->betas[i] && cfg->betas[i][k]; k++)
+			lc_strv_push(&gw->cfg.betas[i], cfg->betas[i][k]);
+	}
+	DUP(ca_file);
+#undef DUP
 	pthread_mutex_init(&gw->lock, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&gw->share_lock[i], NULL);
@@ -1629,7 +2071,10 @@ int lcd_gateway_start(lcd_t *lcd, const lcd_gateway_cfg_t *cfg, lc_error_t **err
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "model gateway: pipe");
 		goto fail;
 	}
-	unsigned timeout = (unsigned)(cfg->idle_timeout + 30);
+	gw->log_tokens = LOG_BURST;
+	/* a connection has header_timeout to show a live token; then
+	 * (begin) it is given the provider's idle_timeout and more */
+	unsigned timeout = (unsigned)cfg->header_timeout;
 	gw->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
 					 MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
 				 0, NULL, NULL, handler, gw, MHD_OPTION_URI_LOG_CALLBACK, uri_log, gw,

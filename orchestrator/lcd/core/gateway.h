@@ -18,12 +18,20 @@
 typedef struct lcd_gateway_cfg {
 	bool set;
 	char *upstream[LCD_PROV_N]; /* https:// base URLs; NULL: that provider is not served */
+	/* each upstream's parts, as the key may only go to them */
+	char *up_host[LCD_PROV_N], *up_path[LCD_PROV_N];
+	long up_port[LCD_PROV_N];
+	char *organization[LCD_PROV_N], *project[LCD_PROV_N]; /* OpenAI-Organization, OpenAI-Project */
+	char **betas[LCD_PROV_N];   /* anthropic-beta values passed on (NULL-terminated) */
 	char *ca_file;              /* PEM bundle to verify the providers with (default: the system's) */
 	int port;
 	int connect_timeout;        /* seconds */
 	int idle_timeout;           /* seconds without a byte from the provider */
 	int timeout;                /* seconds for a whole request */
 	long long max_body;         /* request bodies */
+	int max_inflight;           /* requests under way per sandbox */
+	int header_timeout;         /* seconds a connection has to send a request with a live token */
+	long long memory_max;       /* bytes the gateway holds for requests in all */
 } lcd_gateway_cfg_t;
 
 /* Parse lcd.json's "gateway" object; errors name source and the key. */
