@@ -417,7 +417,10 @@ static int codex_provider(lcc_t *c, const char *id, const agent_config_t *cfg, l
 		if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "OPENAI_BASE_URL: quotes, backslashes and controls are not allowed");
 	_cleanup_free_ char *toml = lc_strdup_printf(
-		"model_provider = \"lcrun\"\n%s%s%s"
+		/* web search is a tool the provider runs (and bills, and reaches
+		 * the web with): lcd's gateway refuses it unless priced, and the
+		 * agent's sandbox has no network of its own to lend it */
+		"model_provider = \"lcrun\"\nweb_search = \"disabled\"\n%s%s%s"
 		"[model_providers.lcrun]\nname = \"lcrun\"\nbase_url = \"%s\"\nenv_key = \"OPENAI_API_KEY\"\n"
 		"wire_api = \"responses\"\n[analytics]\nenabled = false\n",
 		cfg->model ? "model = \"" : "", cfg->model ? cfg->model : "", cfg->model ? "\"\n" : "", base_url);
