@@ -224,7 +224,7 @@ EOF2
 	[ "$(echo "$v" | jq -r .spend_usd)" = 0.0006555 ]
 }
 
-@test "gateway: a budget of \$0.01 ends a stream in flight and refuses the next request, in the provider's shape" {
+@test "gateway: a budget of \$0.01 spent by one answer ends a stream in flight and refuses the next request, in the provider's shape" {
 	# the stream's message_start costs little; it stalls after it, while a
 	# whole answer of $0.0105 (3000 in, 100 out) spends the budget
 	turns <<'EOF2'
@@ -234,12 +234,14 @@ EOF2
 EOF2
 	gw_up anthropic-double.py "$W/turns.json" '{"idle_timeout": 60}'
 	gw_sandbox --budget-usd 0.01
-	ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}" >"$W/stream.out" 2>&1 &
+	# both fit the budget when they start (each is reserved for its
+	# max_tokens): the dear one's usage, once reported, ends the other
+	ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"max_tokens\": 50, \"messages\": []}" >"$W/stream.out" 2>&1 &
 	spid=$!
 	# the double stalls after message_start and ping
 	for _ in $(seq 100); do grep -q '^event: ping' "$W/stream.out" && break; sleep 0.1; done
 	grep -q '^event: message_start' "$W/stream.out"
-	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	run ask "$SB" "{\"model\": \"$S4\", \"max_tokens\": 100, \"messages\": []}"
 	echo "$output"
 	[ "${lines[-1]}" = 200 ]
 	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = dear ]
@@ -249,15 +251,15 @@ EOF2
 	grep -q '^event: error$' "$W/stream.out"
 	grep '^data: {"type":"error"' "$W/stream.out" | sed 's/^data: //' | jq -e '.error.type == "billing_error" and (.error.message | test("budget of \\$0.01 is spent"))'
 	if grep -q 'message_stop' "$W/stream.out"; then false; fi
-	# the next request is refused before it reaches the provider
-	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	# the next request is refused before it reaches the provider: counted, not a ledger row
+	run ask "$SB" "{\"model\": \"$S4\", \"max_tokens\": 100, \"messages\": []}"
 	echo "$output"
 	[ "${lines[-1]}" = 402 ]
 	echo "${lines[0]}" | jq -e '.type == "error" and .error.type == "billing_error"'
 	[ "$(jq -s length "$W/req.jsonl")" -eq 2 ]
-	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.status) \(.budget_exceeded)"' | sort | tr '\n' ,)" = "cut 200 1,ok 200 1,refused 402 1," ]
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.status) \(.budget_exceeded)"' | sort | tr '\n' ,)" = "cut 200 1,ok 200 1," ]
 	v=$("$LCCTL" sandbox show "$SB")
-	echo "$v" | jq -e '.model_gateway.budget_exceeded == true and .spend_usd >= 0.01'
+	echo "$v" | jq -e '.model_gateway.budget_exceeded == true and .model_gateway.refused == 1 and .spend_usd >= 0.01'
 	# OpenAI's shape for the same refusal
 	stop_lcd
 	dbl_stop model
@@ -268,9 +270,9 @@ EOF2
 	rm -f "$LCRUN_ROOT/lcd.db"* "$W/req.jsonl"
 	gw_up openai-double.py "$W/turns.json"
 	gw_sandbox --budget-usd 0.01
-	run ask "$SB" '{"model": "gpt-4o-mini", "messages": []}'
+	run ask "$SB" '{"model": "gpt-4o-mini", "max_tokens": 100, "messages": []}'
 	[ "${lines[-1]}" = 200 ]
-	run ask "$SB" '{"model": "gpt-4o-mini", "messages": []}'
+	run ask "$SB" '{"model": "gpt-4o-mini", "max_tokens": 100, "messages": []}'
 	echo "$output"
 	[ "${lines[-1]}" = 402 ]
 	echo "${lines[0]}" | jq -e '.error.type == "insufficient_quota" and .error.code == "budget_exceeded"'
@@ -388,7 +390,7 @@ import json
 from lcrun_client import Client
 sb = Client().create_sandbox(model_gateway={"provider": "anthropic", "secret": "ANTHROPIC_API_KEY"})
 cmd = ('curl -sS -o /dev/null -w "%{http_code}" -H "x-api-key: $ANTHROPIC_API_KEY" -H "content-type: application/json" '
-       '-d \'{"model": "claude-sonnet-4-5", "messages": []}\' "$ANTHROPIC_BASE_URL/v1/messages"')
+       '-d \'{"model": "claude-sonnet-4-5", "max_tokens": 100, "messages": []}\' "$ANTHROPIC_BASE_URL/v1/messages"')
 codes = [sb.run(cmd).stdout for _ in range(2)]
 json.dump({"sandbox": sb.id, "codes": codes}, open("/run/task/result.json", "w"))
 sb.destroy()
@@ -402,10 +404,10 @@ EOF2
 	echo "$v" | jq .
 	echo "$v" | jq -e '.result.codes == ["200", "402"]'
 	[ "$(echo "$v" | jq -r .spend_usd)" = 0.0105 ]
-	echo "$v" | jq -e '.tokens.input == 3000 and .tokens.output == 100 and .model_requests == 1 and .budget_exceeded == true'
+	echo "$v" | jq -e '.tokens.input == 3000 and .tokens.output == 100 and .model_requests == 1 and .model_refused == 1 and .budget_exceeded == true'
 	sb=$(echo "$v" | jq -r .result.sandbox)
-	[ "$(ledger "task_id = '$t'" | jq -r '"\(.sandbox_id) \(.app) \(.outcome) \(.budget_exceeded)"' | tr '\n' ,)" = "$sb gwa ok 1,$sb gwa refused 1," ]
-	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused," "$T/lcd.log"
+	[ "$(ledger "task_id = '$t'" | jq -r '"\(.sandbox_id) \(.app) \(.outcome) \(.budget_exceeded)"' | tr '\n' ,)" = "$sb gwa ok 1," ]
+	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused (budget): the task's model budget of \$0.01 has no room" "$T/lcd.log"
 	[ "$(jq -s length "$W/req.jsonl")" -eq 1 ]
 }
 
@@ -421,8 +423,9 @@ EOF2
 	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM"
 	gw_up openai-double.py "$W/turns.json"
 	gw_sandbox --image agent-cli -u 1000:1000 -w /home/agent
-	# codex reads its base URL from a provider block, not from OPENAI_BASE_URL
-	run "$LCCTL" sandbox exec "$SB" -- sh -c 'mkdir -p "$HOME/.codex" && printf "model_provider = \"lcrun\"\nmodel = \"gpt-5\"\n[model_providers.lcrun]\nname = \"lcrun\"\nbase_url = \"%s\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n[analytics]\nenabled = false\n" "$OPENAI_BASE_URL" >"$HOME/.codex/config.toml" && codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "write the file" </dev/null'
+	# codex reads its base URL from a provider block, not from OPENAI_BASE_URL;
+	# its web search is a tool the provider runs, which the gateway refuses unpriced
+	run "$LCCTL" sandbox exec "$SB" -- sh -c 'mkdir -p "$HOME/.codex" && printf "model_provider = \"lcrun\"\nmodel = \"gpt-5\"\nweb_search = \"disabled\"\n[model_providers.lcrun]\nname = \"lcrun\"\nbase_url = \"%s\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n[analytics]\nenabled = false\n" "$OPENAI_BASE_URL" >"$HOME/.codex/config.toml" && codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check "write the file" </dev/null'
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"Done with codex."* ]]
