@@ -286,6 +286,12 @@ static int apply_limits(const char *path, const char *ctrls, const lc_limits_t *
 	return st;
 }
 
+int lc_cgroup_set_limits(const char *path, const lc_limits_t *lim, char **skipped, lc_error_t **err)
+{
+	_cleanup_free_ char *ctrls = root_controllers();
+	return apply_limits(path, ctrls, lim, skipped, err);
+}
+
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
 {
 	memset(cg, 0, sizeof(*cg));

@@ -12,6 +12,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <linux/netlink.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>
@@ -44,6 +46,74 @@ static const char *const denied6[] = {
 	"ff00::/8",       /* multicast */
 	NULL,
 };
+
+/* ---- whether a rule opens only public addresses ------------------------- */
+
+/* The first min(a, b) prefix bits of two networks agree: one holds the other. */
+static bool nets_overlap(int family, const unsigned char *x, int px, const unsigned char *y, int py)
+{
+	int bits = px < py ? px : py;
+	(void)family;
+	for (int i = 0; i < bits; i++) {
+		int byte = i / 8, bit = 7 - i % 8;
+		if (((x[byte] >> bit) & 1) != ((y[byte] >> bit) & 1))
+			return false;
+	}
+	return true;
+}
+
+/* r overlaps the network "CIDR" (of r's family, else false). */
+static bool overlaps(const lc_net_rule_t *r, const char *cidr)
+{
+	lc_net_rule_t n;
+	lc_error_t *e = NULL;
+	if (!cidr || !*cidr || lc_net_parse_allow(cidr, &n, &e) < 0) {
+		lc_error_free(e);
+		return false;
+	}
+	return n.family == r->family && nets_overlap(r->family, r->addr, r->prefix, n.addr, n.prefix);
+}
+
+bool lc_net_rule_public(const lc_net_rule_t *r, const char **why)
+{
+	const char *const *denied = r->family == AF_INET ? denied4 : denied6;
+	for (size_t i = 0; denied[i]; i++)
+		if (overlaps(r, denied[i])) {
+			*why = "a private, loopback, link-local, metadata, multicast or reserved range";
+			return false;
+		}
+	lc_net_pool_t pool;
+	lc_error_t *e = NULL;
+	if (lc_netpool_config(&pool, &e) < 0) {
+		lc_error_free(e);
+		*why = "the sandboxes' address pool (unreadable)";
+		return false;
+	}
+	if (overlaps(r, pool.pool4) || overlaps(r, pool.pool6)) {
+		*why = "the sandboxes' address pool";
+		return false;
+	}
+	struct ifaddrs *ifa = NULL;
+	if (getifaddrs(&ifa) < 0) {
+		*why = "the host's own addresses (unreadable)";
+		return false;
+	}
+	bool host = false;
+	for (struct ifaddrs *i = ifa; i && !host; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != r->family)
+			continue;
+		const unsigned char *a = r->family == AF_INET
+			? (const unsigned char *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+			: (const unsigned char *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+		host = nets_overlap(r->family, r->addr, r->prefix, a, r->family == AF_INET ? 32 : 128);
+	}
+	freeifaddrs(ifa);
+	if (host) {
+		*why = "an address of the host itself";
+		return false;
+	}
+	return true;
+}
 
 /* ---- JSON building blocks ---------------------------------------------- */
 

@@ -692,11 +692,30 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 		if (!(h.st = lc_state_read(h.id, err)))
 			return -1;
 	}
+	/* Limits the claim asks for (a member was made with none): written into
+	 * its cgroup before it is handed out. */
+	const lc_limits_t *lim = &spec->limits;
+	bool limited = lim->memory >= 0 || lim->memory_swap >= 0 || lim->pids >= 0 || lim->cpus > 0 ||
+		       lim->cpu_weight > 0 || lim->io_weight > 0;
+	_cleanup_free_ char *skipped = NULL;
+	if (limited) {
+		const char *cg = jstr(h.st, "cgroup");
+		if (!cg && !lim->best_effort)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s has no cgroup to limit", h.id);
+		if (cg && (lc_cgroup_check_limits(lim, err) < 0 || lc_cgroup_set_limits(cg, lim, &skipped, err) < 0))
+			return lc_error_wrap(err, "sandbox %s: its limits", h.id);
+	}
 	int linked = spec->name ? lc_name_link(h.id, spec->name, err) : 0;
 	if (linked < 0)
 		return -1;
 	long long now = lc_wall_ms();
 	json_t *sj = json_object_get(h.st, "spec");
+	if (limited) {
+		_cleanup_json_ json_t *full = lc_spec_to_json(spec);
+		json_object_set(sj, "limits", json_object_get(full, "limits"));
+		if (skipped)
+			json_object_set_new(h.st, "limits_not_applied", json_string(skipped));
+	}
 	json_object_set_new(sj, "name", spec->name ? json_string(spec->name) : json_null());
 	json_object_set_new(sj, "env", lc_strv_to_json(spec->env));
 	json_object_set_new(sj, "ttl", json_integer(spec->ttl));

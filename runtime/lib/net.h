@@ -39,6 +39,14 @@ int lc_net_policy_load(const char *name_or_path, lc_net_spec_t *spec, lc_error_t
  * spec from it (spec must be zeroed). */
 int lc_net_policy_from_json(json_t *doc, const char *source, lc_net_spec_t *spec, lc_error_t **err);
 
+/* Whether rule r opens public addresses only: none of the ranges --net
+ * open always drops (private, loopback, link-local and metadata, carrier
+ * NAT, multicast, reserved; unique-local, IPv4-mapped), none of the
+ * sandboxes' address pools, no address of the host's own interfaces.
+ * Else false and *why names what it reaches.  For allow lists a caller
+ * less trusted than the operator gives (lcd's tasks). */
+bool lc_net_rule_public(const lc_net_rule_t *r, const char **why);
+
 /* Check before anything starts: rules and hosts well-formed, and for a mode
  * other than none that the caller is root and the host has nftables. */
 int lc_net_validate(const lc_net_spec_t *spec, lc_error_t **err);

@@ -38,6 +38,9 @@ bool lc_cgroup_has_controller(const char *name);
 /* Check that every requested limit can be enforced (before anything starts). */
 int lc_cgroup_check_limits(const lc_limits_t *lim, lc_error_t **err);
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err);
+/* Write lim into the existing cgroup at path (a claimed sandbox of the
+ * pool); *skipped (allocated) lists what best-effort left out. */
+int lc_cgroup_set_limits(const char *path, const lc_limits_t *lim, char **skipped, lc_error_t **err);
 int lc_cgroup_kill(const char *path);
 int lc_cgroup_freeze(const char *path, bool frozen, lc_error_t **err);
 /* Kill, wait until empty, rmdir.  Safe on a missing cgroup. */
