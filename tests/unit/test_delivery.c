@@ -107,28 +107,40 @@ START_TEST(test_claim)
 {
 	lc_error_t *err = NULL;
 	char *task = (char *)"untouched";
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 5000, &task, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 5000, &task, &err), 1);
 	ck_assert_str_eq(task, "untouched"); /* only set for a duplicate */
 	/* seen: no task recorded yet */
 	task = NULL;
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 6000, &task, &err), 0);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 6000, &task, &err), 0);
 	ck_assert_ptr_null(task);
 	ck_assert_int_eq(lcd_delivery_set_task(db, "demo", "github", "d1", "abc123", &err), 1);
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 6000, &task, &err), 0);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 6000, &task, &err), 0);
 	ck_assert_str_eq(task, "abc123");
 	free(task);
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 6000, NULL, &err), 0);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 6000, NULL, &err), 0);
 	/* the same id to another hook or app is another delivery */
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "gitlab", "d1", "issues", 6000, NULL, &err), 1);
-	ck_assert_int_eq(lcd_delivery_claim(db, "other", "github", "d1", "issues", 6000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "gitlab", "d1", NULL, "issues", 6000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "other", "github", "d1", NULL, "issues", 6000, NULL, &err), 1);
 	/* forgotten: a redelivery is new again */
 	ck_assert_int_eq(lcd_delivery_forget(db, "demo", "github", "d1", &err), 1);
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 7000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 7000, NULL, &err), 1);
 	/* expiry: records received before the cutoff go */
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d2", "issues", 9000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d2", NULL, "issues", 9000, NULL, &err), 1);
 	ck_assert_int_eq(lcd_delivery_gc(db, 8000, &err), 3); /* demo/gitlab, other/github (6000), demo/github d1 (7000) */
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", "issues", 10000, NULL, &err), 1);
-	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d2", "issues", 10000, NULL, &err), 0);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d1", NULL, "issues", 10000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "d2", NULL, "issues", 10000, NULL, &err), 0);
+	/* a body seen before is a duplicate under any id: a signed body
+	 * captured and replayed with fresh delivery ids starts nothing */
+	static const char *const sha = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "b1", sha, "issues", 11000, NULL, &err), 1);
+	ck_assert_int_eq(lcd_delivery_set_task(db, "demo", "github", "b1", "t-b1", &err), 1);
+	task = NULL;
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "fresh-id-1", sha, "issues", 12000, &task, &err), 0);
+	ck_assert_str_eq(task, "t-b1");
+	free(task);
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "github", "fresh-id-2", sha, "issues", 12000, NULL, &err), 0);
+	/* ... to the same hook; another hook takes it */
+	ck_assert_int_eq(lcd_delivery_claim(db, "demo", "other-hook", "fresh-id-3", sha, "issues", 12000, NULL, &err), 1);
 	/* an app's records go with it */
 	ck_assert_int_eq(lcd_store_app_delete(db, "demo", &err), 1);
 	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM webhook_deliveries WHERE app = 'demo'", ""), 0);
@@ -139,7 +151,7 @@ static void *claimer(void *arg)
 {
 	(void)arg;
 	lc_error_t *err = NULL;
-	int r = lcd_delivery_claim(db, "demo", "github", "race", "issues", 5000, NULL, &err);
+	int r = lcd_delivery_claim(db, "demo", "github", "race", NULL, "issues", 5000, NULL, &err);
 	lc_error_free(err);
 	return (void *)(intptr_t)r;
 }

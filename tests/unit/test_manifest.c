@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "grant.h"
 #include "manifest.h"
 #include "util.h"
 
@@ -194,7 +195,117 @@ START_TEST(test_sandboxes_max)
 	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": -2}", "sandboxes.max: expected a non-negative integer");
 	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"max\": 20000}", "sandboxes.max: at most 10000");
 	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"mx\": 2}", "sandboxes.mx: unknown key");
-	expect("\"maps\": [\"claims\"]", "\"sandboxes\": 3", "sandboxes: expected an object {\"max\": N}");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": 3",
+	       "sandboxes: expected an object {\"max\", \"net\", \"images\", \"limits\", \"model_gateway\"}");
+}
+END_TEST
+
+/* The grant (manifest's "sandboxes") and a task's requests held to it. */
+START_TEST(test_grant)
+{
+	/* what an app that says nothing gives its tasks */
+	lcd_app_t *app = parse_ok(good);
+	const lcd_grant_t *g = &app->grant;
+	ck_assert_str_eq(g->net[0], "none");
+	ck_assert_ptr_null(g->net[1]);
+	ck_assert_str_eq(g->images[0], "host");
+	ck_assert_int_eq(g->limits.memory, LCD_GRANT_MEMORY_DEFAULT);
+	ck_assert_int_eq(g->limits.pids, LCD_GRANT_PIDS_DEFAULT);
+	ck_assert(!g->model_gateway);
+	lc_error_t *err = NULL;
+	json_t *open = json_string("open");
+	ck_assert_int_eq(lcd_grant_net(g, "demo", open, &err), -1);
+	ck_assert_int_eq(err->exit_code, LC_EXIT_PERM);
+	ck_assert_str_eq(err->msg, "net: app demo's tasks may make sandboxes with the network policies none only, not "
+				   "open (sandboxes.net in its manifest)");
+	lc_error_free(err);
+	err = NULL;
+	json_t *own = json_pack("{s:s}", "mode", "allow");
+	ck_assert_int_eq(lcd_grant_net(g, "demo", own, &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	json_t *none = json_string("none");
+	ck_assert_int_eq(lcd_grant_net(g, "demo", none, &err), 0);
+	ck_assert_int_eq(lcd_grant_net(g, "demo", NULL, &err), 0);
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "host", &err), 0);
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "demo/snap-1", &err), 0);
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "demo/", &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "demos/x", &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "agent-cli", &err), -1);
+	ck_assert_str_eq(err->msg, "image: app demo's tasks may make sandboxes from host and the app's own snapshots "
+				   "(demo/...) only, not agent-cli (sandboxes.images in its manifest)");
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(lcd_grant_snapshot_name("demo", "demo/x", &err), 0);
+	ck_assert_int_eq(lcd_grant_snapshot_name("demo", "agent-cli", &err), -1);
+	lc_error_free(err);
+	err = NULL;
+	/* limits: the grant's when none is asked (best effort), within it otherwise */
+	lc_limits_t out;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", NULL, &out, &err), 0);
+	ck_assert_int_eq(out.memory, LCD_GRANT_MEMORY_DEFAULT);
+	ck_assert(out.best_effort);
+	lc_limits_t asked = { .memory = 1LL << 30, .memory_swap = -1, .pids = -1 };
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), 0);
+	ck_assert_int_eq(out.memory, 1LL << 30);
+	ck_assert_int_eq(out.pids, LCD_GRANT_PIDS_DEFAULT);
+	ck_assert(!out.best_effort);
+	asked.memory = 3LL << 30;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), -1);
+	ck_assert_str_eq(err->msg, "limits.memory: 3221225472 is more than app demo's tasks may ask for (2147483648: "
+				   "sandboxes.limits.memory in its manifest)");
+	lc_error_free(err);
+	err = NULL;
+	lcd_app_unref(app);
+	json_decref(open);
+	json_decref(own);
+	json_decref(none);
+
+	/* a grant that names policies, images ("$KEY"s from the config), limits */
+	char *text = mutate("\"maps\": [\"claims\"]",
+			    "\"maps\": [\"claims\"], \"sandboxes\": {\"net\": [\"open\", \"$NET\", \"$EMPTY\"], "
+			    "\"images\": [\"agent-cli\", \"$IMG\"], \"limits\": {\"memory\": \"1G\", \"cpus\": 2}, "
+			    "\"model_gateway\": true}");
+	char *text2 = NULL;
+	{
+		const char *from = "\"EMPTY\": \"\"";
+		char *p = strstr(text, from);
+		ck_assert_ptr_nonnull(p);
+		text2 = lc_strdup_printf("%.*s\"EMPTY\": \"\", \"NET\": \"github\", \"IMG\": \"python\"%s", (int)(p - text), text,
+					 p + strlen(from));
+	}
+	app = parse_ok(text2);
+	g = &app->grant;
+	ck_assert_str_eq(g->net[0], "none");
+	ck_assert_str_eq(g->net[1], "open");
+	ck_assert_str_eq(g->net[2], "github");
+	ck_assert_ptr_null(g->net[3]);
+	ck_assert_str_eq(g->images[1], "agent-cli");
+	ck_assert_str_eq(g->images[2], "python");
+	ck_assert_int_eq(g->limits.memory, 1LL << 30);
+	ck_assert_int_eq(g->limits.pids, LCD_GRANT_PIDS_DEFAULT); /* what it leaves out keeps the default */
+	ck_assert(g->limits.cpus == 2);
+	ck_assert(g->model_gateway);
+	json_t *gh = json_string("github");
+	ck_assert_int_eq(lcd_grant_net(g, "demo", gh, &err), 0);
+	json_decref(gh);
+	ck_assert_int_eq(lcd_grant_image(g, "demo", "python", &err), 0);
+	lcd_app_unref(app);
+	free(text2);
+	free(text);
+
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"net\": [\"$NOPE\"]}", "sandboxes.net[0]: $NOPE is not a key of config");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"net\": [\"Bad Name\"]}",
+	       "sandboxes.net[0]: expected a network policy name (\"allow\": allow lists of the task's own) or \"$CONFIG_KEY\"");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"images\": [\"no good\"]}",
+	       "sandboxes.images[0]: expected an image name, \"host\" or \"$CONFIG_KEY\"");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"model_gateway\": 1}", "sandboxes.model_gateway: expected true or false");
+	expect("\"maps\": [\"claims\"]", "\"sandboxes\": {\"limits\": {\"memory\": \"1G\", \"best_effort\": true}}",
+	       "sandboxes.limits.best_effort: not here: a task's sandbox gets what the host enforces of these (the rest is logged)");
 }
 END_TEST
 
@@ -394,6 +505,7 @@ int main(void)
 	tcase_add_test(tc, test_good);
 	tcase_add_test(tc, test_paths);
 	tcase_add_test(tc, test_sandboxes_max);
+	tcase_add_test(tc, test_grant);
 	tcase_add_test(tc, test_webhook_events_optional);
 	tcase_add_test(tc, test_config_errors);
 	tcase_add_test(tc, test_net_from_config);

@@ -175,6 +175,44 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (sandbox_id, reason));"
 	"CREATE INDEX gateway_refusals_task ON gateway_refusals(task_id);"
 	"CREATE INDEX gateway_refusals_app ON gateway_refusals(app);",
+	/* 7 -> 8: each app in a room of its own (grant.c).  A sandbox's name
+	 * is unique in its app (the operator's: among the operator's); the
+	 * images lcd's sandboxes are snapshotted or forked into have an owner
+	 * and, forks, an end. */
+	"CREATE TABLE sandboxes_new ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating','live','deleting')),"
+	"  image TEXT NOT NULL,"
+	"  request TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  secrets TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL);"
+	"INSERT INTO sandboxes_new SELECT id, name, app, task_id, function, state, image, request, labels, secrets, "
+	"created_at FROM sandboxes;"
+	"DROP TABLE sandboxes;"
+	"ALTER TABLE sandboxes_new RENAME TO sandboxes;"
+	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
+	"CREATE INDEX sandboxes_app ON sandboxes(app);"
+	"CREATE UNIQUE INDEX sandboxes_name ON sandboxes(coalesce(app, ''), name) WHERE name IS NOT NULL;"
+	"CREATE TABLE images ("
+	"  name TEXT PRIMARY KEY,"
+	"  digest TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('snapshot','fork')),"
+	"  sandbox_id TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  expires_at INTEGER);"
+	"CREATE INDEX images_app ON images(app);"
+	"CREATE INDEX images_expiry ON images(expires_at) WHERE expires_at IS NOT NULL;"
+	/* ... and a webhook's delivery is one by its body too (delivery.c) */
+	"ALTER TABLE webhook_deliveries ADD COLUMN body_sha256 TEXT;"
+	"CREATE UNIQUE INDEX webhook_deliveries_body ON webhook_deliveries(app, hook, body_sha256) "
+	"WHERE body_sha256 IS NOT NULL;",
 };
 
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)

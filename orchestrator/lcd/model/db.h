@@ -10,7 +10,7 @@
 
 typedef struct lcd_db lcd_db_t;
 
-#define LCD_DB_SCHEMA_VERSION 6
+#define LCD_DB_SCHEMA_VERSION 8
 
 int lcd_db_open(const char *path, lcd_db_t **out, lc_error_t **err);
 void lcd_db_close(lcd_db_t *db);

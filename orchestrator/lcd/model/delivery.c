@@ -67,22 +67,24 @@ bool lcd_delivery_event_valid(const char *s)
 	return chars_ok(s, 64, "_.-", false);
 }
 
-int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const char *delivery, const char *event,
-		       long long now_ms, char **task_id, lc_error_t **err)
+int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const char *delivery, const char *body_sha,
+		       const char *event, long long now_ms, char **task_id, lc_error_t **err)
 {
-	/* One statement: of any number of concurrent claims exactly one inserts. */
+	/* One statement: of any number of concurrent claims exactly one
+	 * inserts; a delivery id or a body (its SHA-256) seen before is a
+	 * duplicate (a body replayed under fresh ids is one). */
 	int n = lcd_db_exec(db, err,
-			    "INSERT OR IGNORE INTO webhook_deliveries (app, hook, delivery, event, received_at) "
-			    "VALUES (?, ?, ?, ?, ?)",
-			    "ssssi", app, hook, delivery, event, now_ms);
+			    "INSERT OR IGNORE INTO webhook_deliveries (app, hook, delivery, body_sha256, event, received_at) "
+			    "VALUES (?, ?, ?, ?, ?, ?)",
+			    "sssssi", app, hook, delivery, body_sha, event, now_ms);
 	if (n < 0)
 		return -1;
 	if (n == 1)
 		return 1;
 	if (task_id) {
 		_cleanup_json_ json_t *rows = lcd_db_query(db, err,
-			"SELECT task_id FROM webhook_deliveries WHERE app = ? AND hook = ? AND delivery = ?", "sss", app,
-			hook, delivery);
+			"SELECT task_id FROM webhook_deliveries WHERE app = ? AND hook = ? AND (delivery = ? OR body_sha256 = ?) "
+			"ORDER BY delivery = ? DESC", "sssss", app, hook, delivery, body_sha, delivery);
 		if (!rows)
 			return -1;
 		const char *t = json_string_value(json_object_get(json_array_get(rows, 0), "task_id"));
@@ -107,4 +109,43 @@ int lcd_delivery_forget(lcd_db_t *db, const char *app, const char *hook, const c
 int lcd_delivery_gc(lcd_db_t *db, long long cutoff_ms, lc_error_t **err)
 {
 	return lcd_db_exec(db, err, "DELETE FROM webhook_deliveries WHERE received_at < ?", "i", cutoff_ms);
+}
+
+/* What a payload of GitHub's events always carries (a key of an object,
+ * "action" a string where the event has actions). */
+static const struct {
+	const char *event;
+	const char *keys[3];
+	bool action;
+} shapes[] = {
+	{ "issues", { "issue", "repository" }, true },
+	{ "issue_comment", { "issue", "comment" }, true },
+	{ "pull_request", { "pull_request", "repository" }, true },
+	{ "pull_request_review", { "review", "pull_request" }, true },
+	{ "pull_request_review_comment", { "comment", "pull_request" }, true },
+	{ "push", { "repository" }, false },
+	{ "release", { "release", "repository" }, true },
+};
+
+bool lcd_delivery_shape_ok(const char *event, json_t *payload, const char **missing)
+{
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		if (strcmp(shapes[i].event, event))
+			continue;
+		for (size_t k = 0; k < 3 && shapes[i].keys[k]; k++)
+			if (!json_is_object(json_object_get(payload, shapes[i].keys[k]))) {
+				*missing = shapes[i].keys[k];
+				return false;
+			}
+		if (shapes[i].action && !json_is_string(json_object_get(payload, "action"))) {
+			*missing = "action";
+			return false;
+		}
+		if (!strcmp(event, "push") && !json_is_string(json_object_get(payload, "ref"))) {
+			*missing = "ref";
+			return false;
+		}
+		return true;
+	}
+	return true;
 }

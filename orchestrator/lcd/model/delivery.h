@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <jansson.h>
 
 #include "db.h"
 
@@ -25,17 +26,23 @@ bool lcd_delivery_id_valid(const char *s);
 /* Event names (X-GitHub-Event): 1 to 64 of [a-z0-9_.-]. */
 bool lcd_delivery_event_valid(const char *s);
 
-/* Record delivery for app/hook.  Returns 1 when this call recorded it (hand
- * it on), 0 when it was recorded before (*task_id, if given, gets the task
- * it started, malloc'd, or NULL), -1 with *err. */
-int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const char *delivery, const char *event,
-		       long long now_ms, char **task_id, lc_error_t **err);
+/* Record delivery for app/hook, with its body's SHA-256 (hex; NULL:
+ * none).  Returns 1 when this call recorded it (hand it on), 0 when the
+ * delivery id or the body was recorded before (*task_id, if given, gets the
+ * task it started, malloc'd, or NULL), -1 with *err. */
+int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const char *delivery, const char *body_sha,
+		       const char *event, long long now_ms, char **task_id, lc_error_t **err);
 /* The task a claimed delivery started. */
 int lcd_delivery_set_task(lcd_db_t *db, const char *app, const char *hook, const char *delivery,
 			  const char *task_id, lc_error_t **err);
 /* Drop the record (the delivery could not be handed on: a redelivery may
  * try again). */
 int lcd_delivery_forget(lcd_db_t *db, const char *app, const char *hook, const char *delivery, lc_error_t **err);
+/* Whether payload has the shape GitHub's event has (issues: an "issue"
+ * and a "repository" object and an "action"; issue_comment: "issue" and
+ * "comment"; pull_request*, push, release likewise); an event it does not
+ * know passes.  Else *missing names the member it lacks. */
+bool lcd_delivery_shape_ok(const char *event, json_t *payload, const char **missing);
 /* Drop records received before cutoff_ms; returns how many. */
 int lcd_delivery_gc(lcd_db_t *db, long long cutoff_ms, lc_error_t **err);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image.h"
 #include "ledger.h"
 #include "manifest.h"
 #include "util.h"
@@ -642,22 +643,122 @@ static int parse_named(lcd_app_t *app, json_t *m, const char *key, size_t size, 
 	return 0;
 }
 
-/* "sandboxes": {"max": N}: how many sandboxes the app's tasks may hold. */
+static bool grant_net_ok(const char *s)
+{
+	return lcd_name_valid(s) || (s[0] == '$' && lcd_secret_name_valid(s + 1));
+}
+
+/* "sandboxes": {"max", "net", "images", "limits", "model_gateway"}: what
+ * the app's tasks may make (lcd_grant_t). */
 static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
 {
-	static const char *const keys[] = { "max", NULL };
-	app->sandboxes_max = LCD_SANDBOXES_MAX_DEFAULT;
+	static const char *const keys[] = { "max", "net", "images", "limits", "model_gateway", NULL };
+	lcd_grant_t *g = &app->grant;
+	app->sandboxes_max = g->max = LCD_SANDBOXES_MAX_DEFAULT;
+	g->limits = (lc_limits_t){ .memory = LCD_GRANT_MEMORY_DEFAULT, .memory_swap = -1, .pids = LCD_GRANT_PIDS_DEFAULT };
+	lc_strv_push(&g->net, "none");
 	json_t *v = json_object_get(m, "sandboxes");
-	if (!v)
-		return 0;
-	if (!json_is_object(v))
-		return bad(err, "sandboxes", "expected an object {\"max\": N}");
-	if (lcd_check_keys(v, "sandboxes", keys, err) < 0)
+	if (v && !json_is_object(v))
+		return bad(err, "sandboxes", "expected an object {\"max\", \"net\", \"images\", \"limits\", \"model_gateway\"}");
+	if (v && lcd_check_keys(v, "sandboxes", keys, err) < 0)
 		return -1;
 	long long n = LCD_SANDBOXES_MAX_DEFAULT;
-	if (get_int(v, "max", "sandboxes", 0, 10000, &n, err) < 0)
+	if (v && get_int(v, "max", "sandboxes", 0, 10000, &n, err) < 0)
 		return -1;
-	app->sandboxes_max = (int)n;
+	app->sandboxes_max = g->max = (int)n;
+	json_t *x = v ? json_object_get(v, "net") : NULL;
+	if (x && get_strv(x, "sandboxes.net", grant_net_ok,
+			  "expected a network policy name (\"allow\": allow lists of the task's own) or \"$CONFIG_KEY\"",
+			  &g->net_raw, err) < 0)
+		return -1;
+	x = v ? json_object_get(v, "images") : NULL;
+	if (x && get_strv(x, "sandboxes.images", NULL, NULL, &g->images_raw, err) < 0)
+		return -1;
+	for (size_t i = 0; g->images_raw && g->images_raw[i]; i++) {
+		const char *s = g->images_raw[i];
+		if (!(s[0] == '$' ? lcd_secret_name_valid(s + 1) : !strcmp(s, "host") || lc_image_name_valid(s))) {
+			_cleanup_free_ char *p = lc_strdup_printf("sandboxes.images[%zu]", i);
+			return bad(err, p, "expected an image name, \"host\" or \"$CONFIG_KEY\"");
+		}
+	}
+	x = v ? json_object_get(v, "limits") : NULL;
+	if (x) {
+		/* what it names replaces the default; what it leaves out keeps it */
+		lc_limits_t l = { 0 };
+		if (lcd_limits_parse(x, "sandboxes.limits", &l, err) < 0)
+			return -1;
+		if (l.memory >= 0)
+			g->limits.memory = l.memory;
+		if (l.memory_swap >= 0)
+			g->limits.memory_swap = l.memory_swap;
+		if (l.pids >= 0)
+			g->limits.pids = l.pids;
+		g->limits.cpus = l.cpus;
+		g->limits.cpu_weight = l.cpu_weight;
+		g->limits.io_weight = l.io_weight;
+		if (l.best_effort)
+			return bad(err, "sandboxes.limits.best_effort", "not here: a task's sandbox gets what the host enforces of "
+				   "these (the rest is logged)");
+	}
+	x = v ? json_object_get(v, "model_gateway") : NULL;
+	if (x && !json_is_boolean(x))
+		return bad(err, "sandboxes.model_gateway", "expected true or false");
+	g->model_gateway = json_is_true(x);
+	if (!x)
+		for (size_t i = 0; i < app->n_functions; i++)
+			g->model_gateway |= app->functions[i].gateway_raw != NULL;
+	return 0;
+}
+
+/* The grant's entries of list raw (sandboxes.KEY) into *out, "$KEY"s read
+ * from the config (an empty value adds nothing), each checked by ok. */
+static int resolve_list(lcd_app_t *app, char **raw, const char *key, bool (*ok)(const char *), const char *what,
+			char ***out, lc_error_t **err)
+{
+	for (size_t i = 0; raw && raw[i]; i++) {
+		const char *s = raw[i];
+		if (s[0] == '$') {
+			const char *val = config_value(app, s + 1);
+			_cleanup_free_ char *p = lc_strdup_printf("sandboxes.%s[%zu]", key, i);
+			if (!val) {
+				_cleanup_free_ char *m = lc_strdup_printf("%s is not a key of config", s);
+				return bad(err, p, m);
+			}
+			if (!*val)
+				continue;
+			if (!ok(val)) {
+				_cleanup_free_ char *m = lc_strdup_printf("config.%s: expected %s, not '%s'", s + 1, what, val);
+				return bad(err, p, m);
+			}
+			s = val;
+		}
+		if (strcmp(s, "none"))
+			lc_strv_push(out, s);
+	}
+	return 0;
+}
+
+static bool image_ok(const char *s)
+{
+	return !strcmp(s, "host") || lc_image_name_valid(s);
+}
+
+/* The grant's policies and images: "none" and "host", those it lists
+ * ("$KEY"s read from the config), the functions' and the devboxes' own
+ * images. */
+static int resolve_grant(lcd_app_t *app, lc_error_t **err)
+{
+	lcd_grant_t *g = &app->grant;
+	lc_strv_push(&g->images, "host");
+	if (resolve_list(app, g->net_raw, "net", lcd_name_valid, "a network policy name", &g->net, err) < 0 ||
+	    resolve_list(app, g->images_raw, "images", image_ok, "an image name", &g->images, err) < 0)
+		return -1;
+	for (size_t i = 0; i < app->n_functions; i++)
+		if (app->functions[i].image)
+			lc_strv_push(&g->images, app->functions[i].image);
+	for (size_t i = 0; i < app->n_devboxes; i++)
+		if (app->devboxes[i].image)
+			lc_strv_push(&g->images, app->devboxes[i].image);
 	return 0;
 }
 
@@ -746,8 +847,6 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 		}
 	}
 
-	if (parse_sandboxes(m, app, err) < 0 || parse_budget(m, app, err) < 0)
-		goto out;
 	if (dbx) {
 		app->devboxes = lc_xmalloc0(json_object_size(dbx) * sizeof(*app->devboxes));
 		json_object_foreach(dbx, key, v) {
@@ -756,9 +855,11 @@ int lcd_app_parse(json_t *m, lcd_app_t **out, lc_error_t **err)
 				goto out;
 		}
 	}
+	if (parse_sandboxes(m, app, err) < 0 || parse_budget(m, app, err) < 0)
+		goto out;
 
 	if (parse_config(app, json_object_get(m, "config"), err) < 0 || resolve_net(app, err) < 0 ||
-	    resolve_gateway(app, err) < 0 ||
+	    resolve_gateway(app, err) < 0 || resolve_grant(app, err) < 0 ||
 	    parse_named(app, m, "schedules", sizeof(lcd_schedule_t), (void **)&app->schedules, &app->n_schedules,
 			parse_schedule, err) < 0 ||
 	    parse_named(app, m, "webhooks", sizeof(lcd_webhook_t), (void **)&app->webhooks, &app->n_webhooks,
@@ -821,6 +922,10 @@ void lcd_app_unref(lcd_app_t *app)
 		lcd_devbox_def_clear(&app->devboxes[i]);
 	free(app->devboxes);
 	lc_strv_free(app->maps);
+	lc_strv_free(app->grant.net);
+	lc_strv_free(app->grant.images);
+	lc_strv_free(app->grant.images_raw);
+	lc_strv_free(app->grant.net_raw);
 	lc_strv_free(app->config);
 	free(app->name);
 	json_decref(app->manifest);

@@ -50,6 +50,28 @@ typedef struct lcd_webhook {
 	char **events;   /* events handed on (NULL: every event) */
 } lcd_webhook_t;
 
+/* "sandboxes": what the app's tasks may make through the sandbox API (an
+ * operator's sandbox is bound by none of it).  A request wider than the
+ * grant is refused (403) naming the key. */
+typedef struct lcd_grant {
+	int max;        /* sandboxes its tasks may hold at once */
+	char **net;     /* network policies a task may name ("none" always);
+			   "allow": a task may give allow lists of its own (public
+			   addresses only) */
+	char **images;  /* images a task may make sandboxes from ("host" and the
+			   images the manifest names, "$KEY"s resolved); the app's
+			   own snapshots (APP/...) always */
+	lc_limits_t limits; /* the limits of a task's sandbox that names none,
+			       and the most one may ask for (-1 / 0: none) */
+	bool model_gateway; /* a task may make sandboxes with the model gateway
+			       (default: if a function declares model_gateway) */
+	char **net_raw, **images_raw; /* as the manifest says, until the config is read */
+} lcd_grant_t;
+
+/* The limits of a task's sandbox when the manifest says none. */
+#define LCD_GRANT_MEMORY_DEFAULT (2LL << 30)
+#define LCD_GRANT_PIDS_DEFAULT 1024
+
 typedef struct lcd_app {
 	int refs;
 	char *name;
@@ -63,6 +85,7 @@ typedef struct lcd_app {
 	size_t n_webhooks;
 	char **config;   /* "KEY=VALUE" from the config object, for every function's environment */
 	int sandboxes_max; /* sandboxes its tasks may hold at once (sandboxes.max) */
+	lcd_grant_t grant; /* "sandboxes": what its tasks may make */
 	long long daily_budget_pusd; /* budget.daily_usd: the model gateway's cap per UTC day (0: none) */
 	lcd_devbox_def_t *devboxes; /* "devboxes": boxes you SSH into (devbox.h) */
 	size_t n_devboxes;
@@ -77,6 +100,11 @@ typedef struct lcd_app {
 int lcd_app_parse(json_t *manifest, lcd_app_t **out, lc_error_t **err);
 lcd_app_t *lcd_app_ref(lcd_app_t *app);
 void lcd_app_unref(lcd_app_t *app);
+static inline void lcd_app_unrefp(lcd_app_t **app)
+{
+	lcd_app_unref(*app);
+}
+#define _cleanup_app_ __attribute__((cleanup(lcd_app_unrefp)))
 
 /* The slots of s due in (last, now] (epoch seconds) and which of them to
  * fire under its catch-up policy: at most max, oldest first, into out.
