@@ -420,6 +420,37 @@ static int v_run(struct opts *o)
 	}
 }
 
+/* lcctl image ls: the store's images, with the owner and the end lcd keeps
+ * for those its sandboxes were snapshotted or forked into. */
+static int v_image(struct opts *o)
+{
+	if (o->n < 1 || (strcmp(o->pos[0], "ls") && strcmp(o->pos[0], "list")))
+		return usage_error("usage: lcctl image ls [--json]");
+	if (only(o, 1u << O_JSON, "image ls") || npos(o, 1, 1, "image ls [--json]"))
+		return LC_EXIT_USAGE;
+	_cleanup_json_ json_t *out = NULL;
+	int code;
+	json_t *list = get_list(o, "/images", "images", &out, &code);
+	if (!list)
+		return code;
+	printf("%-48s %-20s %-9s %-10s %-20s %s\n", "NAME", "OWNER", "KIND", "SIZE", "CREATED", "EXPIRES");
+	size_t i;
+	json_t *im;
+	json_array_foreach(list, i, im) {
+		char size[32] = "-", exp[32] = "-";
+		json_t *sz = json_object_get(im, "size"), *ex = json_object_get(im, "expires");
+		if (json_is_integer(sz))
+			snprintf(size, sizeof(size), "%.1fM", (double)json_integer_value(sz) / (1 << 20));
+		if (json_is_integer(ex)) {
+			_cleanup_json_ json_t *ms = json_integer(json_integer_value(ex) * 1000);
+			lcctl_fmt_time(ms, exp, sizeof(exp));
+		}
+		printf("%-48s %-20s %-9s %-10s %-20s %s\n", lcctl_str(im, "name"), lcctl_str(im, "owner"),
+		       lcctl_str(im, "kind"), size, lcctl_str(im, "created"), exp);
+	}
+	return 0;
+}
+
 static int v_task(struct opts *o)
 {
 	if (o->n < 1)
@@ -722,6 +753,7 @@ static void usage(FILE *f)
 	      "  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
 	      "  secret ls [--json] | secret delete NAME\n"
 	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
+	      "  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
 	      "  status                               is lcd up?\n"
 	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
 	      "                                       sandboxes through lcd (lcctl sandbox --help)\n"
@@ -799,6 +831,8 @@ int main(int argc, char **argv)
 		r = v_map(&o);
 	else if (!strcmp(verb, "secret"))
 		r = v_secret(&o);
+	else if (!strcmp(verb, "image"))
+		r = v_image(&o);
 	else if (!strcmp(verb, "deployment"))
 		r = v_deployment(&o);
 	else if (!strcmp(verb, "status"))

@@ -28,7 +28,11 @@ struct lcd_session;
 
 typedef struct lcd {
 	lcd_db_t *db;
-	char *task_socket; /* the API socket bound into every task's sandbox */
+	/* http/api.c: a task's own API socket, bound into its sandbox at
+	 * /run/lcd.sock (lcd_task_access), and its end (lcd_task_release) */
+	struct lcd_api *api;
+	int (*task_socket_open)(struct lcd *lcd, const char *task, char **path, lc_error_t **err);
+	void (*task_socket_close)(struct lcd *lcd, const char *task);
 	char *python_dir;  /* the Python client's directory bound there, or NULL */
 	char *workloads_dir; /* the workload programs, bound read-only at /run/lcd/bin, or NULL */
 	char *apps_dir;    /* the shipped apps' files (seeds, eval tasks), at /run/lcd/apps, or NULL */
@@ -37,6 +41,11 @@ typedef struct lcd {
 	char *logs_dir;   /* ID.log: the task's stdout and stderr */
 	char *clock_file; /* test hook: the scheduler's "now" (see lcd_now_s) */
 	size_t max_body;
+	unsigned long long max_upload; /* bytes of one upload through the files API */
+	long long exec_memory_max;     /* bytes of exec output lcd holds for all execs at once */
+	long long exec_memory;         /* ... held now (atomic; http/exec.c) */
+	long long fork_image_ttl;     /* s a fork's image is kept (images.c) */
+	long long snapshot_image_ttl; /* s a snapshot's image is kept; 0: until removed */
 	int catchup_max;
 	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */
 	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */
@@ -227,7 +236,8 @@ json_t *lcd_sandbox_history(lcd_t *lcd, const lcd_caller_t *who, const char *app
 /* The environment entries (K=V) of the secrets a sandbox was given, read
  * from the store for each exec: they are never written elsewhere. */
 int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err);
-int lcd_sandbox_snapshot(lcd_t *lcd, json_t *row, const char *name, json_t **out, lc_error_t **err);
+int lcd_sandbox_snapshot(lcd_t *lcd, const lcd_caller_t *who, json_t *row, const char *name, json_t **out,
+			 lc_error_t **err);
 int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, json_t **out, lc_error_t **err);
 /* At start: tokens are dropped, sandboxes of tasks (none runs now) and
  * half-made ones are removed, records of vanished ones forgotten. */
@@ -239,20 +249,26 @@ void lcd_sessions_drop(lcd_t *lcd, const char *sandbox);
 
 /* ---- api.c ---- */
 typedef struct lcd_api lcd_api_t;
-/* The TCP listener: "HOST:PORT" (NULL: none), its bearer token, how long
- * a connection may sit idle or half-sent (s), and how many connections
- * one address may hold. */
-typedef struct lcd_tcp_cfg {
+/* The API's listeners: the TCP one ("HOST:PORT", NULL: none) with its
+ * bearer token, how long a connection may sit idle or half-sent (s) and
+ * how many connections one address may hold; the unix sockets' idle
+ * time, and the connections one task, one local uid may hold there. */
+typedef struct lcd_api_cfg {
 	const char *addr;
 	const char *token;
 	unsigned idle_timeout, per_ip;
-} lcd_tcp_cfg_t;
+	unsigned unix_idle_timeout;
+	int task_connections, operator_connections;
+} lcd_api_cfg_t;
 #define LCD_TCP_IDLE_TIMEOUT_S 60
 #define LCD_TCP_PER_IP 64
-/* Serve the operator on an already listening unix socket fd, tasks on
- * task_fd (every request needs a token there), and on tcp->addr (if set)
- * requiring a bearer token. */
-int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const lcd_tcp_cfg_t *tcp, lcd_api_t **out, lc_error_t **err);
+#define LCD_UNIX_IDLE_TIMEOUT_S 30
+#define LCD_TASK_CONNECTIONS 32
+#define LCD_OPERATOR_CONNECTIONS 256
+/* Serve the operator on an already listening unix socket fd, each task on
+ * a socket of its own (lcd->task_socket_open; a token of that task is
+ * needed there), and on cfg->addr (if set) requiring a bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t **out, lc_error_t **err);
 void lcd_api_stop(lcd_api_t *api);
 /* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is
  * set to 0).  Past max bytes the body stops growing and *too_big is set. */

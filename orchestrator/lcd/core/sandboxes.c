@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "grant.h"
 #include "image.h"
+#include "images.h"
 #include "layer.h"
 #include "lcd.h"
 #include "net.h"
@@ -335,11 +337,19 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	lc_spec_t *s = r->spec = lc_spec_new();
 	if (!s)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot make a sandbox spec");
+	/* A task's request is held to its app's grant (the manifest's
+	 * "sandboxes"); the operator's to nothing. */
+	_cleanup_app_ lcd_app_t *app = NULL;
+	if (!who->operator && !(app = lcd_app_get(lcd, who->app)))
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "app %s is no longer deployed", who->app);
+	const lcd_grant_t *grant = app ? &app->grant : NULL;
 
 	json_t *img = json_object_get(req, "image");
 	if (img && (!json_is_string(img) || !*json_string_value(img)))
 		return bad(err, LC_EXIT_INVALID, "image", "expected an image name or \"host\"");
 	const char *image = image_override ? image_override : img ? json_string_value(img) : LC_IMAGE_HOST;
+	if (grant && lcd_grant_image(grant, who->app, image, err) < 0)
+		return -1;
 	r->image = strdup(image);
 	if (strcmp(image, LC_IMAGE_HOST) != 0) {
 		if (strncmp(image, "sha256:", 7) && !lc_image_name_valid(image))
@@ -358,8 +368,13 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 		lc_strv_free(s->argv); /* the image's entrypoint/cmd: not for a sandbox with no command */
 		s->argv = NULL;
 	}
+	json_t *net = json_object_get(req, "net");
+	if (grant && lcd_grant_net(grant, who->app, net, err) < 0)
+		return -1;
 	if (parse_limits(json_object_get(req, "limits"), &s->limits, err) < 0 ||
-	    parse_net(json_object_get(req, "net"), &s->net, err) < 0 ||
+	    (grant && lcd_grant_limits(grant, who->app, json_object_get(req, "limits") ? &s->limits : NULL, &s->limits,
+				       err) < 0) ||
+	    parse_net(net, &s->net, err) < 0 || (grant && json_is_object(net) && lcd_grant_rules(&s->net, err) < 0) ||
 	    lcd_env_parse(json_object_get(req, "env"), "env", &s->env, err) < 0 ||
 	    parse_secrets(lcd, who, json_object_get(req, "secrets"), &r->secrets, err) < 0 ||
 	    parse_labels(json_object_get(req, "labels"), &r->labels, err) < 0 ||
@@ -368,6 +383,10 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	    positive(json_object_get(req, "idle_timeout"), "idle_timeout", TTL_MAX, &s->idle_timeout, err) < 0)
 		return -1;
 	if ((v = json_object_get(req, "model_gateway"))) {
+		if (grant && !grant->model_gateway)
+			return lc_error_set(err, LC_EXIT_PERM, 0,
+					    "model_gateway: app %s's tasks may not make sandboxes with the model gateway "
+					    "(sandboxes.model_gateway in its manifest)", who->app);
 		if (lcd_gateway_parse(lcd, who, v, r->secrets, &r->gw, &s->net, err) < 0)
 			return -1;
 		r->has_gw = true;
@@ -488,7 +507,9 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 			goto fail;
 		}
 	}
-	if (r->name && lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE name = ?", "s", r->name) != 0) {
+	/* names are an app's own (the operator's among the operator's) */
+	if (r->name && lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE name = ? AND app IS ?", "ss",
+					r->name, who->operator ? NULL : who->app) != 0) {
 		lc_error_set(err, LC_EXIT_BUSY, 0, "name: a sandbox named '%s' exists already", r->name);
 		goto fail;
 	}
@@ -550,7 +571,8 @@ lc_spec_t *lcd_sandbox_pool_spec(lcd_t *lcd, const char *image, char **digest, l
 
 /* What a member of the pool can still be given (lc_sandbox_claim): a
  * request with nothing fixed when a sandbox is made -- no limits, net
- * other than none, mounts, user, workdir or model gateway. */
+ * other than none, mounts, user, workdir or model gateway.  (A task's
+ * request that names no limits gets its grant's: the claim writes them.) */
 static bool pool_fits(json_t *req)
 {
 	static const char *const keys[] = { "image", "env", "secrets", "labels", "name", "ttl", "idle_timeout", "net", NULL };
@@ -638,7 +660,9 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		free(r.spec->id);
 		r.spec->id = strdup(made[i]);
 		free(r.spec->name);
-		r.spec->name = r.name ? strdup(r.name) : NULL;
+		/* lcrun's names are one namespace for the host: a task's sandbox
+		 * has its name in lcd only, so apps never take each other's */
+		r.spec->name = r.name && who->operator ? strdup(r.name) : NULL;
 		char got[LC_ID_LEN + 1];
 		if (tune && (rc = tune(r.spec, made[i], ud, err)) < 0)
 			break;
@@ -684,9 +708,11 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 {
 	_cleanup_json_ json_t *rows = NULL;
 	if (who->operator)
+		/* an id, or a name: the operator's own first, then an app's */
 		rows = lcd_db_query(lcd->db, err,
-				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE (id = ? OR name = ?) AND state != 'deleting'",
-				    "ss", ref, ref);
+				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE (id = ? OR name = ?) AND state != 'deleting' "
+				    "ORDER BY id = ? DESC, app IS NOT NULL",
+				    "sss", ref, ref, ref);
 	else
 		rows = lcd_db_query(lcd->db, err,
 				    "SELECT " SB_COLUMNS " FROM sandboxes WHERE (id = ? OR name = ?) AND task_id = ? "
@@ -694,9 +720,14 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 				    "sss", ref, ref, who->task);
 	if (!rows)
 		return NULL;
-	json_t *row = json_array_get(rows, 0);
+	json_t *row = json_array_get(rows, 0), *next = json_array_get(rows, 1);
 	if (!row) {
 		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no sandbox '%s'", ref);
+		return NULL;
+	}
+	if (next && strcmp(jstr(row, "id"), ref) && jstr(row, "app")) {
+		lc_error_set(err, LC_EXIT_BUSY, 0, "sandboxes of apps %s and %s are named '%s': name one by its id",
+			     jstr(row, "app"), jstr(next, "app"), ref);
 		return NULL;
 	}
 	return json_incref(row);
@@ -888,15 +919,20 @@ static int image_digest(const char *name, json_t **out, lc_error_t **err)
 	return 0;
 }
 
-int lcd_sandbox_snapshot(lcd_t *lcd, json_t *row, const char *name, json_t **out, lc_error_t **err)
+int lcd_sandbox_snapshot(lcd_t *lcd, const lcd_caller_t *who, json_t *row, const char *name, json_t **out,
+			 lc_error_t **err)
 {
 	if (!name || !lc_image_name_valid(name))
 		return bad(err, LC_EXIT_INVALID, "name",
 			   "expected an image name (letters, digits, '._:/-', at most 128, not \"host\")");
+	if (!who->operator && lcd_grant_snapshot_name(who->app, name, err) < 0)
+		return -1;
 	const char *id = jstr(row, "id");
 	if (lc_sandbox_snapshot(id, name, err) < 0)
 		return -1;
 	lcd_log("sandbox %s: snapshot %s", id, name);
+	if (lcd_image_record(lcd, who, name, "snapshot", id, err) < 0)
+		return -1;
 	return image_digest(name, out, err);
 }
 
@@ -905,8 +941,10 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	if (n < 1 || n > FORK_MAX)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "n: expected 1 to %d", FORK_MAX);
 	const char *id = jstr(row, "id");
-	_cleanup_free_ char *image = lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms());
-	if (lc_sandbox_snapshot(id, image, err) < 0)
+	/* a task's fork images are its app's (grant.h), the operator's fork/ */
+	_cleanup_free_ char *image = who->operator ? lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms())
+						   : lc_strdup_printf("%s/fork-%s-%lld", who->app, id, lc_wall_ms());
+	if (lc_sandbox_snapshot(id, image, err) < 0 || lcd_image_record(lcd, who, image, "fork", id, err) < 0)
 		return -1;
 	_cleanup_json_ json_t *req = json_loads(jstr(row, "request"), 0, NULL);
 	json_object_del(req, "name");
@@ -914,6 +952,7 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	if (lcd_sandbox_make(lcd, who, req, n, image, ids, err) < 0) {
 		json_decref(ids);
 		lc_image_remove(image, NULL);
+		lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ?", "s", image);
 		return -1;
 	}
 	lcd_log("sandbox %s: forked %d time(s) from image %s", id, n, image);

@@ -1,6 +1,7 @@
 /* sched.c — the scheduler: fires each schedule at its cron minute (UTC),
  * catches up on slots missed while lcd was down (at most once per slot),
- * collects expired map keys, and re-kills sandboxes of cancelled tasks.
+ * collects expired map keys and images (images.c), and re-kills sandboxes
+ * of cancelled tasks.
  *
  * Its clock is time(NULL), unless a clock file is set (lcd --clock-file or
  * LCD_TEST_CLOCK): then "now" is read from that file on every tick.  It is
@@ -10,11 +11,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "images.h"
 #include "lcd.h"
 #include "util.h"
 
 #define TICK_MS 500
 #define MAP_GC_EVERY_MS 30000
+#define IMAGE_GC_EVERY_MS 60000
 
 long long lcd_now_s(lcd_t *lcd)
 {
@@ -135,7 +138,7 @@ void *lcd_scheduler(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	long long last_gc = 0;
+	long long last_gc = 0, last_image_gc = 0;
 	for (;;) {
 		tick(lcd);
 		lcd_kill_running(lcd, true);
@@ -146,6 +149,10 @@ void *lcd_scheduler(void *arg)
 				lcd_log("maps: %d expired key(s) collected", n);
 			lc_error_free(err);
 			last_gc = lc_now_ms();
+		}
+		if (lc_now_ms() - last_image_gc >= IMAGE_GC_EVERY_MS) {
+			lcd_images_collect(lcd);
+			last_image_gc = lc_now_ms();
 		}
 		if (lcd_sleep(lcd, &lcd->tick, TICK_MS))
 			return NULL;

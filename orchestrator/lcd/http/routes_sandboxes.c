@@ -114,7 +114,7 @@ static enum MHD_Result h_snapshot(call_t *call, json_t *row)
 		return FAIL(call, LC_EXIT_INVALID, "name: expected the new image's name");
 	lc_error_t *err = NULL;
 	json_t *out = NULL;
-	if (lcd_sandbox_snapshot(call->lcd, row, json_string_value(name), &out, &err) < 0)
+	if (lcd_sandbox_snapshot(call->lcd, call->who, row, json_string_value(name), &out, &err) < 0)
 		return sb_fail(call->c, err);
 	return api_reply(call->c, MHD_HTTP_CREATED, out);
 }
@@ -230,7 +230,8 @@ struct lcd_upload {
 	char *path;
 	int fd;
 	lcd_tar_t *job;
-	unsigned long long bytes;
+	unsigned long long bytes, max; /* max: lcd.json max_upload */
+	bool too_big;
 	lc_error_t *err; /* the first failure; the rest of the body is dropped */
 };
 
@@ -255,6 +256,13 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 		*r = api_fail_err(c, err);
 		return false;
 	}
+	/* a body said to be too big is refused before anything is opened */
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > lcd->max_upload) {
+		*r = api_fail_status(c, 413, LC_EXIT_INVALID, "upload of %s bytes: more than lcd takes in one (max_upload %llu)",
+				     cl, lcd->max_upload);
+		return false;
+	}
 	mode_t mode = 0644;
 	if (mode_s) {
 		char *end = NULL;
@@ -267,6 +275,7 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 	}
 	lcd_upload_t *u = lc_xmalloc0(sizeof(*u));
 	u->fd = -1;
+	u->max = lcd->max_upload;
 	snprintf(u->id, sizeof(u->id), "%s", json_string_value(json_object_get(row, "id")));
 	u->path = strdup(path);
 	int rc = tar ? lcd_runner_tar_start(lcd, u->id, path, true, &u->fd, &u->job, &err)
@@ -284,6 +293,12 @@ void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len)
 {
 	if (u->err)
 		return;
+	if (u->bytes + len > u->max) { /* a body of unsaid length, past max_upload */
+		u->too_big = true;
+		lc_error_set(&u->err, LC_EXIT_INVALID, 0, "upload to %s in sandbox %s: more than lcd takes in one (max_upload "
+			     "%llu): stopped there", u->path, u->id, u->max);
+		return;
+	}
 	if (lc_write_all(u->fd, data, len) < 0) {
 		lc_error_set(&u->err, errno == EPIPE ? LC_EXIT_INVALID : LC_EXIT_RUNTIME, errno, "writing %s in sandbox %s",
 			     u->path, u->id);
@@ -308,6 +323,11 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
 	}
 	if (u->err) {
 		lc_error_t *e = lc_steal(u->err);
+		if (u->too_big) {
+			enum MHD_Result r = api_fail_status(c, 413, e->exit_code, "%s", e->msg);
+			lc_error_free(e);
+			return r;
+		}
 		return api_fail_err(c, e);
 	}
 	lcd_log("sandbox %s: %llu bytes written to %s", u->id, u->bytes, u->path);

@@ -1,0 +1,22 @@
+/* images.h — the images lcd's sandboxes are snapshotted and forked into:
+ * each has an owner (an app, or the operator) and, forks always and
+ * snapshots when lcd.json says so, an end, after which lcd removes it
+ * (unless a sandbox still uses it).  Table images in lcd.db. */
+#ifndef LCD_IMAGES_H
+#define LCD_IMAGES_H
+
+#include "lcd.h"
+
+#define LCD_FORK_IMAGE_TTL_DEFAULT (7 * 86400)
+
+/* Record image name (kind "snapshot" or "fork", of sandbox) as who's. */
+int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
+		     lc_error_t **err);
+/* Remove the images whose end has come and that no sandbox uses. */
+void lcd_images_collect(lcd_t *lcd);
+/* [{"name", "digest", "size", "created", "owner", "kind", "expires"}]: the
+ * store's images with what lcd knows of them (owner "operator" for an
+ * image lcd did not make); a task sees its app's own only. */
+json_t *lcd_images_list(lcd_t *lcd, const lcd_caller_t *who, lc_error_t **err);
+
+#endif
