@@ -24,6 +24,7 @@
 
 #include "archivelib.h"
 #include "gateway.h"
+#include "images.h"
 #include "lcd.h"
 #include "pool.h"
 #include "netlibs.h"
@@ -98,12 +99,15 @@ struct config {
 	char *listen;
 	char *token_file;
 	long long listen_idle_timeout, listen_per_ip;
+	long long socket_idle_timeout, task_connections, operator_connections;
 	long long max_body;
 	long long catchup_max;
 	int task_nice;
 	char **bind_roots;
 	char *webhook_listen, *webhook_tls_cert, *webhook_tls_key;
 	long long webhook_max_body;
+	long long fork_image_ttl, snapshot_image_ttl;
+	long long max_upload, exec_memory_max;
 	char *workloads_dir, *apps_dir;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
@@ -158,6 +162,12 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			n = &c->listen_idle_timeout;
 		else if (!strcmp(key, "listen_per_ip"))
 			n = &c->listen_per_ip;
+		else if (!strcmp(key, "socket_idle_timeout"))
+			n = &c->socket_idle_timeout;
+		else if (!strcmp(key, "task_connections"))
+			n = &c->task_connections;
+		else if (!strcmp(key, "operator_connections"))
+			n = &c->operator_connections;
 		else if (!strcmp(key, "max_body"))
 			n = &c->max_body;
 		else if (!strcmp(key, "catchup_max"))
@@ -170,6 +180,14 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->webhook_tls_key;
 		else if (!strcmp(key, "webhook_max_body"))
 			n = &c->webhook_max_body;
+		else if (!strcmp(key, "max_upload"))
+			n = &c->max_upload;
+		else if (!strcmp(key, "exec_memory_max"))
+			n = &c->exec_memory_max;
+		else if (!strcmp(key, "fork_image_ttl"))
+			n = &c->fork_image_ttl;
+		else if (!strcmp(key, "snapshot_image_ttl"))
+			n = &c->snapshot_image_ttl;
 		else if (!strcmp(key, "workloads_dir"))
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
@@ -203,21 +221,14 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			if (!json_is_integer(v) || json_integer_value(v) <= 0)
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a positive integer", path, key);
 			*n = json_integer_value(v);
-			if ((n == &c->listen_idle_timeout && *n > 86400) || (n == &c->listen_per_ip && *n > 65535))
+			bool secs = n == &c->listen_idle_timeout || n == &c->socket_idle_timeout;
+			bool conns = n == &c->listen_per_ip || n == &c->task_connections || n == &c->operator_connections;
+			if ((secs && *n > 86400) || (conns && *n > 65535))
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: at most %d", path, key,
-						    n == &c->listen_per_ip ? 65535 : 86400);
+						    conns ? 65535 : 86400);
 		}
 	}
 	return 0;
-}
-
-/* The task socket beside the operator's: DIR/NAME.sock -> DIR/NAME-task.sock. */
-static char *task_socket_path(const char *sock)
-{
-	size_t n = strlen(sock);
-	if (n > 5 && !strcmp(sock + n - 5, ".sock"))
-		n -= 5;
-	return lc_strdup_printf("%.*s-task.sock", (int)n, sock);
 }
 
 /* The Python client bound into tasks: installed, else the source tree's. */
@@ -351,7 +362,6 @@ static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, co
 	lcd_gateway_stop(lcd);
 	lcd_webhook_stop(hooks);
 	unlink(sock);
-	unlink(lcd->task_socket);
 	return fail(err);
 }
 
@@ -398,11 +408,21 @@ int main(int argc, char **argv)
 	 * modes instead (lcd.db 0600, logs 0600 in a 0700 dir). */
 	umask(022);
 	signal(SIGPIPE, SIG_IGN);
+	/* Every connection is an fd: lcd takes the hard limit (each caller's
+	 * share of them is bounded: api.c). */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 
 	lc_error_t *err = NULL;
 	struct config cfg = { .max_body = DEFAULT_MAX_BODY, .catchup_max = DEFAULT_CATCHUP_MAX,
 			      .webhook_max_body = DEFAULT_MAX_BODY, .task_nice = DEFAULT_TASK_NICE,
-			      .listen_idle_timeout = LCD_TCP_IDLE_TIMEOUT_S, .listen_per_ip = LCD_TCP_PER_IP };
+			      .listen_idle_timeout = LCD_TCP_IDLE_TIMEOUT_S, .listen_per_ip = LCD_TCP_PER_IP,
+			      .fork_image_ttl = LCD_FORK_IMAGE_TTL_DEFAULT, .socket_idle_timeout = LCD_UNIX_IDLE_TIMEOUT_S,
+			      .task_connections = LCD_TASK_CONNECTIONS, .operator_connections = LCD_OPERATOR_CONNECTIONS,
+			      .max_upload = 1LL << 30, .exec_memory_max = 256LL << 20 };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
 	/* liblcrun loads libnl and libnftables when a network is first set
@@ -433,6 +453,10 @@ int main(int argc, char **argv)
 	pthread_cond_init(&lcd.spawn_done, NULL);
 	lcd.spawn_tail = &lcd.spawn_queue;
 	lcd.max_body = (size_t)cfg.max_body;
+	lcd.max_upload = (unsigned long long)cfg.max_upload;
+	lcd.exec_memory_max = cfg.exec_memory_max;
+	lcd.fork_image_ttl = cfg.fork_image_ttl;
+	lcd.snapshot_image_ttl = cfg.snapshot_image_ttl;
 	lcd.catchup_max = (int)cfg.catchup_max;
 	lcd.task_nice = cfg.task_nice;
 	errno = 0;
@@ -498,21 +522,10 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return fail(err);
 
-	/* Tasks reach the API through a socket of their own, bound into their
-	 * sandboxes: anyone may connect (the sandbox's root is an unprivileged
-	 * host uid), nobody is served there without a token. */
-	lcd.task_socket = task_socket_path(sock);
-	int task_fd = open_socket(lcd.task_socket, cfg.socket_group, &err);
-	if (task_fd < 0) {
-		unlink(sock);
-		return fail(err);
-	}
+	/* Each task reaches the API through a socket of its own (api.c), bound
+	 * into its sandbox. */
 	lcd_webhook_srv_t *hooks = NULL;
 	lcd_api_t *api = NULL;
-	if (chmod(lcd.task_socket, 0666) < 0) {
-		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot set the mode of %s", lcd.task_socket);
-		return start_failed(&lcd, hooks, api, sock, err);
-	}
 	lcd.python_dir = python_dir();
 	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
 		     &lcd.workloads_dir, &err) < 0 ||
@@ -551,8 +564,9 @@ int main(int argc, char **argv)
 	 * a listen address that cannot be bound ends lcd here, with no task
 	 * started and no thread of ours to stop.  (A spawn answered before
 	 * the dispatcher runs waits in the queue for it.) */
-	lcd_tcp_cfg_t tcp = { cfg.listen, token, (unsigned)cfg.listen_idle_timeout, (unsigned)cfg.listen_per_ip };
-	if (lcd_api_start(&lcd, fd, task_fd, &tcp, &api, &err) < 0 ||
+	lcd_api_cfg_t acfg = { cfg.listen, token, (unsigned)cfg.listen_idle_timeout, (unsigned)cfg.listen_per_ip,
+			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections };
+	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 	pthread_t disp, sched;
@@ -581,7 +595,6 @@ int main(int argc, char **argv)
 	lcd_devboxes_stop(&lcd); /* sessions end (the boxes keep running) */
 	lcd_api_stop(api);
 	unlink(sock);
-	unlink(lcd.task_socket);
 	lcd_pool_stop(&lcd); /* no create can take from it now */
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
@@ -613,7 +626,6 @@ int main(int argc, char **argv)
 	free(lcd.tasks_dir);
 	free(lcd.logs_dir);
 	free(lcd.clock_file);
-	free(lcd.task_socket);
 	free(lcd.python_dir);
 	free(lcd.workloads_dir);
 	free(lcd.apps_dir);

@@ -5,8 +5,9 @@
  * state.json, logs or the task's record) and kept by lcd as its SHA-256
  * only.  It dies when the attempt ends, however it ends, and every token
  * dies when lcd starts (no task survives a restart).  With it the task
- * calls the API over the task socket, bound into its sandbox at
- * /run/lcd.sock; that socket serves nobody without a token. */
+ * calls the API over a socket of its own (http/api.c), bound into its
+ * sandbox at /run/lcd.sock; that socket serves nobody but that task, and
+ * only with its token. */
 #include <errno.h>
 #include <string.h>
 
@@ -77,10 +78,16 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 	_cleanup_free_ char *f = lc_strdup_printf("LC_TASK_FUNCTION=%s", fn->name);
 	lc_strv_push(&spec->env, a);
 	lc_strv_push(&spec->env, f);
-	if (lcd->task_socket) {
+	if (lcd->task_socket_open) {
+		_cleanup_free_ char *sock = NULL;
+		if (lcd->task_socket_open(lcd, task, &sock, err) < 0)
+			return -1;
 		lc_strv_push(&spec->env, "LCD_SOCKET=/run/lcd.sock");
-		if (add_mount(spec, lcd->task_socket, "/run/lcd.sock", false) < 0)
+		/* not idmapped: the sandbox's root is not its owner, and cannot
+		 * chmod it; its inode is this task's alone in any case */
+		if (add_mount(spec, sock, "/run/lcd.sock", false) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "task %s: out of memory", task);
+		spec->mounts[spec->n_mounts - 1].idmap = LC_IDMAP_OFF;
 	}
 	if (lcd->python_dir) {
 		lc_strv_push(&spec->env, "PYTHONPATH=/run/lcd/python");
@@ -96,6 +103,8 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 void lcd_task_release(lcd_t *lcd, const char *task)
 {
 	lc_error_t *err = NULL;
+	if (lcd->task_socket_close)
+		lcd->task_socket_close(lcd, task);
 	if (lcd_db_exec(lcd->db, &err, "DELETE FROM tokens WHERE task_id = ?", "s", task) < 0) {
 		lcd_log("task %s: cannot drop its token: %s", task, err->msg);
 		lc_error_free(err);

@@ -4,19 +4,25 @@
  * bearer token.  Every request is authenticated once its headers are in;
  * a task's token reaches its own app only (see route()).  Every error is
  * {"error": "...", "exit_code": N} with N from error.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <microhttpd.h>
 
 #include "api.h"
 #include "gateway.h"
+#include "images.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -36,15 +42,52 @@ enum listener_kind { L_OPERATOR, L_TASK, L_TCP };
  * alive serves requests of both kinds: each sets its thread's nice. */
 #define API_NICE_RAISE 5
 
+/* A unix socket the acceptor serves: the operator's, or a task's own. */
+typedef struct usock {
+	int fd;
+	enum listener_kind kind;
+	char task[LC_ID_LEN + 1]; /* L_TASK: whose */
+	char *path;               /* L_TASK: unlinked when it goes */
+	bool dead;                /* closed by the acceptor at its next turn */
+} usock_t;
+
+/* What a caller holds: its key ("task:ID", "uid:N") and connections. */
+typedef struct share {
+	char key[48];
+	int n;
+	struct share *next;
+} share_t;
+
+/* A connection's socket context: who it counts against. */
+typedef struct conn_ctx {
+	enum listener_kind kind;
+	char task[LC_ID_LEN + 1];
+	share_t *share;
+} conn_ctx_t;
+
 struct lcd_api {
 	lcd_t *lcd;
 	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
 	unsigned tcp_idle_timeout; /* s: a TCP connection idle or half-sent */
+	unsigned unix_idle_timeout; /* s: a unix socket's connection before (and between) its requests */
+	int task_share, operator_share; /* connections one task, one local uid may hold */
 	struct listener {
 		struct lcd_api *api;
 		enum listener_kind kind;
 	} l_unix, l_task, l_tcp;
+	/* the acceptor (accept_loop): every unix socket, the shares */
+	pthread_mutex_t lock;
+	usock_t *socks;
+	size_t n_socks;
+	share_t *shares;
+	conn_ctx_t *pending[64]; /* handed to libmicrohttpd, not yet started */
+	int pending_fd[64];
+	int wake[2];
+	bool stopping;
+	pthread_t acceptor;
+	bool acceptor_running;
+	char *sockets_dir;
 };
 
 enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body)
@@ -609,7 +652,8 @@ static bool task_may(call_t *call)
 	char **s = call->seg;
 	if (call->n == 0)
 		return false;
-	if (!strcmp(s[0], "health") || !strcmp(s[0], "whoami") || !strcmp(s[0], "sandboxes") || !strcmp(s[0], "tasks"))
+	if (!strcmp(s[0], "health") || !strcmp(s[0], "whoami") || !strcmp(s[0], "sandboxes") || !strcmp(s[0], "tasks") ||
+	    (!strcmp(s[0], "images") && call->n == 1 && !strcmp(call->method, "GET")))
 		return true;
 	if (strcmp(s[0], "apps") || call->n < 2 || strcmp(s[1], call->who->app))
 		return false;
@@ -633,6 +677,11 @@ static enum MHD_Result route(call_t *call)
 		return lcd_api_sandboxes(call);
 	if (call->n >= 1 && (!strcmp(s[0], "devboxes") || !strcmp(s[0], "disks")))
 		return lcd_api_devboxes(call);
+	if (is(call, "GET", 1, "images")) {
+		lc_error_t *err = NULL;
+		json_t *list = lcd_images_list(call->lcd, call->who, &err);
+		return list ? api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "images", list)) : api_fail_err(call->c, err);
+	}
 	if (is(call, "GET", 1, "apps"))
 		return h_apps(call);
 	if (is(call, "POST", 1, "apps"))
@@ -738,8 +787,8 @@ static bool is_light(const char *method, const char *url)
  * done (completed() sets it again). */
 static void working(struct listener *l, struct MHD_Connection *c)
 {
-	if (l->kind == L_TCP)
-		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	(void)l;
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -757,6 +806,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		*con_cls = rq;
 		if (!authenticate(l, c, &rq->who))
 			return api_fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM, "missing or wrong bearer token");
+		if (l->kind == L_TASK) {
+			/* a task's token, on that task's own socket */
+			const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+			const conn_ctx_t *ctx = ci ? ci->socket_context : NULL;
+			if (!ctx || rq->who.operator || strcmp(ctx->task, rq->who.task))
+				return api_fail_status(c, MHD_HTTP_UNAUTHORIZED, LC_EXIT_PERM,
+						       "a task's token is taken on its own socket only");
+		}
 		working(l, c);
 		if (lcd_upload_wanted(method, url)) {
 			enum MHD_Result r;
@@ -822,8 +879,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	struct listener *l = cls;
-	if (l->kind == L_TCP) /* the wait for the next request: idle again */
-		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, l->api->tcp_idle_timeout);
+	/* the wait for the next request: idle again */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+				  l->kind == L_TCP ? l->api->tcp_idle_timeout : l->api->unix_idle_timeout);
 	lcd_req_t *rq = *con_cls;
 	if (rq) {
 		if (rq->on_done)
@@ -835,20 +893,253 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 	}
 }
 
+/* ---- the unix sockets: one acceptor, and a share per caller ----
+ *
+ * libmicrohttpd serves the operator's socket and every task's own socket
+ * without listening on them itself: the acceptor below takes each
+ * connection, counts it against its caller's share (a task: its socket;
+ * the operator's socket: the peer's uid) and hands it on, or closes it at
+ * once when the share is full.  So a task holding thousands of
+ * connections holds its share only; everyone else is still served.  A
+ * connection that has not sent a request with a good token within
+ * unix_idle_timeout is closed (working() and completed()). */
+
+static void api_wake(struct lcd_api *api)
+{
+	(void)!write(api->wake[1], "x", 1);
+}
+
+/* (api->lock held) */
+static share_t *share_get(struct lcd_api *api, const char *key)
+{
+	for (share_t *s = api->shares; s; s = s->next)
+		if (!strcmp(s->key, key))
+			return s;
+	share_t *s = lc_xmalloc0(sizeof(*s));
+	snprintf(s->key, sizeof(s->key), "%s", key);
+	s->next = api->shares;
+	api->shares = s;
+	return s;
+}
+
+/* One connection of s fewer; s goes with its last (api->lock held). */
+static void share_put(struct lcd_api *api, share_t *s)
+{
+	if (--s->n > 0)
+		return;
+	for (share_t **pp = &api->shares; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			free(s);
+			return;
+		}
+}
+
+static void accept_one(struct lcd_api *api, const usock_t *u)
+{
+	struct sockaddr_un sa;
+	socklen_t sl = sizeof(sa);
+	int c = accept4(u->fd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	char key[48];
+	int cap = api->task_share;
+	if (u->kind == L_TASK) {
+		snprintf(key, sizeof(key), "task:%s", u->task);
+	} else {
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			close(c);
+			return;
+		}
+		snprintf(key, sizeof(key), "uid:%u", (unsigned)cr.uid);
+		cap = api->operator_share;
+	}
+	pthread_mutex_lock(&api->lock);
+	share_t *sh = share_get(api, key);
+	int slot = -1;
+	for (int i = 0; i < 64 && slot < 0; i++)
+		if (!api->pending[i])
+			slot = i;
+	bool full = sh->n >= cap || slot < 0;
+	sh->n++;
+	conn_ctx_t *ctx = NULL;
+	if (full) {
+		share_put(api, sh);
+	} else {
+		ctx = lc_xmalloc0(sizeof(*ctx));
+		ctx->kind = u->kind;
+		snprintf(ctx->task, sizeof(ctx->task), "%s", u->task);
+		ctx->share = sh;
+		api->pending[slot] = ctx;
+		api->pending_fd[slot] = c;
+	}
+	pthread_mutex_unlock(&api->lock);
+	if (full) {
+		close(c);
+		return;
+	}
+	/* libmicrohttpd owns (and closes) it from here */
+	if (MHD_add_connection(u->kind == L_TASK ? api->task_d : api->unix_d, c, (struct sockaddr *)&sa, sl) != MHD_YES) {
+		pthread_mutex_lock(&api->lock);
+		if (api->pending[slot] == ctx) { /* never started: nothing else will free it */
+			api->pending[slot] = NULL;
+			share_put(api, sh);
+			free(ctx);
+		}
+		pthread_mutex_unlock(&api->lock);
+	}
+}
+
+/* The only thread that closes the sockets it polls. */
+static void *accept_loop(void *arg)
+{
+	struct lcd_api *api = arg;
+	struct pollfd *pfd = NULL;
+	usock_t *snap = NULL;
+	for (;;) {
+		pthread_mutex_lock(&api->lock);
+		if (api->stopping) {
+			pthread_mutex_unlock(&api->lock);
+			break;
+		}
+		for (size_t i = 0; i < api->n_socks;) {
+			if (api->socks[i].dead) {
+				close(api->socks[i].fd);
+				free(api->socks[i].path);
+				api->socks[i] = api->socks[--api->n_socks];
+				continue;
+			}
+			i++;
+		}
+		size_t n = api->n_socks;
+		pfd = realloc(pfd, (n + 1) * sizeof(*pfd));
+		snap = realloc(snap, (n + 1) * sizeof(*snap));
+		pfd[0] = (struct pollfd){ .fd = api->wake[0], .events = POLLIN };
+		for (size_t i = 0; i < n; i++) {
+			snap[i] = api->socks[i];
+			pfd[i + 1] = (struct pollfd){ .fd = api->socks[i].fd, .events = POLLIN };
+		}
+		pthread_mutex_unlock(&api->lock);
+		if (poll(pfd, n + 1, -1) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			char b[64];
+			while (read(api->wake[0], b, sizeof(b)) > 0)
+				;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (pfd[i + 1].revents & POLLIN)
+				for (int k = 0; k < 64; k++) /* a burst, then the others' turn */
+					accept_one(api, &snap[i]);
+	}
+	free(pfd);
+	free(snap);
+	return NULL;
+}
+
+static void notify_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	struct listener *l = cls;
+	struct lcd_api *api = l->api;
+	if (l->kind == L_TCP)
+		return;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		pthread_mutex_lock(&api->lock);
+		for (int i = 0; fi && i < 64; i++)
+			if (api->pending[i] && api->pending_fd[i] == fi->connect_fd) {
+				*socket_context = api->pending[i];
+				api->pending[i] = NULL;
+				break;
+			}
+		pthread_mutex_unlock(&api->lock);
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_context) {
+		conn_ctx_t *ctx = *socket_context;
+		pthread_mutex_lock(&api->lock);
+		share_put(api, ctx->share);
+		pthread_mutex_unlock(&api->lock);
+		free(ctx);
+		*socket_context = NULL;
+	}
+}
+
+static int add_usock(struct lcd_api *api, int fd, enum listener_kind kind, const char *task, const char *path)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	pthread_mutex_lock(&api->lock);
+	api->socks = realloc(api->socks, (api->n_socks + 1) * sizeof(*api->socks));
+	usock_t *u = &api->socks[api->n_socks++];
+	memset(u, 0, sizeof(*u));
+	u->fd = fd;
+	u->kind = kind;
+	snprintf(u->task, sizeof(u->task), "%s", task ? task : "");
+	u->path = path ? strdup(path) : NULL;
+	pthread_mutex_unlock(&api->lock);
+	api_wake(api);
+	return 0;
+}
+
+/* A task's own socket: lcd_task_access binds it into the task's sandbox
+ * at /run/lcd.sock.  Nobody else's inode: what the task does to it
+ * (chmod, unlink) is done to itself only. */
+static int task_socket_open(lcd_t *lcd, const char *task, char **path, lc_error_t **err)
+{
+	struct lcd_api *api = lcd->api;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_free_ char *p = lc_strdup_printf("%s/%s.sock", api->sockets_dir, task);
+	if (strlen(p) >= sizeof(sa.sun_path))
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENAMETOOLONG, "task %s: socket path %s is too long", task, p);
+	strcpy(sa.sun_path, p);
+	unlink(p);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(p, 0666) < 0 || listen(fd, 64) < 0 ||
+	    add_usock(api, fd, L_TASK, task, p) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		unlink(p);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "task %s: cannot make its API socket %s", task, p);
+	}
+	*path = lc_steal(p);
+	return 0;
+}
+
+static void task_socket_close(lcd_t *lcd, const char *task)
+{
+	struct lcd_api *api = lcd->api;
+	pthread_mutex_lock(&api->lock);
+	for (size_t i = 0; i < api->n_socks; i++)
+		if (api->socks[i].kind == L_TASK && !strcmp(api->socks[i].task, task) && !api->socks[i].dead) {
+			api->socks[i].dead = true;
+			unlink(api->socks[i].path);
+		}
+	pthread_mutex_unlock(&api->lock);
+	api_wake(api);
+}
+
 static struct MHD_Daemon *start_daemon(struct listener *l, int fd, const struct sockaddr *sa, bool v6, unsigned per_ip)
 {
 	/* upgrade: a devbox's ssh connection (api_devbox.c) */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_ALLOW_UPGRADE;
 	if (v6)
 		flags |= MHD_USE_IPv6;
+	if (!sa) /* a unix socket: the acceptor takes its connections */
+		flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	/* Its listening thread, and so every connection thread it makes,
 	 * inherits this thread's nice value: raised while it is created. */
 	thread_nice(l->api->lcd->nice - API_NICE_RAISE);
+	(void)fd;
 	struct MHD_OptionItem opts[] = {
-		{ fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR, fd, (void *)sa },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, l },
-		/* TCP only: the unix sockets are the operator's and the tasks' */
-		{ sa ? MHD_OPTION_CONNECTION_TIMEOUT : MHD_OPTION_END, l->api->tcp_idle_timeout, NULL },
+		{ MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_conn, l },
+		{ MHD_OPTION_CONNECTION_TIMEOUT, sa ? l->api->tcp_idle_timeout : l->api->unix_idle_timeout, NULL },
+		{ MHD_OPTION_CONNECTION_LIMIT, 1u << 16, NULL },
+		{ sa ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *)sa },
 		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL },
 		{ MHD_OPTION_END, 0, NULL },
 	};
@@ -893,27 +1184,49 @@ struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t 
 	return ai;
 }
 
-int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const lcd_tcp_cfg_t *tcp, lcd_api_t **out, lc_error_t **err)
+int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t **out, lc_error_t **err)
 {
-	const char *tcp_addr = tcp->addr, *token = tcp->token;
+	const char *tcp_addr = cfg->addr, *token = cfg->token;
 	struct lcd_api *api = lc_xmalloc0(sizeof(*api));
 	api->lcd = lcd;
+	api->wake[0] = api->wake[1] = -1;
 	api->l_unix = (struct listener){ api, L_OPERATOR };
 	api->l_task = (struct listener){ api, L_TASK };
 	api->l_tcp = (struct listener){ api, L_TCP };
-	api->tcp_idle_timeout = tcp->idle_timeout;
-	api->unix_d = start_daemon(&api->l_unix, unix_fd, NULL, false, 0);
-	if (!api->unix_d) {
-		free(api);
-		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the unix socket");
+	api->tcp_idle_timeout = cfg->idle_timeout;
+	api->unix_idle_timeout = cfg->unix_idle_timeout;
+	api->task_share = cfg->task_connections;
+	api->operator_share = cfg->operator_connections;
+	pthread_mutex_init(&api->lock, NULL);
+	api->sockets_dir = lc_strdup_printf("%s/sockets", lcd->state_dir);
+	if (lc_mkdir_p(api->sockets_dir, 0711, err) < 0 || chmod(api->sockets_dir, 0711) < 0 ||
+	    pipe2(api->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot make %s", api->sockets_dir);
+		lcd_api_stop(api);
+		return -1;
 	}
-	if (task_fd >= 0) {
-		api->task_d = start_daemon(&api->l_task, task_fd, NULL, false, 0);
-		if (!api->task_d) {
-			lcd_api_stop(api);
-			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the task socket");
-		}
+	/* no task outlives lcd: the sockets a crash left go */
+	DIR *dir = opendir(api->sockets_dir);
+	for (struct dirent *de; dir && (de = readdir(dir));)
+		if (strlen(de->d_name) > 5 && !strcmp(de->d_name + strlen(de->d_name) - 5, ".sock"))
+			unlinkat(dirfd(dir), de->d_name, 0);
+	if (dir)
+		closedir(dir);
+	api->unix_d = start_daemon(&api->l_unix, -1, NULL, false, 0);
+	api->task_d = start_daemon(&api->l_task, -1, NULL, false, 0);
+	if (!api->unix_d || !api->task_d) {
+		lcd_api_stop(api);
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot start the HTTP server on the unix sockets");
 	}
+	if (add_usock(api, unix_fd, L_OPERATOR, NULL, NULL) < 0 ||
+	    pthread_create(&api->acceptor, NULL, accept_loop, api) != 0) {
+		lcd_api_stop(api);
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot start the API's acceptor");
+	}
+	api->acceptor_running = true;
+	lcd->api = api;
+	lcd->task_socket_open = task_socket_open;
+	lcd->task_socket_close = task_socket_close;
 	if (tcp_addr) {
 		if (!token || !*token) {
 			lcd_api_stop(api);
@@ -925,7 +1238,7 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, int task_fd, const lcd_tcp_cfg_t *tcp
 			lcd_api_stop(api);
 			return -1;
 		}
-		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6, tcp->per_ip);
+		api->tcp_d = start_daemon(&api->l_tcp, -1, ai->ai_addr, ai->ai_family == AF_INET6, cfg->per_ip);
 		freeaddrinfo(ai);
 		if (!api->tcp_d) {
 			lcd_api_stop(api);
@@ -940,12 +1253,43 @@ void lcd_api_stop(lcd_api_t *api)
 {
 	if (!api)
 		return;
+	pthread_mutex_lock(&api->lock);
+	api->stopping = true;
+	pthread_mutex_unlock(&api->lock);
+	if (api->acceptor_running) {
+		api_wake(api);
+		pthread_join(api->acceptor, NULL);
+	}
+	if (api->lcd->api == api) {
+		api->lcd->task_socket_open = NULL;
+		api->lcd->task_socket_close = NULL;
+		api->lcd->api = NULL;
+	}
 	if (api->tcp_d)
 		MHD_stop_daemon(api->tcp_d);
 	if (api->task_d)
 		MHD_stop_daemon(api->task_d);
 	if (api->unix_d)
 		MHD_stop_daemon(api->unix_d);
+	for (size_t i = 0; i < api->n_socks; i++) {
+		close(api->socks[i].fd);
+		if (api->socks[i].path)
+			unlink(api->socks[i].path);
+		free(api->socks[i].path);
+	}
+	free(api->socks);
+	for (share_t *s = api->shares, *next; s; s = next) {
+		next = s->next;
+		free(s);
+	}
+	for (int i = 0; i < 64; i++)
+		free(api->pending[i]);
+	if (api->wake[0] >= 0)
+		close(api->wake[0]);
+	if (api->wake[1] >= 0)
+		close(api->wake[1]);
+	free(api->sockets_dir);
+	pthread_mutex_destroy(&api->lock);
 	if (api->token) {
 		explicit_bzero(api->token, strlen(api->token));
 		free(api->token);

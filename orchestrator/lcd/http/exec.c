@@ -540,6 +540,32 @@ static void stream_free(void *cls)
 	free(s);
 }
 
+/* The output an exec captures is held in lcd until it ends: each takes
+ * its caps (both streams) of lcd.json's exec_memory_max first, or is
+ * refused (503) while others hold it; what is under way is not touched. */
+static bool exec_mem_take(lcd_t *lcd, long long n)
+{
+	long long cur = __atomic_load_n(&lcd->exec_memory, __ATOMIC_SEQ_CST);
+	do {
+		if (cur + n > lcd->exec_memory_max)
+			return false;
+	} while (!__atomic_compare_exchange_n(&lcd->exec_memory, &cur, cur + n, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return true;
+}
+
+static void exec_mem_give(lcd_t *lcd, long long n)
+{
+	__atomic_sub_fetch(&lcd->exec_memory, n, __ATOMIC_SEQ_CST);
+}
+
+static enum MHD_Result exec_mem_refused(call_t *call, size_t cap)
+{
+	return api_fail_status(call->c, MHD_HTTP_SERVICE_UNAVAILABLE, LC_EXIT_BUSY,
+			       "lcd holds as much exec output as exec_memory_max allows (%lld bytes; this one may take %zu): "
+			       "try again, ask for less (max_output), or stream it",
+			       call->lcd->exec_memory_max, 2 * cap);
+}
+
 enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 {
 	const char *id = json_string_value(json_object_get(row, "id"));
@@ -550,7 +576,17 @@ enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 		"encoding", NULL };
 	xrun_t *x = xrun_new(call->lcd, id);
 	if (check_keys(call->body, keys, &err) < 0 || parse_output_opts(call->body, &cap, &b64, &err) < 0 || xrun_argv(call->body, x, &err) < 0 ||
-	    xrun_parse(call->lcd, row, call->body, x, &err) < 0 || running(id, &err) < 0 || xrun_start(x, &err) < 0) {
+	    xrun_parse(call->lcd, row, call->body, x, &err) < 0 || running(id, &err) < 0) {
+		xrun_free(x);
+		return api_fail_err(call->c, err);
+	}
+	long long held = stream ? 0 : 2 * (long long)cap;
+	if (held && !exec_mem_take(call->lcd, held)) {
+		xrun_free(x);
+		return exec_mem_refused(call, cap);
+	}
+	if (xrun_start(x, &err) < 0) {
+		exec_mem_give(call->lcd, held);
 		xrun_free(x);
 		return api_fail_err(call->c, err);
 	}
@@ -578,12 +614,14 @@ enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 	if (x->rc < 0) {
 		free(c.buf[0]);
 		free(c.buf[1]);
+		exec_mem_give(call->lcd, held);
 		err = lc_steal(x->err);
 		xrun_free(x);
 		return api_fail_err(call->c, err);
 	}
 	json_t *out = result_json(x);
 	capture_into(&c, out, b64);
+	exec_mem_give(call->lcd, held);
 	xrun_free(x);
 	return api_reply(call->c, MHD_HTTP_OK, out);
 }
@@ -782,6 +820,14 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 		session_unref(call->lcd, s);
 		return FAIL(call, LC_EXIT_STATE, "session %s is running a command already", sid);
 	}
+	long long held = 2 * (long long)cap;
+	if (!exec_mem_take(call->lcd, held)) {
+		pthread_mutex_lock(&call->lcd->lock);
+		s->busy = false;
+		pthread_mutex_unlock(&call->lcd->lock);
+		session_unref(call->lcd, s);
+		return exec_mem_refused(call, cap);
+	}
 	xrun_t *x = s->x;
 	char mark[40];
 	memcpy(mark, "__LCD_", 6);
@@ -833,6 +879,7 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 							   (ended && (m[0].len > cap || m[1].len > cap))));
 	free(m[0].out);
 	free(m[1].out);
+	exec_mem_give(call->lcd, held);
 	pthread_mutex_lock(&call->lcd->lock);
 	s->busy = false;
 	pthread_mutex_unlock(&call->lcd->lock);

@@ -5,8 +5,9 @@
  *   unknown app or hook 404 · body over the limit 413 · signature
  *   (X-Hub-Signature-256, HMAC-SHA256 of the raw body with the hook's
  *   secret) missing or wrong 401, checked before anything else is read ·
- *   ping 200 · an event the hook does not take 200 (ignored) · a delivery
- *   id seen before 200 (not handed on again) · otherwise the hook's
+ *   ping 200 · an event the hook does not take 200 (ignored) · a payload
+ *   without its event's shape 400 · a delivery id or a body seen before
+ *   200 (not handed on again) · otherwise the hook's
  *   function is spawned with args {event, delivery, payload}: 202, or 503
  *   when its queue is full.
  *
@@ -31,6 +32,7 @@
 
 #define ANSWER_WITHIN_MS 8000 /* GitHub gives up on a delivery after 10 s */
 #define CONN_LIMIT 64
+#define PER_IP_LIMIT 16 /* one sender cannot take every connection */
 #define CONN_TIMEOUT_S 30
 #define GC_EVERY_MS (3600 * 1000LL)
 #define HTTP_TOO_LARGE 413
@@ -242,7 +244,13 @@ static void hand_on(struct handoff *h, json_t *payload)
 	lc_error_t *err = NULL;
 	maybe_gc(h->srv);
 	_cleanup_free_ char *earlier = NULL;
-	int r = lcd_delivery_claim(lcd->db, app, hook, h->delivery, h->event, lc_wall_ms(), &earlier, &err);
+	unsigned char md[32];
+	char sha[65];
+	lc_sha256_t *hs = lc_sha256_new();
+	lc_sha256_update(hs, h->body ? h->body : "", h->len);
+	lc_sha256_final(hs, md);
+	lc_sha256_hex(md, sha);
+	int r = lcd_delivery_claim(lcd->db, app, hook, h->delivery, sha, h->event, lc_wall_ms(), &earlier, &err);
 	if (r < 0) {
 		result(h, status_of_failure(err), json_pack("{s:s}", "error", "cannot record the delivery; redeliver it"),
 		       lc_strdup_printf("not handed on: cannot record the delivery: %s", err->msg));
@@ -316,6 +324,13 @@ static void process(struct handoff *h)
 	if (!lcd_webhook_wants(h->hook, event)) {
 		result(h, MHD_HTTP_OK, json_pack("{s:s, s:s}", "status", "ignored", "event", event),
 		       strdup("ignored (not one of the hook's events)"));
+		return;
+	}
+	/* what is handed on is what its event says it is */
+	const char *missing = NULL;
+	if (!lcd_delivery_shape_ok(event, payload, &missing)) {
+		_cleanup_free_ char *m = lc_strdup_printf("body: X-GitHub-Event %s, but the payload has no %s", event, missing);
+		refused(h, MHD_HTTP_BAD_REQUEST, m);
 		return;
 	}
 	/* Past this point the delivery is taken; before it, a connection that
@@ -529,6 +544,7 @@ int lcd_webhook_start(lcd_t *lcd, const lcd_webhook_cfg_t *cfg, lcd_webhook_srv_
 		{ MHD_OPTION_LISTEN_SOCKET, fd, NULL },
 		{ MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, NULL },
 		{ MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT_S, NULL },
+		{ MHD_OPTION_PER_IP_CONNECTION_LIMIT, PER_IP_LIMIT, NULL },
 		{ MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL },
 		{ tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, srv->cert },
 		{ MHD_OPTION_HTTPS_MEM_KEY, 0, srv->key },
