@@ -396,7 +396,7 @@ json.dump({"sandbox": sb.id, "codes": codes}, open("/run/task/result.json", "w")
 sb.destroy()
 EOF2
 	jq -n --rawfile s "$W/agent.py" '{name: "gwa", functions: {agent: {command: ["/usr/bin/python3", "-c", $s],
-		timeout: 120, secrets: ["ANTHROPIC_API_KEY"], budget_usd: 0.01}}, sandboxes: {max: 2}}' >"$W/app.json"
+		timeout: 120, secrets: ["ANTHROPIC_API_KEY"], budget_usd: 0.01}}, sandboxes: {max: 2, model_gateway: true}}' >"$W/app.json"
 	"$LCCTL" deploy "$W/app.json"
 	t=$("$LCCTL" run --detach gwa:agent)
 	wait_state "$t" succeeded 120

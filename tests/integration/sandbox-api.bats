@@ -20,7 +20,6 @@ setup() {
 	R=$(mktemp -d /var/lib/lcrun/tests/sbapi-bats.XXXXXX)
 	export LCRUN_ROOT="$R/root"
 	LCRUN="${LCRUN:-$BIN/lcrun}"
-	TASK_SOCKET="$T/lcd-task.sock"
 	SECRET="sb-s3cr3t-$RANDOM-$RANDOM-value"
 	start_lcd
 	"$LCCTL" deploy "$FIXTURES/sbapp.json" >/dev/null
@@ -44,9 +43,11 @@ teardown() {
 	return $rc
 }
 
-task_api() { # TOKEN METHOD PATH [BODY]: through the task socket with a task's token
-	curl -s --unix-socket "$TASK_SOCKET" -H "Authorization: Bearer $1" -X "$2" "http://lcd/v1$3" \
-		${4:+-H 'Content-Type: application/json' --data-binary "$4"} -w '\n%{http_code}\n'
+task_socket() { echo "$LCRUN_ROOT/lcd/sockets/$1.sock"; } # a task's own API socket
+
+task_api() { # TASK TOKEN METHOD PATH [BODY]: through TASK's socket with a task's token
+	curl -s --unix-socket "$(task_socket "$1")" -H "Authorization: Bearer $2" -X "$3" "http://lcd/v1$4" \
+		${5:+-H 'Content-Type: application/json' --data-binary "$5"} -w '\n%{http_code}\n'
 }
 
 task_args() { # MODE [JSON]: the arguments of a sbtask.py run
@@ -65,7 +66,7 @@ map_wait() { # APP KEY: the value, once a task has set it
 }
 
 @test "sandbox API: a function makes a sandbox, commits with git, moves 50 MiB both ways, snapshots, forks 4, destroys them" {
-	run "$LCCTL" run --json sba:py "$(task_args workflow '{"image": "repo/base"}')"
+	run "$LCCTL" run --json sba:py "$(task_args workflow '{"image": "sba/repo-base"}')"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; "$LCCTL" task logs "$(echo "$output" | jq -r .id)" >&2; false; }
 	r=$(echo "$output" | jq .result)
 	echo "$r" | jq -e '.whoami.kind == "task" and .whoami.app == "sba" and .whoami.function == "py"'
@@ -75,8 +76,8 @@ map_wait() { # APP KEY: the value, once a task has set it
 	# 50 MiB byte for byte: what was sent, what the sandbox holds, what came back
 	echo "$r" | jq -e '.sha_sent == .sha_in_sandbox and .sha_sent == .sha_back and .size_back == 52428800'
 	# a snapshot any later create can name
-	echo "$r" | jq -e '.snapshot.image == "repo/base" and (.snapshot.digest | startswith("sha256:"))'
-	"$LCRUN" image ls --json | jq -e '.[] | select(.name == "repo/base")'
+	echo "$r" | jq -e '.snapshot.image == "sba/repo-base" and (.snapshot.digest | startswith("sha256:"))'
+	"$LCRUN" image ls --json | jq -e '.[] | select(.name == "sba/repo-base")'
 	# 4 forks, each its own sandbox with the repository
 	[ "$(echo "$r" | jq '.forks | length')" -eq 4 ]
 	[ "$(echo "$r" | jq '[.forks[].id] | unique | length')" -eq 4 ]
@@ -90,7 +91,7 @@ map_wait() { # APP KEY: the value, once a task has set it
 	[ "$(sandboxes)" -eq 0 ]
 	[ "$("$LCCTL" sandbox ls --json | jq length)" -eq 0 ]
 	# the snapshot serves a new sandbox
-	id=$("$LCCTL" sandbox create --image repo/base)
+	id=$("$LCCTL" sandbox create --image sba/repo-base)
 	run "$LCCTL" sandbox exec "$id" -- git -C /work/repo log --format=%H -1
 	[ "$status" -eq 0 ]
 	[ "$output" = "$commit" ]
@@ -103,8 +104,8 @@ map_wait() { # APP KEY: the value, once a task has set it
 	sb=$(map_wait sba sandbox)
 	token=$(map_wait sba token)
 	"$LCCTL" sandbox show "$sb" | jq -e --arg t "$t" '.state == "running" and .owner.kind == "task" and .owner.task == $t'
-	# the token works while the task runs, on the task socket
-	run task_api "$token" GET "/sandboxes/$sb"
+	# the token works while the task runs, on the task's own socket
+	run task_api "$t" "$token" GET "/sandboxes/$sb"
 	[ "${lines[1]}" = 200 ]
 	# cancelled with the Python client: True, then False once it has ended
 	cancel() { PYTHONPATH="$SRC/contrib/python" PYTHONDONTWRITEBYTECODE=1 python3 -c \
@@ -118,8 +119,9 @@ map_wait() { # APP KEY: the value, once a task has set it
 	run "$LCRUN" inspect "$sb"
 	[ "$status" -eq 120 ]
 	[ "$(sandboxes)" -eq 0 ]
-	run task_api "$token" GET /sandboxes
-	[ "${lines[1]}" = 401 ]
+	# its socket and its token are gone
+	[ ! -e "$(task_socket "$t")" ]
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" "select count(*) from tokens where task_id = '$t'")" -eq 0 ]
 	"$LCCTL" map del sba/state sandbox
 
 	# a task that times out (short: 4 s) while holding a sandbox
@@ -148,8 +150,7 @@ map_wait() { # APP KEY: the value, once a task has set it
 	[ "$("$LCRUN" ps --json | jq '[.[] | select(.state == "running")] | length')" -eq 0 ]
 	"$LCCTL" task show "$t" | jq -e '.state == "failed" and (.error | test("lcd restarted"))'
 	grep -q "sandbox $sb removed at start (its task is not running)" "$T/lcd.log"
-	run task_api "$token" GET /sandboxes
-	[ "${lines[1]}" = 401 ]
+	[ ! -e "$(task_socket "$t")" ]
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'select count(*) from tokens')" -eq 0 ]
 }
 

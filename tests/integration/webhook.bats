@@ -58,6 +58,14 @@ deliver() {
 
 status_of() { deliver "$@" | cut -d' ' -f1; }
 
+# variant N [JQ]: another delivery's body (lcd takes a body seen before as
+# a duplicate, whatever its id): $PAYLOAD with a member of its own, or
+# JQ's result; prints the file's name
+variant() {
+	jq --arg n "$1" "${2:-.} + {variant: \$n}" "$PAYLOAD" >"$T/variant.$1.json"
+	echo "$T/variant.$1.json"
+}
+
 tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 
 @test "webhook: a signed delivery spawns the hook's function with {event, delivery, payload}; one log line, no secret" {
@@ -138,8 +146,10 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	start_lcd
 	[ "$(status_of github issues "$id" "$PAYLOAD")" = 200 ]
 	[ "$(tasks)" -eq 1 ]
-	# a new id is a new delivery
-	[ "$(status_of github issues "$id-2" "$PAYLOAD")" = 202 ]
+	# a new id of a new body is a new delivery; a new id of the same body is not
+	[ "$(status_of github issues "$id-3" "$PAYLOAD")" = 200 ]
+	jq -e --arg t "$task" '.status == "duplicate" and .task == $t' "$T/answer"
+	[ "$(status_of github issues "$id-2" "$(variant 2)")" = 202 ]
 	[ "$(tasks)" -eq 2 ]
 	# ids older than 7 days are forgotten: the same id is handed on again
 	stop_lcd
@@ -158,9 +168,9 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	jq -e '.status == "ignored" and .event == "push"' "$T/answer"
 	grep -q 'webhook hooks/github delivery p-2 event push.labeled from 127.0.0.1: 200 ignored' "$T/lcd.log"
 	# issue_comment is one of its events
-	[ "$(status_of github issue_comment p-3 "$PAYLOAD")" = 202 ]
+	[ "$(status_of github issue_comment p-3 "$(variant 3 '. + {comment: {id: 1, body: "hi"}}')")" = 202 ]
 	# a hook without "events" takes every event ("full" runs a gated task: release it)
-	[ "$(status_of full push p-4 "$PAYLOAD")" = 202 ]
+	[ "$(status_of full push p-4 "$(variant 4 '{ref: "refs/heads/main", repository: .repository, commits: []}')")" = 202 ]
 	gated=$(jq -r .task "$T/answer")
 	wait_state "$gated" running
 	touch "$LCRUN_ROOT/lcd/tasks/$gated/go"
@@ -209,7 +219,8 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$st" = 413 ]
 	[ "$(tasks)" -eq 0 ]
 	# just under the limit is fine
-	python3 -c 'import json; print(json.dumps({"action": "labeled", "pad": "x" * 60000}))' >"$T/ok.json"
+	python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); p["pad"] = "x" * 60000; print(json.dumps(p))' \
+		"$PAYLOAD" >"$T/ok.json"
 	[ "$(status_of github issues b-3 "$T/ok.json")" = 202 ]
 	[ "$(tasks)" -eq 1 ]
 }
@@ -218,7 +229,8 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(status_of full issues q-1 "$PAYLOAD")" = 202 ]
 	first=$(jq -r .task "$T/answer")
 	wait_state "$first" running
-	read -r st secs < <(deliver full issues q-2 "$PAYLOAD" "" -D "$T/headers")
+	q2=$(variant q2)
+	read -r st secs < <(deliver full issues q-2 "$q2" "" -D "$T/headers")
 	[ "$st" = 503 ]
 	grep -qi '^Retry-After: 60' "$T/headers"
 	jq -e '.error | test("is full")' "$T/answer"
@@ -227,7 +239,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	touch "$LCRUN_ROOT/lcd/tasks/$first/go"
 	wait_state "$first" succeeded
 	# GitHub's "Redeliver" sends the same id again: it was not recorded, so it is taken now
-	[ "$(status_of full issues q-2 "$PAYLOAD")" = 202 ]
+	[ "$(status_of full issues q-2 "$q2")" = 202 ]
 	second=$(jq -r .task "$T/answer")
 	wait_state "$second" running
 	touch "$LCRUN_ROOT/lcd/tasks/$second/go"

@@ -1,0 +1,329 @@
+#!/usr/bin/env bats
+# Attacks of one app's task on what its grant does not give it, or on
+# other apps (README "Who may do what"): a wider network than its grant, a
+# sandbox from another app's snapshot, an operator's image name taken, no
+# limits, the API's connections held, the shared socket's inode changed.
+# A task here is a Python function run with lcd's client (its own token,
+# its own socket at /run/lcd.sock); a private lcd per test.  Needs root.
+
+load ../integration/helpers
+load ../integration/lcd-lib
+
+WEB_NS=lcrw-$$
+WEB4=192.0.2.40
+
+setup() {
+	lcd_setup
+	command -v /usr/bin/python3 >/dev/null || skip "needs /usr/bin/python3"
+	mkdir -p /var/lib/lcrun/tests
+	R=$(mktemp -d /var/lib/lcrun/tests/rooms-bats.XXXXXX)
+	export LCRUN_ROOT="$R/root"
+	LCRUN="${LCRUN:-$BIN/lcrun}"
+	W=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+	local rc=0
+	stop_lcd
+	[ -f "${W:-}/web.pid" ] && kill "$(cat "$W/web.pid")" 2>/dev/null
+	ip netns del "$WEB_NS" 2>/dev/null || true
+	ip link del lcrw-h 2>/dev/null || true
+	if [ -n "${T:-}" ] && [ -d "$T/state" ]; then
+		lcd_leftovers_remove || rc=1
+		"$LCRUN" gc >/dev/null 2>&1 || true
+	fi
+	lcd_teardown
+	[ -n "${R:-}" ] && rm -rf "$R"
+	rmdir /var/lib/lcrun/tests 2>/dev/null || true
+	return $rc
+}
+
+# app NAME [SANDBOXES-JSON]: an app whose function "py" runs the Python in
+# its args' "script", with the given "sandboxes" grant
+app() {
+	jq -n --arg n "$1" --argjson g "${2:-null}" '{name: $n, functions: {py: {command: ["/usr/bin/python3", "-c",
+		"import json; a = json.load(open(\"/run/task/args.json\")); exec(compile(a[\"script\"], \"t.py\", \"exec\"))"],
+		timeout: 300, concurrency: 4}}} + (if $g then {sandboxes: $g} else {} end)' >"$W/$1.json"
+	"$LCCTL" deploy "$W/$1.json" >/dev/null
+}
+
+# run_py APP SCRIPT: run SCRIPT as a task of APP; its result (JSON) on stdout
+run_py() {
+	local t
+	t=$("$LCCTL" run --detach "$1:py" "$(jq -cn --arg s "$2" '{script: $s}')") || return 1
+	"$LCCTL" task show "$t" >/dev/null
+	for _ in $(seq 1500); do
+		st=$("$LCCTL" task show "$t" | jq -r .state)
+		case $st in succeeded|failed|timed-out|cancelled) break ;; esac
+		sleep 0.2
+	done
+	if [ "$st" != succeeded ]; then
+		echo "task $t of $1 is $st:" >&2
+		"$LCCTL" task logs "$t" >&2
+	fi
+	"$LCCTL" task show "$t" | jq -c .result
+}
+
+# A web server at $WEB4:8080 in a network namespace of the test's own,
+# routed from the host.
+web_up() {
+	ip netns add "$WEB_NS"
+	ip link add lcrw-h type veth peer name eth0 netns "$WEB_NS"
+	ip addr add 198.18.9.1/30 dev lcrw-h
+	ip link set lcrw-h up
+	ip -n "$WEB_NS" link set lo up
+	ip -n "$WEB_NS" link set eth0 up
+	ip -n "$WEB_NS" addr add 198.18.9.2/30 dev eth0
+	ip -n "$WEB_NS" addr add "$WEB4/32" dev eth0
+	ip -n "$WEB_NS" route add default via 198.18.9.1
+	ip route add "$WEB4/32" dev lcrw-h
+	mkdir -p "$W/www"
+	echo "secret page" >"$W/www/index.html"
+	ip netns exec "$WEB_NS" /usr/bin/python3 -u -m http.server 8080 --bind "$WEB4" --directory "$W/www" \
+		</dev/null >"$W/web.out" 2>"$W/web.err" 3>&- &
+	echo $! >"$W/web.pid"
+	for _ in $(seq 100); do curl -s -o /dev/null "http://$WEB4:8080/" && return 0; sleep 0.1; done
+	echo "the web server did not start: $(cat "$W/web.err")"
+	return 1
+}
+
+CREATE_PY='
+from lcrun_client import Client, LcdError
+import json
+c = Client()
+out = {}
+for name, req in json.loads(REQS).items():
+    try:
+        sb = c.create_sandbox(**req)
+        r = sb.run(FETCH) if FETCH else None
+        out[name] = ["made", r.stdout.strip() if r else ""]
+        sb.destroy()
+    except LcdError as e:
+        out[name] = [e.status, str(e)]
+json.dump(out, open("/run/task/result.json", "w"))
+'
+
+create_py() { # REQS-JSON [FETCH-CMD]
+	printf 'REQS = %s\nFETCH = %s\n%s' "$(jq -cn --arg r "$1" '$r')" "$(jq -cn --arg f "${2:-}" '$f')" "$CREATE_PY"
+}
+
+@test "security/rooms: a task of a function without a network cannot make a sandbox with one" {
+	nft list tables >/dev/null 2>&1 || skip "this kernel has no nftables"
+	web_up
+	start_lcd
+	app na
+	hostaddr=$(ip -4 -o addr show scope global | awk '{ print $4 }' | cut -d/ -f1 | head -1)
+	res=$(run_py na "$(create_py '{"all": {"net": {"mode": "allow", "allow": [{"cidr": "0.0.0.0/0"}]}},
+		"web": {"net": {"mode": "allow", "allow": [{"cidr": "192.0.2.40/32"}]}},
+		"open": {"net": "open"}, "openobj": {"net": {"mode": "open"}}}' "curl -s --max-time 3 http://$WEB4:8080/")")
+	echo "$res" | jq .
+	# before grants, "all" fetched the page
+	[ "$(echo "$res" | jq -c '[.all[0], .web[0], .open[0], .openobj[0]]')" = '[403,403,403,403]' ]
+	echo "$res" | jq -e '.all[1] | test("sandboxes.net")'
+	# an app granted "allow" gives allow lists of public addresses only
+	app nb '{"net": ["allow"]}'
+	res=$(run_py nb "$(create_py "{\"web\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"$WEB4/32\", \"ports\": [8080]}]}},
+		\"all\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"0.0.0.0/0\"}]}},
+		\"pool\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"10.200.0.1/32\"}]}},
+		\"metadata\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"169.254.169.254/32\"}]}},
+		\"private\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"192.168.1.0/24\"}]}},
+		\"host\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"$hostaddr/32\"}]}},
+		\"ula\": {\"net\": {\"mode\": \"allow\", \"allow\": [{\"cidr\": \"fd00::/8\"}]}},
+		\"open\": {\"net\": \"open\"}}" "curl -s --max-time 3 http://$WEB4:8080/")")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c .web)" = '["made","secret page"]' ]
+	[ "$(echo "$res" | jq -c '[.all[0], .pool[0], .metadata[0], .private[0], .host[0], .ula[0], .open[0]]')" = '[403,403,403,403,403,403,403]' ]
+	echo "$res" | jq -e '.metadata[1] | test("reaches a private, loopback, link-local, metadata")'
+	echo "$res" | jq -e '.host[1] | test("an address of the host itself")'
+}
+
+@test "security/rooms: one app's task cannot use another app's snapshot, nor take an operator's image name" {
+	start_lcd
+	app ia
+	app ib
+	res=$(run_py ia '
+from lcrun_client import Client, LcdError
+import json
+c = Client()
+out = {}
+sb = c.create_sandbox()
+sb.run("echo from-a > /a-was-here", check=True)
+for name in ["ia/snap", "agent-cli", "ib/planted"]:
+    try:
+        out[name] = sb.snapshot(name)["image"]
+    except LcdError as e:
+        out[name] = e.status
+f = sb.fork(1)
+out["fork_image"] = c.request("GET", "/sandboxes/" + f[0].id)["image"]
+json.dump(out, open("/run/task/result.json", "w"))
+')
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[."ia/snap", ."agent-cli", ."ib/planted"]')" = '["ia/snap",403,403]' ]
+	echo "$res" | jq -e '.fork_image | startswith("ia/fork-")'
+	# B cannot start from A's snapshot (before: it could, and read A's files)
+	res=$(run_py ib "$(create_py '{"a": {"image": "ia/snap"}, "op": {"image": "agent-cli"}}' 'cat /a-was-here')")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.a[0], .op[0]]')" = '[403,403]' ]
+	echo "$res" | jq -e '.a[1] | test("sandboxes.images")'
+	# A can, and the images are listed with their owner and their end
+	res=$(run_py ia "$(create_py '{"a": {"image": "ia/snap"}}' 'cat /a-was-here')")
+	[ "$(echo "$res" | jq -c .a)" = '["made","from-a"]' ]
+	"$LCCTL" image ls --json | jq .
+	"$LCCTL" image ls --json | jq -e '.[] | select(.name == "ia/snap") | .owner == "ia" and .kind == "snapshot" and .expires == null'
+	"$LCCTL" image ls --json | jq -e '[.[] | select(.name | startswith("ia/fork-"))][0] | .owner == "ia" and .kind == "fork" and (.expires > now + 6 * 86400)'
+	"$LCCTL" image ls | grep -q '^ia/snap  *ia  *snapshot'
+	# a task sees its own app's images only
+	res=$(run_py ib '
+from lcrun_client import Client
+import json
+json.dump([i["name"] for i in Client().request("GET", "/images")["images"]], open("/run/task/result.json", "w"))
+')
+	[ "$res" = '[]' ]
+}
+
+@test "security/rooms: a task's sandbox gets its app's limits and cannot ask for more, or for none" {
+	start_lcd
+	app la
+	app lb '{"limits": {"memory": "512M", "pids": 256, "cpus": 1}}'
+	LIMITS_PY='
+from lcrun_client import Client, LcdError
+import json
+c = Client()
+out = {}
+for name, lim in {"default": None, "less": {"memory": "256M", "best_effort": True}, "more": {"memory": "1G"}, "pids": {"pids": 100000},
+                  "cpus": {"cpus": 4}, "none": {"memory_swap": 0, "best_effort": True}}.items():
+    try:
+        s = c.create_sandbox(limits=lim) if lim else c.create_sandbox()
+        l = c.request("GET", "/sandboxes/" + s.id)["limits"]
+        out[name] = [l["memory"], l["pids"], l["cpus"]]
+        s.destroy()
+    except LcdError as e:
+        out[name] = [e.status, str(e)]
+json.dump(out, open("/run/task/result.json", "w"))
+'
+	res=$(run_py lb "$LIMITS_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.default, .less, .none]')" = '[[536870912,256,1],[268435456,256,1],[536870912,256,1]]' ]
+	[ "$(echo "$res" | jq -c '[.more[0], .pids[0], .cpus[0]]')" = '[403,403,403]' ]
+	echo "$res" | jq -e '.more[1] | test("limits.memory: 1073741824 is more than app lb")'
+	# an app that says nothing: 2 GiB and 1024 pids (before: no limit at all)
+	res=$(run_py la "$LIMITS_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c .default)" = '[2147483648,1024,0]' ]
+}
+
+@test "security/rooms: a task holding a thousand connections to lcd takes its share only; others are answered" {
+	echo '{"task_connections": 16, "socket_idle_timeout": 3}' >"$T/lcd.json"
+	start_lcd
+	app ca
+	app cb
+	t=$("$LCCTL" run --detach ca:py "$(jq -cn --arg s '
+import json, socket, time
+socks = []
+for i in range(1100):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("/run/lcd.sock")
+    socks.append(s)
+def closed(s):
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+time.sleep(1)
+at_once = sum(closed(s) for s in socks)
+open("/run/task/holding", "w").write("1")
+time.sleep(4)
+later = sum(closed(s) for s in socks)
+json.dump({"at_once": at_once, "later": later}, open("/run/task/result.json", "w"))
+' '{script: $s}')")
+	for _ in $(seq 300); do [ -e "$LCRUN_ROOT/lcd/tasks/$t/holding" ] && break; sleep 0.1; done
+	[ -e "$LCRUN_ROOT/lcd/tasks/$t/holding" ]
+	# while A holds them: B's task and the operator are answered
+	res=$(run_py cb '
+from lcrun_client import Client
+import json
+c = Client()
+json.dump([c.whoami()["app"] for _ in range(5)], open("/run/task/result.json", "w"))
+')
+	[ "$res" = '["cb","cb","cb","cb","cb"]' ]
+	"$LCCTL" status >/dev/null
+	for _ in $(seq 300); do
+		[ "$("$LCCTL" task show "$t" | jq -r .state)" = succeeded ] && break
+		sleep 0.1
+	done
+	# past its 16, closed at once; the 16 it held idle, after 3 s
+	[ "$("$LCCTL" task show "$t" | jq -c .result)" = '{"at_once":1084,"later":1100}' ]
+}
+
+@test "security/rooms: a task's socket is its own: what it does to it is done to itself only" {
+	start_lcd
+	app sa
+	app sbb
+	res=$(run_py sa '
+import json, os
+out = {}
+for name, fn in {"chmod": lambda: os.chmod("/run/lcd.sock", 0), "unlink": lambda: os.unlink("/run/lcd.sock"),
+                 "chown": lambda: os.chown("/run/lcd.sock", 0, 0)}.items():
+    try:
+        fn()
+        out[name] = "done"
+    except OSError as e:
+        out[name] = e.errno
+json.dump(out, open("/run/task/result.json", "w"))
+')
+	echo "$res"
+	# EPERM, EBUSY, EPERM: not its owner, a mount point
+	[ "$res" = '{"chmod":1,"unlink":16,"chown":1}' ]
+	res=$(run_py sbb '
+from lcrun_client import Client
+import json
+json.dump(Client().whoami()["app"], open("/run/task/result.json", "w"))
+')
+	[ "$res" = '"sbb"' ]
+	# another task's token is refused on a task's socket
+	ls -l "$LCRUN_ROOT/lcd/sockets"
+	[ "$(stat -c %a "$LCRUN_ROOT/lcd/sockets")" = 711 ]
+}
+
+@test "security/rooms: uploads past max_upload and exec output past exec_memory_max are refused; the rest is served" {
+	echo '{"max_upload": 1048576, "exec_memory_max": 4194304}' >"$T/lcd.json"
+	start_lcd
+	sb=$("$LCCTL" sandbox create)
+	api() { curl -s --unix-socket "$LCD_SOCKET" "$@" -w '\n%{http_code}\n'; }
+	head -c 2097152 /dev/zero >"$W/2m"
+	head -c 524288 /dev/zero >"$W/half"
+	# said to be too big: refused before anything is opened
+	run api -X PUT --data-binary @"$W/2m" "http://lcd/v1/sandboxes/$sb/files?path=/big"
+	[ "${lines[-1]}" = 413 ]
+	echo "${lines[0]}" | jq -e '.error | test("max_upload 1048576")'
+	run "$LCCTL" sandbox exec "$sb" -- test -e /big
+	[ "$status" -eq 1 ]
+	# of no said length: stopped at the limit
+	run api -X PUT -H 'Transfer-Encoding: chunked' --data-binary @"$W/2m" "http://lcd/v1/sandboxes/$sb/files?path=/big2"
+	[ "${lines[-1]}" = 413 ]
+	# within it: served
+	run api -X PUT --data-binary @"$W/half" "http://lcd/v1/sandboxes/$sb/files?path=/half"
+	[ "${lines[-1]}" = 200 ]
+	[ "$("$LCCTL" sandbox exec "$sb" -- stat -c %s /half)" = 524288 ]
+	# an exec that may capture 2 x 2 MiB holds all of exec_memory_max while it runs ...
+	api -X POST -H 'Content-Type: application/json' -d '{"cmd": "sleep 4", "max_output": 2097152}' \
+		"http://lcd/v1/sandboxes/$sb/exec" >"$W/first" &
+	first=$!
+	sleep 1.5
+	# ... so another is refused at once, in one line; a streamed one is served
+	run api -X POST -H 'Content-Type: application/json' -d '{"cmd": "echo hi"}' "http://lcd/v1/sandboxes/$sb/exec"
+	[ "${lines[-1]}" = 503 ]
+	echo "${lines[0]}" | jq -e '.error | test("exec_memory_max")'
+	run api -X POST -H 'Content-Type: application/json' -d '{"cmd": "echo streamed"}' "http://lcd/v1/sandboxes/$sb/exec?stream=1"
+	[ "${lines[-1]}" = 200 ]
+	[[ "$output" == *streamed* ]]
+	wait "$first"
+	[ "$(tail -1 "$W/first")" = 200 ]
+	# and once it is done, the next is served
+	run api -X POST -H 'Content-Type: application/json' -d '{"cmd": "echo hi"}' "http://lcd/v1/sandboxes/$sb/exec"
+	[ "${lines[-1]}" = 200 ]
+	"$LCCTL" sandbox rm "$sb"
+}
