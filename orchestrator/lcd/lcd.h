@@ -65,7 +65,7 @@ typedef struct lcd {
 	lcd_running_t *running;
 	int workers;
 	bool stopping;
-	struct lcd_session *sessions; /* sbexec.c: persistent shells */
+	struct lcd_session *sessions; /* http/exec.c: sessions, each a shell's state between runs */
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
