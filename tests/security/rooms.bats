@@ -327,3 +327,59 @@ json.dump(Client().whoami()["app"], open("/run/task/result.json", "w"))
 	[ "${lines[-1]}" = 200 ]
 	"$LCCTL" sandbox rm "$sb"
 }
+
+# What each process lcd started holds of lcd's own, past its stdio: its
+# database, log and lock files, its listening sockets (by inode).  Prints
+# "PID PATH" lines.
+lcd_fds_held() {
+	local lcd=$1 inodes p
+	inodes=$(ss -xlpH | awk -v p="pid=$lcd," 'index($0, p) { print $6 }' | sort -u)
+	for p in $(ps -eo pid= | tr -d ' '); do
+		[ "$p" = "$lcd" ] && continue
+		[ -d "/proc/$p/fd" ] || continue
+		# lcd's own descendants, and the forks of it that outlive it
+		grep -qsF -- "$LCD_SOCKET" "/proc/$p/cmdline" || pstree -p "$lcd" 2>/dev/null | grep -q "($p)" || continue
+		for f in /proc/"$p"/fd/*; do
+			# stdio is lcd's log, which its helpers write to by design
+			case ${f##*/} in 0|1|2) continue ;; esac
+			t=$(readlink "$f" 2>/dev/null) || continue
+			case $t in
+			"$LCRUN_ROOT"/lcd.db*|"$T"/lcd.log|"$LCRUN_ROOT"/lcd/lock) echo "$p $t" ;;
+			socket:\[*\])
+				i=${t#socket:[}; i=${i%]}
+				echo "$inodes" | grep -qx "$i" && echo "$p $t (a listening socket of lcd's)"
+				;;
+			esac
+		done
+	done
+	true
+}
+
+@test "security/rooms: no process lcd starts holds lcd's database, log, lock or listening sockets, runner or not" {
+	command -v pstree >/dev/null || skip "needs pstree"
+	start_lcd
+	app fa
+	sb=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$sb" -- true
+	t=$("$LCCTL" run --detach fa:py "$(jq -cn --arg s 'import time; time.sleep(30)' '{script: $s}')")
+	for _ in $(seq 100); do [ "$("$LCCTL" task show "$t" | jq -r .state)" = running ] && break; sleep 0.1; done
+	sleep 1
+	held=$(lcd_fds_held "$LCD_PID")
+	echo "$held"
+	[ -z "$held" ]
+	# the runner gone: lcd forks the sandboxes' makers itself
+	kill -9 "$(pgrep -P "$LCD_PID" -x lcd-runner)"
+	sleep 0.5
+	sb2=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$sb2" -- true
+	t2=$("$LCCTL" run --detach fa:py "$(jq -cn --arg s 'import time; time.sleep(30)' '{script: $s}')")
+	for _ in $(seq 100); do [ "$("$LCCTL" task show "$t2" | jq -r .state)" = running ] && break; sleep 0.1; done
+	sleep 1
+	held=$(lcd_fds_held "$LCD_PID")
+	echo "$held"
+	[ -z "$held" ]
+	"$LCCTL" task cancel "$t" >/dev/null || true
+	"$LCCTL" task cancel "$t2" >/dev/null || true
+	"$LCCTL" sandbox rm "$sb"
+	"$LCCTL" sandbox rm "$sb2"
+}
