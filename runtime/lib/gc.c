@@ -307,7 +307,10 @@ int lc_gc_wait(int timeout_ms, lc_error_t **err)
 
 int lc_gc(json_t **removed_out, lc_error_t **err)
 {
-	(void)err;
+	/* What it reads there decides what it removes: not from a directory
+	 * another user may write. */
+	if (lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0)
+		return -1;
 	json_t *removed = json_array();
 	_cleanup_dir_ DIR *d = opendir(lc_run_dir());
 	struct dirent *de;

@@ -77,7 +77,10 @@ static int store_init(lc_error_t **err)
 	_cleanup_free_ char *blobs = lc_strdup_printf("%s/images/blobs/sha256", lc_lib_dir());
 	_cleanup_free_ char *layers = lc_image_layers_dir();
 	_cleanup_free_ char *tmp = tmp_dir();
-	if (lc_mkdir_p(blobs, 0755, err) < 0 || lc_mkdir_p(layers, 0755, err) < 0 || lc_mkdir_p(tmp, 0700, err) < 0)
+	/* Private, as the store around them (lc_lib_dir_hold): an unpacked
+	 * layer keeps a snapshot's setuid-root files as they were. */
+	if (lc_lib_dir_hold(err) < 0 || lc_mkdir_p(blobs, 0700, err) < 0 || lc_mkdir_p(layers, 0700, err) < 0 ||
+	    lc_mkdir_p(tmp, 0700, err) < 0)
 		return -1;
 	_cleanup_free_ char *layout = lc_strdup_printf("%s/images/oci-layout", lc_lib_dir());
 	_cleanup_free_ char *index = lc_strdup_printf("%s/images/index.json", lc_lib_dir());

@@ -1304,7 +1304,7 @@ static int prepare_prog(lc_sb_t *c, lc_error_t **err)
 int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
-	if (validate(c, err) < 0)
+	if (validate(c, err) < 0 || lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0)
 		return -1;
 	trace("validated");
 	if (s->id)
@@ -1315,8 +1315,6 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		/* Claim the id: its state directory exists before anything
 		 * else, so lcrun gc never takes a starting sandbox for debris. */
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
-		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
-			return -1;
 		lc_dir_spread(lc_run_dir(), false);
 		if (mkdir(sd, 0700) < 0) {
 			if (errno == EEXIST)
