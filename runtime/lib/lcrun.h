@@ -29,6 +29,8 @@ const char *lc_policy_dir(void);/* $(datadir)/lcrun/policies, or the source tree
  * there. */
 int lc_lib_dir_hold(lc_error_t **err);
 int lc_run_dir_hold(lc_error_t **err);
+/* lc_run_dir() as realpath gives it (as given when it cannot). */
+const char *lc_run_dir_real(void);
 
 /* ---- sandbox description ------------------------------------------------ */
 

@@ -178,3 +178,18 @@ int lc_run_dir_hold(lc_error_t **err)
 	pthread_once(&run_held.once, hold_run);
 	return held_answer(&run_held, err);
 }
+
+static char run_real[4096];
+static pthread_once_t run_real_once = PTHREAD_ONCE_INIT;
+
+static void find_run_real(void)
+{
+	_cleanup_free_ char *r = realpath(lc_run_dir(), NULL);
+	snprintf(run_real, sizeof(run_real), "%s", r ? r : lc_run_dir());
+}
+
+const char *lc_run_dir_real(void)
+{
+	pthread_once(&run_real_once, find_run_real);
+	return run_real;
+}

@@ -1304,7 +1304,8 @@ static int prepare_prog(lc_sb_t *c, lc_error_t **err)
 int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
-	if (validate(c, err) < 0 || lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0)
+	if (validate(c, err) < 0 || lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0 ||
+	    lc_sandboxes_pair_check(err) < 0)
 		return -1;
 	trace("validated");
 	if (s->id)

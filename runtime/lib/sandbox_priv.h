@@ -48,6 +48,10 @@ void lc_cgroup_stats(const char *path, lc_result_t *res);
 long long lc_cgroup_read_key(const char *path, const char *file, const char *key);
 void lc_cgroup_clear(lc_cgroup_t *cg);
 char *lc_cgroup_path_for(const char *id);
+/* Whose sandbox cgroup (lcrun/ID) at path is: 1 this state directory's,
+ * 0 another's or nobody's mark (an older lcrun's, or one between its
+ * mkdir and its mark), -1 where cgroups take no marks. */
+int lc_cgroup_owner(const char *path);
 
 /* ---- hostimage.c */
 /* The cached skeleton of the host image (dirs, merged-usr links, a copy of
@@ -82,6 +86,12 @@ char *lc_spare_dir(void);
  * directories are in use (gc.c): gc collects directories without state
  * only for that state directory. */
 int lc_sandboxes_parent_make(const char *parent, lc_error_t **err);
+/* Before a sandbox is made: refused (LC_EXIT_USAGE) when this state
+ * directory is not the one that records the root's sandboxes (a private
+ * LCRUN_STATE_DIR over the default root, or a root set apart whose
+ * .state-dir names another): gc of the root's own state directory would
+ * take the new sandbox's directory for an orphan. */
+int lc_sandboxes_pair_check(lc_error_t **err);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
