@@ -1002,12 +1002,9 @@ static void remover_start(lc_sb_t *c)
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		/* This process may outlive the run (it may become the spares'
-		 * holder): not the spec's copy of the command's secrets, at
-		 * least (freed memory of the caller's may still hold some). */
-		for (char **e = c->spec->secret_env; e && *e; e++)
-			explicit_bzero(*e, strlen(*e));
-		for (char **e = c->envp; e && *e; e++) /* they are in it too */
-			explicit_bzero(*e, strlen(*e));
+		 * holder): the spec's secrets and the command's environment,
+		 * which has them too, were zeroed as it was forked
+		 * (lc_secret_note, lc_sb_begin). */
 		/* The staging process's goes at once, while the command runs:
 		 * it holds a copy of the host's mounts, which must not stay
 		 * pinned for the sandbox's life. */
@@ -1204,6 +1201,13 @@ void lc_sb_free(lc_sb_t *c)
 	lc_seccomp_prog_free(&c->prog);
 	free(c->lease);
 	c->lease = NULL;
+	if (c->secrets_noted) {
+		lc_secrets_unnote(c->spec->secret_env);
+		lc_secrets_unnote(c->envp);
+	}
+	/* freed, not zeroed, they would still be in the next fork's copy */
+	for (char **e = c->envp; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
 	lc_strv_free(c->envp);
 	lc_strv_free(c->plan.lowers);
 	lc_strv_free(c->plan.usr_lowers);
@@ -1326,6 +1330,11 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
+	/* Zeroed in every helper forked from here on (the remover, which may
+	 * stay as the spares' holder, lcrun-net): the secrets are in both. */
+	lc_secrets_note(s->secret_env);
+	lc_secrets_note(c->envp);
+	c->secrets_noted = true;
 	/* The cgroup first, so that the state says it from its first
 	 * writing on (one write of state.json fewer). */
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)

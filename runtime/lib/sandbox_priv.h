@@ -228,6 +228,7 @@ typedef struct lc_sb {
 	lc_cgroup_t cg;
 	lc_seccomp_prog_t prog;
 	char **envp;
+	bool secrets_noted; /* spec->secret_env and envp (lc_secret_note) */
 	int sp[2];
 	pid_t staging;
 	pid_t userns_child; /* lc_userns_new's, killed, to reap */
