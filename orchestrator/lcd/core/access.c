@@ -78,8 +78,13 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 	lc_strv_push(&spec->env, a);
 	lc_strv_push(&spec->env, f);
 	if (lcd->task_socket) {
+		/* Read-only, not idmapped: every task's sandbox has the same
+		 * inode, root's on the host, nobody's inside, which none may
+		 * chmod or touch for the others (a read-write bind is
+		 * idmapped, and showed it as the task's root's own); connect()
+		 * needs no write access to the mount. */
 		lc_strv_push(&spec->env, "LCD_SOCKET=/run/lcd.sock");
-		if (add_mount(spec, lcd->task_socket, "/run/lcd.sock", false) < 0)
+		if (add_mount(spec, lcd->task_socket, "/run/lcd.sock", true) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "task %s: out of memory", task);
 	}
 	if (lcd->python_dir) {
