@@ -90,6 +90,9 @@ typedef struct lc_limits {
 	int cpu_weight;        /* 0: unset, else 1..10000 */
 	int io_weight;         /* 0: unset, else 1..10000 */
 	bool best_effort;      /* skip limits the host cannot enforce, and say so */
+	long long disk;        /* bytes: the upper layer on a filesystem of this size
+				  of its own (disk.h), ENOSPC past it; 0: none (the
+				  upper shares LCRUN_ROOT's filesystem).  Root only */
 } lc_limits_t;
 
 typedef struct lc_spec {

@@ -110,6 +110,7 @@ enum {
 	LC_MSG_ERROR,      /* any -> parent: serialized lc_error_t in text */
 	LC_MSG_EXIT,       /* pid 1 -> parent: command ended: a = code, b = signal */
 	LC_MSG_STAGING,    /* forked child -> threaded parent: host pid of the staging process */
+	LC_MSG_DISK,       /* parent -> staging, before the first GO: the disk's mount (fd) */
 			   /* it cloned into the cgroup in a (-1: none, it is the staging process) */
 };
 typedef struct lc_msg {
@@ -145,6 +146,7 @@ typedef struct lc_rootfs_plan {
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
+	int disk_fd;       /* the disk's detached mount (disk.h), moved onto ovl/; -1: none */
 	uid_t owner_uid;   /* host ids of the sandbox's root */
 	gid_t owner_gid;
 	int rootfs_fd;     /* O_PATH fds opened by the staging process */
