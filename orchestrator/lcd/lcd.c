@@ -473,11 +473,11 @@ int main(int argc, char **argv)
 	lcd.tasks_dir = lc_strdup_printf("%s/tasks", lcd.state_dir);
 	lcd.logs_dir = lc_strdup_printf("%s/logs", lcd.state_dir);
 	_cleanup_free_ char *dbpath = lc_strdup_printf("%s/lcd.db", lc_lib_dir());
-	/* lc_lib_dir() is shared with liblcrun (images, sandboxes): 0755 as
-	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
-	 * unprivileged host uid) must traverse them to bind its own task
-	 * directory, but nobody can list them; logs/ and lcd.db are 0700/0600. */
-	int mk = lc_mkdir_p(lc_lib_dir(), 0755, &err);
+	/* lc_lib_dir() is shared with liblcrun (images, sandboxes) and held
+	 * to root alone as it holds it (lc_lib_dir_hold), the state directory
+	 * (the sockets' by default) too.  lcd/ and lcd/tasks/ are 0711, but
+	 * nobody can list them; logs/ and lcd.db are 0700/0600. */
+	int mk = lc_lib_dir_hold(&err) < 0 || lc_run_dir_hold(&err) < 0 ? -1 : 0;
 	if (mk < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 || lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0)
 		return fail(err);
 	if (chmod(lcd.state_dir, 0711) < 0 || chmod(lcd.tasks_dir, 0711) < 0 || chmod(lcd.logs_dir, 0700) < 0) {

@@ -21,6 +21,16 @@
 const char *lc_lib_dir(void);   /* /var/lib/lcrun */
 const char *lc_run_dir(void);   /* /run/lcrun */
 const char *lc_policy_dir(void);/* $(datadir)/lcrun/policies, or the source tree's */
+/* lc_lib_dir / lc_run_dir made if missing (0700 / 0711) and held to this
+ * user alone: a default one that others can reach is made private again;
+ * one set with LCRUN_ROOT / LCRUN_STATE_DIR that others can reach, or that
+ * belongs to another user, is refused (LC_EXIT_PERM, the message says what
+ * to do).  Checked once per process; callers before anything is written
+ * there. */
+int lc_lib_dir_hold(lc_error_t **err);
+int lc_run_dir_hold(lc_error_t **err);
+/* lc_run_dir() as realpath gives it (as given when it cannot). */
+const char *lc_run_dir_real(void);
 
 /* ---- sandbox description ------------------------------------------------ */
 
@@ -80,6 +90,9 @@ typedef struct lc_limits {
 	int cpu_weight;        /* 0: unset, else 1..10000 */
 	int io_weight;         /* 0: unset, else 1..10000 */
 	bool best_effort;      /* skip limits the host cannot enforce, and say so */
+	long long disk;        /* bytes: the upper layer on a filesystem of this size
+				  of its own (disk.h), ENOSPC past it; 0: none (the
+				  upper shares LCRUN_ROOT's filesystem).  Root only */
 } lc_limits_t;
 
 typedef struct lc_spec {

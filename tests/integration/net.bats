@@ -8,7 +8,9 @@ load net-lib
 
 setup_file() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
-	export LCRUN_STATE_DIR=$BATS_FILE_TMPDIR/state
+	# A state directory of the file's own goes with a root of its own (a
+	# private state directory over the default root is refused).
+	export LCRUN_STATE_DIR=$BATS_FILE_TMPDIR/state LCRUN_ROOT=$BATS_FILE_TMPDIR/root
 	export LCRUN_ETC_DIR=$BATS_FILE_TMPDIR/etc
 	export LCRUN_CONFIG=$BATS_FILE_TMPDIR/lcrun.json
 	mkdir -p "$LCRUN_STATE_DIR" "$LCRUN_ETC_DIR"
