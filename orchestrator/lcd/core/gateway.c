@@ -125,6 +125,8 @@ typedef struct gw_req {
 	const char *cut_scope;
 	bool listed, finalized;
 	struct gw_req *next;
+	bool open; /* on gw->open: under way, from its headers to its end */
+	struct gw_req *next_open;
 } gw_req_t;
 
 struct gw {
@@ -141,6 +143,7 @@ struct gw {
 	token_mem_t *toks;
 	size_t n_toks;
 	gw_req_t *inflight;
+	gw_req_t *open; /* identified requests from their headers to their end (max_inflight) */
 	CURLM *pool[MULTI_POOL];
 	size_t n_pool;
 	bool stopping;
@@ -928,10 +931,43 @@ static int cut_of(gw_req_t *r)
 	return __atomic_load_n(&r->cut, __ATOMIC_SEQ_CST);
 }
 
+/* Take r onto gw->open if its sandbox has fewer than max_inflight
+ * requests under way; false if not. */
+static bool open_add(gw_t *gw, gw_req_t *r)
+{
+	pthread_mutex_lock(&gw->lock);
+	int mine = 0;
+	for (const gw_req_t *q = gw->open; q; q = q->next_open)
+		mine += !strcmp(q->sandbox, r->sandbox);
+	bool ok = mine < gw->cfg.max_inflight;
+	if (ok) {
+		r->next_open = gw->open;
+		gw->open = r;
+		r->open = true;
+	}
+	pthread_mutex_unlock(&gw->lock);
+	return ok;
+}
+
+static void open_remove(gw_req_t *r)
+{
+	gw_t *gw = r->gw;
+	pthread_mutex_lock(&gw->lock);
+	for (gw_req_t **pp = &gw->open; *pp; pp = &(*pp)->next_open)
+		if (*pp == r) {
+			*pp = r->next_open;
+			break;
+		}
+	r->open = false;
+	pthread_mutex_unlock(&gw->lock);
+}
+
 static void req_free(gw_req_t *r)
 {
 	if (!r->finalized && r->listed)
 		finalize(r, "client_gone", 0);
+	if (r->open)
+		open_remove(r);
 	abort_upstream(r);
 	lcd_meter_free(r->meter);
 	lc_strv_free(r->resp_hdrs);
@@ -1367,6 +1403,18 @@ static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, co
 		return gw_reply(c, r->prov, st, "%s %s is not served by the lcd model gateway (%s)", method, r->path,
 				lcd_provider_name(r->prov));
 	}
+	/* A request is under way from its headers: the body it promised (its
+	 * memory is taken below) or is sending counts against its sandbox's
+	 * max_inflight, so that one sandbox cannot hold lcd's gateway memory
+	 * with bodies it never sends. */
+	if (!open_add(gw, r)) {
+		char msg[256];
+		snprintf(msg, sizeof(msg),
+			 "the sandbox has %d requests under way, as many as the gateway takes at once (gateway.max_inflight)",
+			 gw->cfg.max_inflight);
+		refusal(gw, r, "busy", 429, msg);
+		return gw_reply(c, r->prov, MHD_HTTP_TOO_MANY_REQUESTS, "%s (lcd model gateway)", msg);
+	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
 	if (len > (unsigned long long)gw->cfg.max_body) {
@@ -1381,10 +1429,6 @@ static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, co
 				"the gateway holds as many requests as its memory allows (gateway.memory_max): try again");
 	}
 	r->body_reserved = r->held = (long long)len;
-	/* a request with a live token is served to its end, however slow the
-	 * provider (idle_timeout): the short timeout is for connections that
-	 * have not shown one */
-	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(gw->cfg.idle_timeout + 30));
 	r->answered = false;
 	return MHD_YES;
 }
@@ -1550,6 +1594,10 @@ static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const
 static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 {
 	char msg[512];
+	/* a request with a live token and its whole body is served to its
+	 * end, however slow the provider (idle_timeout): until then the short
+	 * timeout holds, for a body that stops coming as for headers */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(gw->cfg.idle_timeout + 30));
 	if (r->too_big) {
 		refusal(gw, r, "too_big", 413, "body over max_body");
 		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)", gw->cfg.max_body);
@@ -1612,13 +1660,8 @@ static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 	pthread_mutex_lock(&gw->lock);
 	const char *scope = NULL, *why = NULL;
 	const char *spent_out = NULL; /* a scope whose budget is spent already */
-	int mine = 0;
-	for (const gw_req_t *q = gw->inflight; q; q = q->next)
-		mine += !strcmp(q->sandbox, r->sandbox);
 	if (gw->stopping)
 		why = "stopping";
-	else if (mine >= gw->cfg.max_inflight)
-		why = "busy";
 	else if (r->billable && (scope = no_room(gw, r))) {
 		why = "budget";
 		spent_out = exhausted(gw, r, 0);
@@ -1631,13 +1674,6 @@ static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 	pthread_mutex_unlock(&gw->lock);
 	if (why && !strcmp(why, "stopping"))
 		return gw_reply(c, r->prov, MHD_HTTP_SERVICE_UNAVAILABLE, "lcd is stopping");
-	if (why && !strcmp(why, "busy")) {
-		snprintf(msg, sizeof(msg),
-			 "the sandbox has %d requests under way, as many as the gateway takes at once (gateway.max_inflight)",
-			 gw->cfg.max_inflight);
-		refusal(gw, r, "busy", 429, msg);
-		return gw_reply(c, r->prov, MHD_HTTP_TOO_MANY_REQUESTS, "%s (lcd model gateway)", msg);
-	}
 	if (why) {
 		if (spent_out)
 			budget_text(r, spent_out, msg, sizeof(msg));
