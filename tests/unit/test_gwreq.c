@@ -112,6 +112,15 @@ START_TEST(test_headers_betas)
 	ck_assert_ptr_null(lcd_gw_betas("context-1m-2025-08-07", allowed));
 	ck_assert_ptr_null(lcd_gw_betas("interleaved-thinking-2025-05-14", NULL));
 	ck_assert_ptr_null(lcd_gw_betas(",,", allowed));
+	/* a value goes on only without a control byte: a bare CR would end
+	 * the header line at a lenient parser */
+	ck_assert(lcd_gw_header_value_ok("claude-cli/2.0.1 (external, cli)"));
+	ck_assert(lcd_gw_header_value_ok("a\tb \xc3\xa9"));
+	ck_assert(lcd_gw_header_value_ok(""));
+	static const char *const bad[] = { "x\ranthropic-beta: context-1m-2025-08-07", "x\nX-A: 1", "x\x0b", "\x01",
+		"x\x7f", NULL };
+	for (size_t i = 0; bad[i]; i++)
+		ck_assert_msg(!lcd_gw_header_value_ok(bad[i]), "value %zu passes", i);
 }
 END_TEST
 

@@ -1380,6 +1380,25 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	return true;
 }
 
+/* A header that would go on (copy_header) with a value that may not:
+ * its name in *bad. */
+struct hdr_check {
+	int prov;
+	const char *bad;
+};
+
+static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	(void)kind;
+	struct hdr_check *h = cls;
+	bool passes = lcd_gw_header_passes(h->prov, k) || (h->prov == LCD_PROV_ANTHROPIC && !strcasecmp(k, "anthropic-beta"));
+	if (passes && v && !lcd_gw_header_value_ok(v)) {
+		h->bad = k;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char *url, const char *method)
 {
 	const char *why;
@@ -1402,6 +1421,13 @@ static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, co
 		refusal(gw, r, "not_served", (int)st, method);
 		return gw_reply(c, r->prov, st, "%s %s is not served by the lcd model gateway (%s)", method, r->path,
 				lcd_provider_name(r->prov));
+	}
+	struct hdr_check hc = { r->prov, NULL };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, check_header, &hc);
+	if (hc.bad) {
+		refusal(gw, r, "bad_header", 400, hc.bad);
+		return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST,
+				"the value of header %s has a control character (lcd model gateway)", hc.bad);
 	}
 	/* A request is under way from its headers: the body it promised (its
 	 * memory is taken below) or is sending counts against its sandbox's

@@ -107,6 +107,14 @@ bool lcd_gw_header_passes(int prov, const char *name)
 	return prov == LCD_PROV_ANTHROPIC && !strcasecmp(name, "anthropic-version");
 }
 
+bool lcd_gw_header_value_ok(const char *value)
+{
+	for (const unsigned char *c = (const unsigned char *)value; c && *c; c++)
+		if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
+			return false;
+	return true;
+}
+
 char *lcd_gw_betas(const char *value, char *const *allowed)
 {
 	_cleanup_free_ char *copy = strdup(value);

@@ -31,6 +31,12 @@ int lcd_gw_target_parse(const char *raw, char **path, char **query, const char *
  * betas through lcd_gw_betas); the key, the organisation and project,
  * cookies, forwarding headers and everything unknown are dropped. */
 bool lcd_gw_header_passes(int prov, const char *name);
+/* Whether a header's value may go to the provider as it is: visible
+ * ASCII, space, tab and bytes past ASCII; no control byte (libmicrohttpd
+ * keeps a bare CR in a value, libcurl sends it on, and a provider's
+ * parser may end the header line there: a header the allow list did not
+ * pass). */
+bool lcd_gw_header_value_ok(const char *value);
 /* The members of an anthropic-beta list (comma-separated) that allowed
  * (NULL-terminated) names, comma-joined; NULL when none is. */
 char *lcd_gw_betas(const char *value, char *const *allowed);
