@@ -834,17 +834,23 @@ static void mem_sync(gw_req_t *r)
 
 static void req_unref(gw_req_t *r);
 
-/* What a finished request costs, by how it ended. */
-static long long bill(const gw_req_t *r, const char *outcome, int status, const lcd_usage_t *u)
+/* What a finished request costs.  Whether the provider refused it is
+ * told by the provider's own status (r->status), never by the one the
+ * sandbox got: a request that went out and that the gateway ended before
+ * the provider's answer came (a timeout, a cut, lcd stopping, a
+ * connection broken after it was sent) was the provider's to run and to
+ * bill, and costs what an answer cut short does. */
+static long long bill(const gw_req_t *r, const lcd_usage_t *u)
 {
 	gw_t *gw = r->gw;
 	if (!r->billable || !r->sent_upstream)
 		return 0; /* nothing reached the provider, or nothing it bills */
-	if (status >= 300 || (!strcmp(outcome, "ok") && u->final))
-		return u->seen ? lcd_gw_cost(r->prov, u, &r->price, gw->prices) : 0; /* done, or the provider's refusal */
+	if (r->status >= 300)
+		return u->seen ? lcd_gw_cost(r->prov, u, &r->price, gw->prices) : 0; /* the provider's refusal */
 	if (u->final)
 		return lcd_gw_cost(r->prov, u, &r->price, gw->prices);
-	/* cut, left, unmetered, broken off, too big to read: the most it may have cost */
+	/* cut, left, unmetered, broken off, too big to read, no answer
+	 * before the gateway ended it: the most it may have cost */
 	return lcd_gw_cost_incomplete(r->prov, &r->resv, u, &r->price, gw->prices);
 }
 
@@ -858,7 +864,7 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 	lcd_usage_t u = { 0 };
 	if (r->meter)
 		u = *lcd_meter_usage(r->meter);
-	long long cost = bill(r, outcome, status, &u);
+	long long cost = bill(r, &u);
 	long long now = lc_wall_ms();
 	pthread_mutex_lock(&gw->lock);
 	if (r->listed) {
