@@ -154,6 +154,8 @@ struct gw {
 	bool acceptor_running;
 };
 
+static void refusal_log(gw_t *gw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- configuration ---- */
 
 void lcd_gateway_cfg_clear(lcd_gateway_cfg_t *cfg)
@@ -554,9 +556,18 @@ static void *acceptor(void *arg)
 				 * the sandbox's delayed ACK (40 ms) */
 				int one = 1;
 				setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-				/* libmicrohttpd owns (and closes) it from here */
-				if (MHD_add_connection(gw->d, c, (struct sockaddr *)&ss, sl) != MHD_YES)
-					lcd_log("model gateway: a connection was refused (%d connections at most)", CONN_LIMIT);
+				/* libmicrohttpd owns (and closes) it from here; a
+				 * sandbox past its share retries as often as it
+				 * likes: the log is the refusals' (rate-limited) */
+				if (MHD_add_connection(gw->d, c, (struct sockaddr *)&ss, sl) != MHD_YES) {
+					char a[INET6_ADDRSTRLEN] = "?";
+					if (ss.ss_family == AF_INET)
+						inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+					else if (ss.ss_family == AF_INET6)
+						inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
+					refusal_log(gw, "a connection from %s was refused (%d at most from one address, %d in all)",
+						    a, PER_IP_LIMIT, CONN_LIMIT);
+				}
 			}
 		}
 	}
@@ -754,8 +765,6 @@ static const char *room_text(const gw_req_t *r, const char *scope, char *buf, si
 
 /* A line in lcd's log for a refusal: LOG_BURST at once, then one a second;
  * what was left out is counted in the next line. */
-static void refusal_log(gw_t *gw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 static void refusal_log(gw_t *gw, const char *fmt, ...)
 {
 	long long now = lc_now_ms(), dropped = 0;
