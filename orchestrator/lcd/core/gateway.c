@@ -1238,6 +1238,10 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			memcpy(out, r->buf + r->buf_off, n);
 			r->buf_off += n;
 			r->sent += n;
+			/* the provider is read only once what it sent has gone
+			 * on: time a slow sandbox takes is not the provider's
+			 * silence (idle_timeout) */
+			r->last_rx = lc_now_ms();
 			return (ssize_t)n;
 		}
 		if (r->ended)
