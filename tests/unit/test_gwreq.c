@@ -269,8 +269,16 @@ START_TEST(test_bill)
 	snprintf(done.tool[0], sizeof(done.tool[0]), "web_search");
 	done.calls[0] = 3;
 	done.n_tools = 1;
-	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_ANTHROPIC, &done, &price, p),
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_ANTHROPIC, &done, &r, &price, p),
 			 10 * 3000000LL + 20 * 15000000LL + 3 * 10000000000LL);
+	/* OpenAI does not count its server tool calls: an answer costs their
+	 * reservation, a refusal (no reservation given) nothing */
+	lcd_price_t mini;
+	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "gpt-4o-mini", &mini));
+	lcd_usage_t oa = { .input = 10, .output = 20, .seen = true, .final = true };
+	lcd_reservation_t ro = { .in_tokens = 100, .out_tokens = 20, .tools_pusd = 2 * 10000000000LL };
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_OPENAI, &oa, &ro, &mini, p), lcd_usage_cost(&oa, &mini) + 2 * 10000000000LL);
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_OPENAI, &oa, NULL, &mini, p), lcd_usage_cost(&oa, &mini));
 	lcd_prices_free(p);
 }
 END_TEST

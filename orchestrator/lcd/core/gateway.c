@@ -855,9 +855,9 @@ static long long bill(const gw_req_t *r, const lcd_usage_t *u)
 	if (!r->billable || !r->sent_upstream)
 		return 0; /* nothing reached the provider, or nothing it bills */
 	if (r->status >= 300)
-		return u->seen ? lcd_gw_cost(r->prov, u, &r->price, gw->prices) : 0; /* the provider's refusal */
+		return u->seen ? lcd_gw_cost(r->prov, u, NULL, &r->price, gw->prices) : 0; /* the provider's refusal */
 	if (u->final)
-		return lcd_gw_cost(r->prov, u, &r->price, gw->prices);
+		return lcd_gw_cost(r->prov, u, &r->resv, &r->price, gw->prices);
 	/* cut, left, unmetered, broken off, too big to read, no answer
 	 * before the gateway ended it: the most it may have cost */
 	return lcd_gw_cost_incomplete(r->prov, &r->resv, u, &r->price, gw->prices);

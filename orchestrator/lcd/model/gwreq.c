@@ -319,9 +319,13 @@ static long long tools_cost(int prov, const lcd_usage_t *u, const lcd_prices_t *
 	return c;
 }
 
-long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_price_t *price, const lcd_prices_t *prices)
+long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_reservation_t *resv, const lcd_price_t *price,
+		      const lcd_prices_t *prices)
 {
-	return add_sat(lcd_usage_cost(u, price), tools_cost(prov, u, prices));
+	long long tools = tools_cost(prov, u, prices);
+	if (resv && prov == LCD_PROV_OPENAI && resv->tools_pusd > tools)
+		tools = resv->tools_pusd;
+	return add_sat(lcd_usage_cost(u, price), tools);
 }
 
 long long lcd_gw_cost_incomplete(int prov, const lcd_reservation_t *r, const lcd_usage_t *u, const lcd_price_t *price,
