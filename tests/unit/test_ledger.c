@@ -53,6 +53,15 @@ START_TEST(test_prices_shipped)
 	ck_assert(lcd_prices_find(p, LCD_PROV_ANTHROPIC, "some-future-model", &pr));
 	ck_assert_int_eq(pr.output, 75000000);
 	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "some-future-model", &pr));
+	/* the catch-all is OpenAI's dearest (o1-pro, $150 and $600 per M), and
+	 * a dated snapshot dearer than its alias has its own price */
+	ck_assert_int_ge(pr.input, 150000000);
+	ck_assert_int_ge(pr.output, 600000000);
+	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "gpt-4o-2024-05-13", &pr));
+	ck_assert_int_eq(pr.input, 5000000);
+	ck_assert_int_eq(pr.output, 15000000);
+	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "gpt-4o-2024-08-06", &pr));
+	ck_assert_int_eq(pr.input, 2500000);
 	lcd_prices_free(p);
 	free(src);
 }
