@@ -108,6 +108,7 @@ struct config {
 	long long webhook_max_body;
 	long long fork_image_ttl, snapshot_image_ttl;
 	long long max_upload, exec_memory_max;
+	long long task_disk;
 	char *workloads_dir, *apps_dir;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
@@ -197,6 +198,12 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
 						    "config %s: task_nice: expected an integer from 0 to 19", path);
 			c->task_nice = (int)json_integer_value(v);
+			continue;
+		} else if (!strcmp(key, "task_disk")) {
+			if (lcd_config_size(v, &c->task_disk) < 0)
+				return lc_error_set(err, LC_EXIT_INVALID, 0,
+						    "config %s: task_disk: expected a size of at least 16M (like \"8G\"), or 0 "
+						    "for none", path);
 			continue;
 		} else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
@@ -422,7 +429,7 @@ int main(int argc, char **argv)
 			      .listen_idle_timeout = LCD_TCP_IDLE_TIMEOUT_S, .listen_per_ip = LCD_TCP_PER_IP,
 			      .fork_image_ttl = LCD_FORK_IMAGE_TTL_DEFAULT, .socket_idle_timeout = LCD_UNIX_IDLE_TIMEOUT_S,
 			      .task_connections = LCD_TASK_CONNECTIONS, .operator_connections = LCD_OPERATOR_CONNECTIONS,
-			      .max_upload = 1LL << 30, .exec_memory_max = 256LL << 20 };
+			      .max_upload = 1LL << 30, .exec_memory_max = 256LL << 20, .task_disk = LCD_TASK_DISK_DEFAULT };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
 	/* liblcrun loads libnl and libnftables when a network is first set
@@ -457,6 +464,7 @@ int main(int argc, char **argv)
 	lcd.exec_memory_max = cfg.exec_memory_max;
 	lcd.fork_image_ttl = cfg.fork_image_ttl;
 	lcd.snapshot_image_ttl = cfg.snapshot_image_ttl;
+	lcd.task_disk = cfg.task_disk;
 	lcd.catchup_max = (int)cfg.catchup_max;
 	lcd.task_nice = cfg.task_nice;
 	errno = 0;

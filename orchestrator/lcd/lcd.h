@@ -46,6 +46,8 @@ typedef struct lcd {
 	long long exec_memory;         /* ... held now (atomic; http/exec.c) */
 	long long fork_image_ttl;     /* s a fork's image is kept (images.c) */
 	long long snapshot_image_ttl; /* s a snapshot's image is kept; 0: until removed */
+	long long task_disk;          /* bytes of a task-made sandbox's upper layer (its default and ceiling,
+					 unless its app's grant names one); 0: unbounded */
 	int catchup_max;
 	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */
 	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */

@@ -692,9 +692,14 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 		if (!(h.st = lc_state_read(h.id, err)))
 			return -1;
 	}
+	/* Its disk is what it was made with: a claim cannot change it. */
+	const lc_limits_t *lim = &spec->limits;
+	long long disk = jint(json_object_get(json_object_get(h.st, "spec"), "limits"), "disk");
+	if ((lim->disk > 0 ? lim->disk : 0) != disk)
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has a disk of %lld bytes, not the %lld asked for",
+				    h.id, disk, lim->disk > 0 ? lim->disk : 0);
 	/* Limits the claim asks for (a member was made with none): written into
 	 * its cgroup before it is handed out. */
-	const lc_limits_t *lim = &spec->limits;
 	bool limited = lim->memory >= 0 || lim->memory_swap >= 0 || lim->pids >= 0 || lim->cpus > 0 ||
 		       lim->cpu_weight > 0 || lim->io_weight > 0;
 	_cleanup_free_ char *skipped = NULL;

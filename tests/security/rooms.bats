@@ -212,6 +212,54 @@ json.dump(out, open("/run/task/result.json", "w"))
 	[ "$(echo "$res" | jq -c .default)" = '[2147483648,1024,0]' ]
 }
 
+@test "security/rooms: a task's sandbox cannot fill the host's disk: its upper layer has a size, within its grant" {
+	[ -e /dev/loop-control ] && command -v mkfs.ext4 >/dev/null || skip "needs loop devices and mkfs.ext4"
+	echo '{"task_disk": "64M"}' >"$T/lcd.json"
+	start_lcd
+	app da
+	app db '{"limits": {"disk": "32M"}}'
+	DISK_PY='
+from lcrun_client import Client, LcdError
+import json
+c = Client()
+out = {}
+for name, lim in {"default": None, "less": {"disk": "24M", "best_effort": True}, "more": {"disk": "1G", "best_effort": True},
+                  "memory": {"memory": "256M", "best_effort": True}}.items():
+    try:
+        s = c.create_sandbox(limits=lim) if lim else c.create_sandbox()
+        disk = c.request("GET", "/sandboxes/" + s.id)["limits"]["disk"]
+        r = s.run("dd if=/dev/zero of=/fill bs=1M count=200 2>&1 | grep -c \"No space left\"; stat -c %s /fill")
+        out[name] = [disk] + r.stdout.split()
+        s.destroy()
+    except LcdError as e:
+        out[name] = [e.status, str(e)]
+json.dump(out, open("/run/task/result.json", "w"))
+'
+	# before: the task wrote all 200 MiB onto the host's disk under lcd.db
+	res=$(run_py da "$DISK_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.default[0], .default[1], .memory[0], .more[0]]')" = '[67108864,"1",67108864,403]' ]
+	[ "$(echo "$res" | jq '.default[2] | tonumber')" -le $((64 << 20)) ]
+	echo "$res" | jq -e '.more[1] | test("limits.disk: 1073741824 is more than app da.s tasks may ask for \\(67108864: sandboxes.limits.disk in its manifest, else lcd.json.s task_disk\\)")'
+	# the app's grant names its own: the default and the ceiling
+	res=$(run_py db "$DISK_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.default[0], .default[1], .less[0], .less[1], .more[0]]')" = '[33554432,"1",25165824,"1",403]' ]
+	# the operator's sandboxes are as the operator asks: none unless asked
+	id=$("$LCCTL" sandbox create)
+	[ "$(api GET "/sandboxes/$id" | head -1 | jq .limits.disk)" = 0 ]
+	"$LCCTL" sandbox rm "$id" >/dev/null
+	id=$("$LCCTL" sandbox create --disk 48M)
+	[ "$(api GET "/sandboxes/$id" | head -1 | jq .limits.disk)" = $((48 << 20)) ]
+	"$LCCTL" sandbox rm "$id" >/dev/null
+	# a bad task_disk is refused in one line, and lcd does not start
+	stop_lcd
+	echo '{"task_disk": "1M"}' >"$T/lcd.json"
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *'task_disk: expected a size of at least 16M (like "8G"), or 0 for none'* ]]
+}
+
 @test "security/rooms: a task holding a thousand connections to lcd takes its share only; others are answered" {
 	echo '{"task_connections": 16, "socket_idle_timeout": 3}' >"$T/lcd.json"
 	start_lcd

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk.h"
 #include "image.h"
 #include "ledger.h"
 #include "manifest.h"
@@ -113,10 +114,23 @@ static int parse_size_value(json_t *v, const char *path, long long *out, lc_erro
 	return bad(err, path, "expected a size (bytes, or like \"512M\")");
 }
 
+int lcd_config_size(json_t *v, long long *out)
+{
+	long long n = -1;
+	if (json_is_integer(v))
+		n = json_integer_value(v);
+	else if (json_is_string(v) && lc_parse_size(json_string_value(v), &n) < 0)
+		return -1;
+	if (n != 0 && n < LC_DISK_MIN)
+		return -1;
+	*out = n;
+	return 0;
+}
+
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err)
 {
 	static const char *const keys[] = { "memory", "memory_swap", "pids", "cpus", "cpu_weight",
-		"io_weight", "best_effort", NULL };
+		"io_weight", "best_effort", "disk", NULL };
 	l->memory = -1;
 	l->memory_swap = -1;
 	l->pids = -1;
@@ -158,6 +172,13 @@ int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **e
 	if (get_int(v, "io_weight", path, 1, 10000, &n, err) < 0)
 		return -1;
 	l->io_weight = (int)n;
+	if ((m = json_object_get(v, "disk"))) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.disk", path);
+		if (parse_size_value(m, p, &l->disk, err) < 0)
+			return -1;
+		if (l->disk < LC_DISK_MIN)
+			return bad(err, p, "at least 16M (room for the filesystem's own tables)");
+	}
 	if ((m = json_object_get(v, "best_effort"))) {
 		if (!json_is_boolean(m)) {
 			_cleanup_free_ char *p = lc_strdup_printf("%s.best_effort", path);
@@ -696,6 +717,7 @@ static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
 		g->limits.cpus = l.cpus;
 		g->limits.cpu_weight = l.cpu_weight;
 		g->limits.io_weight = l.io_weight;
+		g->limits.disk = l.disk;
 		if (l.best_effort)
 			return bad(err, "sandboxes.limits.best_effort", "not here: a task's sandbox gets what the host enforces of "
 				   "these (the rest is logged)");

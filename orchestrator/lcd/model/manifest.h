@@ -70,6 +70,8 @@ typedef struct lcd_grant {
 
 /* The limits of a task's sandbox when the manifest says none. */
 #define LCD_GRANT_MEMORY_DEFAULT (2LL << 30)
+/* lcd.json task_disk's default: a task-made sandbox's upper layer. */
+#define LCD_TASK_DISK_DEFAULT (8LL << 30)
 #define LCD_GRANT_PIDS_DEFAULT 1024
 
 typedef struct lcd_app {
@@ -122,6 +124,9 @@ int lcd_idmap_value(json_t *v);
 /* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
  * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);
+/* A disk size in lcd.json (bytes, or like "8G"): 0 for 0, else at least
+ * LC_DISK_MIN; -1 for anything else. */
+int lcd_config_size(json_t *v, long long *out);
 
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
