@@ -218,6 +218,12 @@ int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t 
  * Its "created" becomes now and the ttl counts from then.  Nothing else
  * of spec is looked at.  LC_EXIT_BUSY: the name is taken. */
 int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err);
+/* When a running or paused sandbox is removed: at expires_ms (wall clock,
+ * ms since the epoch; earlier than now: at once), or never (0).  Its ttl
+ * becomes the time from its "created" to then, so that a stop and a start
+ * keep the same end.  LC_EXIT_STATE for a stopped one, or one without a
+ * monitor. */
+int lc_sandbox_set_expiry(const char *id_or_name, long long expires_ms, lc_error_t **err);
 /* Start a stopped sandbox again on its kept upper layer. */
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err);
 /* Kill its processes, keep its files (upper layer) and state. */
