@@ -264,6 +264,10 @@ typedef struct lc_exec_opts {
 	int cancel_fd;       /* > 0: once readable (or hung up) the command is
 				killed (exit 137); 0 or -1: none.  For a caller
 				that runs exec in a thread and must end it early. */
+	int signal_fd;       /* > 0: each byte read from it is a signal number
+				sent to the command (SIGWINCH: with tty, the
+				sandbox's pty takes the window size of stdio[0]
+				again); 0 or -1: none */
 	bool new_pgroup;     /* the command leads a process group of its own, so
 				that a timeout or a cancel kills its children too
 				(not with tty; not for a command that reads the
