@@ -300,6 +300,12 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
  * single-threaded: lcd's runner makes one per request). */
 int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
 			      lc_error_t **err);
+/* Join a running or paused sandbox's user and mount namespaces in the
+ * calling process, for good, as the sandbox's root: paths (and symlinks)
+ * then resolve in its own root.  For a process made for this, single-
+ * threaded (lcd's runner makes one per request).  *spec (optional) gets
+ * the sandbox's spec (lc_spec_free it): its user's ids, its workdir. */
+int lc_sandbox_join_here(const char *id_or_name, lc_spec_t **spec, lc_error_t **err);
 /* A tar stream into the directory path (in) or of path out of the sandbox:
  * returns once the sandbox side has checked path, with *fd the caller's end
  * of the stream (write the tar to it, or read it), which the caller closes
