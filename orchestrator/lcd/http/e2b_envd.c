@@ -39,6 +39,7 @@
 #define RPC_PREFIX_PROC "/process.Process/"
 #define RPC_PREFIX_FS "/filesystem.Filesystem/"
 #define WAIT_STEP_MS 1000 /* a stream looks at lcd's state this often */
+#define DEADLINE_SLACK_MS 500 /* a client gone this close to the stream's timeout went for it */
 
 bool lcd_envd_path(const char *url)
 {
@@ -851,8 +852,15 @@ static bool stream_fill(estream_t *s)
 				       { s->conn, POLLRDHUP, 0 } };
 		if (poll(p, 2, wait < 0 ? 0 : (int)wait) < 0 && errno != EINTR)
 			return false;
-		if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR))
-			return false; /* the client went away: detach */
+		if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			/* the client went away: detach.  At the stream's timeout, it
+			 * went because of it (its clock runs a little ahead of ours):
+			 * the command started with that timeout dies now, not a
+			 * moment after the client has heard that it did. */
+			if (s->owns && s->sub && s->deadline && lc_now_ms() >= s->deadline - DEADLINE_SLACK_MS)
+				lcd_proc_sub_kill(s->sub);
+			return false;
+		}
 	}
 	return true;
 }
