@@ -392,6 +392,34 @@ const checks = {
 		ok('watchDir (recursive): create, write, remove');
 	},
 
+	// what envd does through lcd's runner, made by lcd itself once it is gone
+	async norunner() {
+		const sbx = await create();
+		await sbx.files.write('/work/a/b.txt', 'still');
+		assert.equal(await sbx.files.read('/work/a/b.txt'), 'still');
+		assert.equal((await sbx.files.list('/work/a'))[0].name, 'b.txt');
+		assert.equal((await sbx.files.rename('/work/a/b.txt', '/work/c.txt')).path, '/work/c.txt');
+		await sbx.files.remove('/work/a');
+		assert.equal(await sbx.files.exists('/work/a'), false);
+		const events = [];
+		const w = await sbx.files.watchDir('/work', (ev) => events.push(`${ev.type} ${ev.name}`));
+		await sbx.files.write('/work/w.txt', 'w');
+		for (let i = 0; i < 50 && !events.includes('create w.txt'); i++)
+			await sleep(100);
+		await w.stop();
+		assert.ok(events.includes('create w.txt'), JSON.stringify(events));
+		ok('files and watches');
+		const cat = await sbx.commands.run('cat', { background: true, stdin: true });
+		await cat.sendStdin('in\n');
+		await cat.closeStdin();
+		assert.equal((await cat.wait()).stdout, 'in\n');
+		const bg = await sbx.commands.run('sleep 600', { background: true });
+		assert.equal(await bg.kill(), true);
+		await rejects(bg.wait(), CommandExitError, 'killed');
+		assert.equal((await sbx.commands.run('echo $((2 + 3))', { user: 'root' })).stdout, '5\n');
+		ok('commands, stdin, kill');
+	},
+
 	// an image that has no bash: the SDK's /bin/bash -l -c runs with sh
 	async nobash(template) {
 		const sbx = await create(template);

@@ -154,6 +154,15 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 	[[ "$output" == *"ok: template e2b-busybox: commands run with /bin/sh"* ]]
 }
 
+@test "e2b: envd works when lcd's runner has gone: lcd makes its files' and commands' processes itself" {
+	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
+	kill -9 "$runner"
+	for _ in $(seq 100); do [ "$(awk '{print $3}' "/proc/$runner/stat" 2>/dev/null)" = Z ] && break; sleep 0.05; done
+	check norunner
+	[ "$(echo "$output" | grep -c '^ok: ')" -eq 2 ]
+	grep -q "the runner (pid $runner) has gone" "$T/lcd.log"
+}
+
 @test "e2b: when lcd stops its commands end; after a restart the same token reaches the sandbox" {
 	run sdk_env node -e '
 		const { Sandbox } = require("e2b");
