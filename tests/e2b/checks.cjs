@@ -166,6 +166,14 @@ const checks = {
 		assert.equal(await sbx.files.makeDir('/work/new/sub'), false);
 		assert.equal((await sbx.files.getInfo('/work/new/sub')).type, 'dir');
 		ok('exists, makeDir (false when it exists), getInfo');
+		const tagged = await sbx.files.write('/work/meta.txt', 'm', { metadata: { Owner: 'alice', stage: 'draft 1' } });
+		assert.deepEqual(tagged.metadata, { owner: 'alice', stage: 'draft 1' });
+		assert.deepEqual((await sbx.files.getInfo('/work/meta.txt')).metadata, { owner: 'alice', stage: 'draft 1' });
+		assert.deepEqual((await sbx.files.list('/work')).find((e) => e.name === 'meta.txt').metadata, { owner: 'alice', stage: 'draft 1' });
+		await sbx.files.write('/work/meta.txt', 'n');
+		assert.equal((await sbx.files.getInfo('/work/meta.txt')).metadata, undefined);
+		await sbx.files.remove('/work/meta.txt');
+		ok('file metadata: kept on write (keys lowercased), shown by getInfo and list, replaced by the next write');
 		const moved = await sbx.files.rename('/work/notes/hello.txt', '/work/moved/hi.txt');
 		assert.equal(moved.path, '/work/moved/hi.txt');
 		assert.equal(await sbx.files.exists('/work/notes/hello.txt'), false);
@@ -390,6 +398,17 @@ const checks = {
 		for (const want of ['create a.txt', 'write a.txt', 'create sub', 'create sub/b.txt', 'write sub/b.txt', 'remove a.txt'])
 			assert.ok(events.includes(want), `${want} in ${JSON.stringify(events)}`);
 		ok('watchDir (recursive): create, write, remove');
+		const withEntry = [];
+		const w2 = await sbx.files.watchDir('/work/watched', (ev) => withEntry.push(ev), { includeEntry: true });
+		await sbx.files.write('/work/watched/c.txt', 'four');
+		for (let i = 0; i < 50 && !withEntry.find((e) => e.type === 'write' && e.entry && e.entry.size === 4); i++)
+			await sleep(100);
+		await w2.stop();
+		const last = withEntry.find((e) => e.type === 'write' && e.entry && e.entry.size === 4);
+		assert.ok(last, JSON.stringify(withEntry));
+		assert.equal(last.entry.path, '/work/watched/c.txt');
+		assert.equal(last.entry.type, 'file');
+		ok('watchDir with includeEntry');
 	},
 
 	// what envd does through lcd's runner, made by lcd itself once it is gone

@@ -90,9 +90,9 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 	[ "$(echo "$output" | grep -c '^ok: ')" -eq 5 ]
 }
 
-@test "e2b: files text and binary, list, exists, makeDir, rename, remove" {
+@test "e2b: files text and binary, list, exists, makeDir, rename, remove, metadata" {
 	check files
-	[ "$(echo "$output" | grep -c '^ok: ')" -eq 8 ]
+	[ "$(echo "$output" | grep -c '^ok: ')" -eq 9 ]
 }
 
 @test "e2b: each sandbox's access token reaches its own sandbox only; signed file URLs" {
@@ -140,7 +140,7 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 
 @test "e2b: a terminal (pty) resized; watchDir" {
 	check ptywatch
-	[ "$(echo "$output" | grep -c '^ok: ')" -eq 2 ]
+	[ "$(echo "$output" | grep -c '^ok: ')" -eq 3 ]
 }
 
 @test "e2b: a template that is an lcd image without bash" {

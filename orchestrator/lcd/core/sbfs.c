@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "sbfs.h"
@@ -171,6 +172,49 @@ static const char *base_name(const char *path)
 	return s && s[1] ? s + 1 : s && s == path ? "/" : s ? s + 1 : path;
 }
 
+/* The file's metadata: its user.e2b.* extended attributes, {} if none
+ * (or the filesystem keeps none).  A symlink's own are not read. */
+#define META_PREFIX "user.e2b."
+static json_t *metadata_of(const char *path, int fd)
+{
+	json_t *m = json_object();
+	char names[8192];
+	ssize_t n = fd >= 0 ? flistxattr(fd, names, sizeof(names)) : listxattr(path, names, sizeof(names));
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1) {
+		const char *k = names + i;
+		if (strncmp(k, META_PREFIX, strlen(META_PREFIX)))
+			continue;
+		char val[4097];
+		ssize_t v = fd >= 0 ? fgetxattr(fd, k, val, sizeof(val) - 1) : getxattr(path, k, val, sizeof(val) - 1);
+		if (v < 0)
+			continue;
+		val[v] = '\0';
+		json_object_set_new(m, k + strlen(META_PREFIX), text(val));
+	}
+	return m;
+}
+
+/* Replace the file's metadata with meta (an object of strings): envd's
+ * upload does, so an upload without any clears what was there. */
+static int set_metadata(int fd, const char *path, json_t *meta, lc_error_t **err)
+{
+	char names[8192];
+	ssize_t n = flistxattr(fd, names, sizeof(names));
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(names + i) + 1)
+		if (!strncmp(names + i, META_PREFIX, strlen(META_PREFIX)))
+			fremovexattr(fd, names + i);
+	const char *k;
+	json_t *v;
+	json_object_foreach(meta, k, v) {
+		_cleanup_free_ char *name = lc_strdup_printf(META_PREFIX "%s", k);
+		const char *val = json_string_value(v);
+		if (!val || fsetxattr(fd, name, val, strlen(val), 0) < 0)
+			return fail(err, errno == ENOTSUP ? EINVAL : errno ? errno : EINVAL, "%s: cannot keep metadata %s: %s", path,
+				    k, errno == ENOTSUP ? "the sandbox's filesystem keeps no extended attributes" : strerror(errno));
+	}
+	return 0;
+}
+
 static json_t *entry_of(const char *path, const char *name, const struct stat *st)
 {
 	char perms[24];
@@ -180,6 +224,8 @@ static json_t *entry_of(const char *path, const char *name, const struct stat *s
 			      text(path), "size", (json_int_t)st->st_size, "mode", (int)(st->st_mode & 0777),
 			      "permissions", perms, "owner", id_name(st->st_uid, false), "group", id_name(st->st_gid, true),
 			      "mtime_ns", (json_int_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec);
+	json_t *meta = S_ISLNK(st->st_mode) ? json_object() : metadata_of(path, -1);
+	json_object_set_new(e, "metadata", meta);
 	if (S_ISLNK(st->st_mode)) {
 		char target[4096];
 		ssize_t n = readlink(path, target, sizeof(target) - 1);
@@ -424,8 +470,14 @@ int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_err
 			close(f);
 			return fail(err, en, "cannot give %s to %u:%u: %s", path, (unsigned)uid, (unsigned)gid, strerror(en));
 		}
+		json_t *meta = json_object_get(op, "metadata");
+		if (set_metadata(f, path, meta, err) < 0) {
+			close(f);
+			return -1;
+		}
 		*fd = f;
-		*out = json_pack("{s:o, s:o}", "name", text(base_name(path)), "path", text(path));
+		*out = json_pack("{s:o, s:o, s:o}", "name", text(base_name(path)), "path", text(path), "metadata",
+				 metadata_of(path, f));
 		return 0;
 	}
 	if (!strcmp(what, "read")) {
@@ -513,10 +565,56 @@ static const char *event_type(uint32_t m)
 	return NULL;
 }
 
+/* One event line to out: -1 once out is gone. */
+static int emit(int out, const char *root, const char *name, const char *type, bool with_entry)
+{
+	json_t *e = json_pack("{s:o, s:s}", "name", text(name), "type", type);
+	struct stat st;
+	_cleanup_free_ char *full = join(root, name);
+	if (with_entry && lstat(full, &st) == 0)
+		json_object_set_new(e, "entry", entry_of(full, base_name(full), &st));
+	char *line = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	size_t len = strlen(line);
+	line[len] = '\n';
+	int w = lc_write_all(out, line, len + 1);
+	free(line);
+	return w;
+}
+
+/* A directory that came under a recursive watch may hold files already
+ * (made before its watch was added): they are announced as made, and
+ * written to when they have content. */
+static int announce(int out, const char *root, const char *rel, bool with_entry, int depth)
+{
+	_cleanup_free_ char *dir = join(root, rel);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int rc = 0;
+	while (rc == 0 && d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		_cleanup_free_ char *name = join(rel, de->d_name);
+		_cleanup_free_ char *full = join(root, name);
+		struct stat st;
+		if (lstat(full, &st) < 0)
+			continue;
+		rc = emit(out, root, name, "create", with_entry);
+		if (rc == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+			rc = emit(out, root, name, "write", with_entry);
+		if (rc == 0 && S_ISDIR(st.st_mode) && depth < 32)
+			rc = announce(out, root, name, with_entry, depth + 1);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
 void lcd_sbfs_watch_run(int fd, int out, json_t *op)
 {
 	const char *root = json_string_value(json_object_get(op, "path"));
 	bool recursive = json_is_true(json_object_get(op, "recursive"));
+	bool with_entry = json_is_true(json_object_get(op, "include_entry"));
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	for (;;) {
 		struct pollfd p[2] = { { fd, POLLIN, 0 }, { out, POLLIN, 0 } };
@@ -547,16 +645,11 @@ void lcd_sbfs_watch_run(int fd, int out, json_t *op)
 			if (!type || !ev->len)
 				continue;
 			_cleanup_free_ char *name = *rel ? join(rel, ev->name) : strdup(ev->name);
-			if (recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+			bool new_dir = recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO));
+			if (new_dir)
 				watch_add(fd, root, name, true);
-			json_t *e = json_pack("{s:o, s:s}", "name", text(name), "type", type);
-			char *line = json_dumps(e, JSON_COMPACT);
-			json_decref(e);
-			size_t len = strlen(line);
-			line[len] = '\n';
-			int w = lc_write_all(out, line, len + 1);
-			free(line);
-			if (w < 0)
+			if (emit(out, root, name, type, with_entry) < 0 ||
+			    (new_dir && announce(out, root, name, with_entry, 0) < 0))
 				return;
 		}
 	}

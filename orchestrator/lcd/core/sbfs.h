@@ -18,23 +18,27 @@
  *   mkdir  {path, uid, gid}        -> {"entry": ENTRY} (its parents made too, all given to uid:gid)
  *   move   {path, to, uid, gid}    -> {"entry": ENTRY of to} (to's parents made as mkdir does)
  *   remove {path}                  -> {} (a directory with everything in it; nothing there: no error)
- *   write  {path, uid, gid, mode}  -> {"name", "path"} and *fd, open for writing (created or
- *                                     truncated, its parents made, given to uid:gid)
+ *   write  {path, uid, gid, mode, metadata}
+ *                                  -> {"name", "path", "metadata"} and *fd, open for writing
+ *                                     (created or truncated, its parents made, given to uid:gid,
+ *                                     its metadata replaced by the object metadata)
  *   read   {path}                  -> {"size"} and *fd, a regular file open for reading
  *   user   {name}                  -> {"uid", "gid", "home"} from the sandbox's /etc/passwd
  * ENTRY is {name, type: "file"|"dir"|"symlink"|"other", path, size, mode (permission bits),
  * permissions ("-rw-r--r--"), owner, group (names from the sandbox's /etc/passwd and
- * /etc/group, else the numbers), mtime_ns, symlink_target (symlinks only)}.  Errors keep
+ * /etc/group, else the numbers), mtime_ns, symlink_target (symlinks only), metadata (the
+ * user.e2b.* extended attributes, as envd keeps a file's metadata)}.  Errors keep
  * the errno that says what happened in err->errnum (ENOENT, EEXIST, ENOTDIR, EISDIR, …). */
 int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_error_t **err);
 
-/* A watch of op {path, recursive}: the inotify fd in *fd once path is a
+/* A watch of op {path, recursive, include_entry}: the inotify fd in *fd once path is a
  * directory being watched (with every directory below it when recursive). */
 int lcd_sbfs_watch_start(json_t *op, const lc_spec_t *spec, int *fd, lc_error_t **err);
 /* Write the watch's events to out, one line each, {"name": path relative
  * to the watched directory, "type": "create"|"write"|"remove"|"rename"|
- * "chmod"}, until out hangs up.  Directories made under a recursive watch
- * are watched from then on. */
+ * "chmod", "entry": ENTRY when include_entry and it is still there}, until
+ * out hangs up.  Directories made under a recursive watch are watched
+ * from then on. */
 void lcd_sbfs_watch_run(int fd, int out, json_t *op);
 
 #endif

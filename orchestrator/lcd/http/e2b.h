@@ -34,9 +34,10 @@ void lcd_e2b_stop(lcd_e2b_t *srv);
 /* ---- shared by e2b.c and e2b_envd.c ---- */
 
 /* The envd version lcd answers as: the SDK turns features on by it
- * (default user 0.4.0, closeStdin 0.5.2, octet-stream uploads 0.5.7;
- * file metadata 0.6.2 is not served). */
-#define LCD_ENVD_VERSION "0.5.7"
+ * (default user 0.4.0, closeStdin 0.5.2, octet-stream uploads 0.5.7, file
+ * metadata 0.6.2, watch events with their entry 0.6.3, watches on network
+ * mounts 0.6.4). */
+#define LCD_ENVD_VERSION "0.6.4"
 #define LCD_ENVD_PORT "49983"
 
 struct lcd_e2b {

@@ -20,6 +20,7 @@
  * ends the stream (deadline_exceeded), and for Start it kills the command
  * too, as envd does.  A client that goes away detaches: the command runs
  * on, until it ends or is killed. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -347,7 +349,8 @@ struct envd_upload {
 	bool part_open;
 	unsigned long long part_bytes;
 	char *part_name;         /* the part's filename */
-	json_t *written;         /* [{name, type, path}] */
+	json_t *written;         /* [{name, type, path, metadata}] */
+	json_t *metadata;        /* X-Metadata-KEY headers: every file's */
 	lc_error_t *err;         /* the first failure: the rest is dropped */
 	unsigned long long bytes;
 };
@@ -375,11 +378,15 @@ static int upload_open(envd_upload_t *u, const char *name)
 		json_object_set_new(op, "uid", json_integer(u->who.uid));
 		json_object_set_new(op, "gid", json_integer(u->who.gid));
 	}
+	json_object_set(op, "metadata", u->metadata);
 	_cleanup_json_ json_t *out = NULL;
 	if (lcd_runner_fs(u->lcd, u->id, op, &out, &u->fd, &u->err) < 0)
 		return -1;
-	json_array_append_new(u->written, json_pack("{s:O, s:s, s:O}", "name", json_object_get(out, "name"), "type", "file",
-						    "path", json_object_get(out, "path")));
+	json_t *w = json_pack("{s:O, s:s, s:O}", "name", json_object_get(out, "name"), "type", "file", "path",
+			      json_object_get(out, "path"));
+	if (json_object_size(json_object_get(out, "metadata")))
+		json_object_set(w, "metadata", json_object_get(out, "metadata"));
+	json_array_append_new(u->written, w);
 	u->part_open = true;
 	u->part_bytes = 0;
 	u->part_name = strdup(name ? name : "");
@@ -432,9 +439,59 @@ static void upload_free(envd_upload_t *u)
 	upload_close_part(u);
 	json_decref(u->st);
 	json_decref(u->written);
+	json_decref(u->metadata);
 	lc_error_free(u->err);
 	free(u->query_path);
 	free(u);
+}
+
+#define META_HEADER "X-Metadata-"
+#define META_KEY_MAX 246   /* the xattr name limit less "user.e2b." */
+#define META_TOTAL_MAX 4096
+
+struct meta_scan {
+	json_t *meta;
+	size_t total;
+	char *bad; /* the first header refused, and why */
+};
+
+static bool printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* X-Metadata-KEY: VALUE headers: the file's metadata, keys lowercased, the
+ * first of a key's headers kept, as envd does. */
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct meta_scan *m = cls;
+	size_t pl = strlen(META_HEADER);
+	if (m->bad || !key || strncasecmp(key, META_HEADER, pl))
+		return MHD_YES;
+	const char *k = key + pl;
+	size_t n = strlen(k);
+	if (!n || n > META_KEY_MAX || !printable(k) || strchr(k, ' ') || !value || !printable(value)) {
+		m->bad = lc_strdup_printf("%s: a metadata key is 1 to %d token characters, its value printable ASCII",
+					  key, META_KEY_MAX);
+		return MHD_YES;
+	}
+	_cleanup_free_ char *lower = strdup(k);
+	for (char *p = lower; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	if (json_object_get(m->meta, lower))
+		return MHD_YES;
+	m->total += strlen("user.e2b.") + n + strlen(value);
+	if (m->total > META_TOTAL_MAX) {
+		m->bad = lc_strdup_printf("metadata: at most %d bytes in all (keys, values, user.e2b. per key)",
+					  META_TOTAL_MAX);
+		return MHD_YES;
+	}
+	json_object_set_new(m->meta, lower, json_string(value));
+	return MHD_YES;
 }
 
 static bool upload_begin(struct lcd_e2b *srv, struct MHD_Connection *c, e2b_req_t *rq, json_t *st, const who_t *w,
@@ -453,6 +510,15 @@ static bool upload_begin(struct lcd_e2b *srv, struct MHD_Connection *c, e2b_req_
 	u->who = *w;
 	u->fd = -1;
 	u->written = json_array();
+	struct meta_scan ms = { .meta = json_object() };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, meta_header, &ms);
+	u->metadata = ms.meta;
+	if (ms.bad) {
+		rq->upload = u;
+		*r = e2b_fail(c, 400, "%s", ms.bad);
+		free(ms.bad);
+		return false;
+	}
 	const char *qp = qarg(c, "path");
 	u->query_path = qp ? strdup(qp) : NULL;
 	rq->upload = u;
@@ -660,6 +726,9 @@ static json_t *entry_info(json_t *e)
 	json_t *target = json_object_get(e, "symlink_target");
 	if (target)
 		json_object_set(o, "symlinkTarget", target);
+	json_t *meta = json_object_get(e, "metadata");
+	if (json_object_size(meta))
+		json_object_set(o, "metadata", meta);
 	return o;
 }
 
@@ -785,8 +854,12 @@ static void watch_lines(estream_t *s)
 		const char *type = !t ? NULL : !strcmp(t, "create") ? "EVENT_TYPE_CREATE" : !strcmp(t, "write") ? "EVENT_TYPE_WRITE"
 				   : !strcmp(t, "remove") ? "EVENT_TYPE_REMOVE" : !strcmp(t, "rename") ? "EVENT_TYPE_RENAME"
 				   : !strcmp(t, "chmod") ? "EVENT_TYPE_CHMOD" : NULL;
-		if (type)
-			stream_put(s, 0, json_pack("{s:{s:O, s:s}}", "filesystem", "name", json_object_get(e, "name"), "type", type));
+		if (type) {
+			json_t *ev = json_pack("{s:O, s:s}", "name", json_object_get(e, "name"), "type", type);
+			if (json_object_get(e, "entry"))
+				json_object_set_new(ev, "entry", entry_info(json_object_get(e, "entry")));
+			stream_put(s, 0, json_pack("{s:o}", "filesystem", ev));
+		}
 		json_decref(e);
 	}
 }
@@ -1267,8 +1340,9 @@ static enum MHD_Result f_watch(rpc_t *r)
 		invalid(&err, "path: expected the directory to watch");
 		return stream_fail(lcd, r->c, err);
 	}
-	_cleanup_json_ json_t *op = json_pack("{s:s, s:b}", "path", path, "recursive",
-					      json_is_true(field(r->msg, "recursive", NULL)));
+	_cleanup_json_ json_t *op = json_pack("{s:s, s:b, s:b}", "path", path, "recursive",
+					      json_is_true(field(r->msg, "recursive", NULL)), "include_entry",
+					      json_is_true(field(r->msg, "includeEntry", "include_entry")));
 	if (!op) {
 		invalid(&err, "path: not UTF-8");
 		return stream_fail(lcd, r->c, err);
