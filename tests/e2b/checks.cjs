@@ -247,6 +247,12 @@ const checks = {
 		assert.equal(upRes.status, 200, await upRes.clone().text());
 		assert.equal(await a.files.read('/work/uploaded.txt'), 'sent by url');
 		assert.equal(await b.files.exists('/work/uploaded.txt'), false);
+		// the URL signs its path: a part that names another file still goes there
+		const sneaky = new FormData();
+		sneaky.append('file', new Blob(['elsewhere?']), '/work/other.txt');
+		assert.equal((await fetch(up, { method: 'POST', body: sneaky })).status, 200);
+		assert.equal(await a.files.exists('/work/other.txt'), false);
+		assert.equal(await a.files.read('/work/uploaded.txt'), 'elsewhere?');
 		ok('signed download and upload URLs (a changed path or an expired signature: 401)');
 	},
 

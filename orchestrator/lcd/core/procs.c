@@ -626,6 +626,13 @@ int lcd_proc_input(lcd_t *lcd, const char *sandbox, const lcd_proc_sel_t *sel, c
 				off += (size_t)w;
 			} else if (w < 0 && errno == EAGAIN) {
 				struct pollfd pf = { fd, POLLOUT, 0 };
+				pthread_mutex_lock(&lcd->lock);
+				bool stopping = lcd->stopping;
+				pthread_mutex_unlock(&lcd->lock);
+				if (stopping) {
+					rc = lc_error_set(err, LC_EXIT_STATE, 0, "lcd is stopping");
+					break;
+				}
 				if (lc_now_ms() >= give_up) {
 					rc = lc_error_set(err, LC_EXIT_BUSY, 0, "process %u has read none of its input for %d s",
 							  p->pid, INPUT_WAIT_MS / 1000);

@@ -365,10 +365,15 @@ static void upload_close_part(envd_upload_t *u)
 	u->part_name = NULL;
 }
 
-/* The next file: opened (made, its parents too) in the sandbox. */
+/* The next file: opened (made, its parents too) in the sandbox.  With
+ * ?path= (a single write, and what a signed URL signs) the file goes there
+ * whatever the part calls it, and one file only; without it, each part's
+ * file name is its path (the SDK's multi-file write). */
 static int upload_open(envd_upload_t *u, const char *name)
 {
-	_cleanup_free_ char *path = sandbox_path(u->st, name && *name ? name : u->query_path);
+	if (u->query_path && json_array_size(u->written))
+		return invalid(&u->err, "one file per upload with ?path= (name each part's path instead)");
+	_cleanup_free_ char *path = sandbox_path(u->st, u->query_path ? u->query_path : name);
 	if (!path)
 		return invalid(&u->err, "no path for the file: give ?path= or a file name");
 	_cleanup_json_ json_t *op = json_pack("{s:s, s:s}", "op", "write", "path", path);
