@@ -564,6 +564,10 @@ void lcd_envd_upload_data(e2b_req_t *rq, const char *data, size_t n)
 
 static enum MHD_Result upload_end(struct MHD_Connection *c, envd_upload_t *u)
 {
+	if (u->pp) { /* what it still holds goes to the last file first */
+		MHD_destroy_post_processor(u->pp);
+		u->pp = NULL;
+	}
 	upload_close_part(u);
 	if (u->err) {
 		lc_error_t *e = lc_steal(u->err);
