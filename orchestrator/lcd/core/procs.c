@@ -405,6 +405,9 @@ static int make_pipes(proc_t *p, const lcd_proc_cfg_t *cfg, lc_error_t **err)
 	int pr[2][2] = { { -1, -1 }, { -1, -1 } };
 	if (pipe2(p->cancel, O_CLOEXEC) < 0 || pipe2(p->sigs, O_CLOEXEC) < 0 || pipe2(p->done, O_CLOEXEC) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create pipes");
+	/* a kill or a signal never blocks its caller (it may hold the table's lock) */
+	fcntl(p->cancel[1], F_SETFL, O_NONBLOCK);
+	fcntl(p->sigs[1], F_SETFL, O_NONBLOCK);
 	if (cfg->pty) {
 		int slave = -1;
 		if (open_pty(&p->master, &slave, cfg->cols, cfg->rows, err) < 0)
@@ -489,8 +492,11 @@ int lcd_proc_start(lcd_t *lcd, const char *sandbox, const lcd_proc_cfg_t *cfg, l
 	for (proc_t *q = t->list; q && cfg->tag; q = q->next)
 		tag_taken |= !strcmp(q->sandbox, sandbox) && q->tag && !strcmp(q->tag, cfg->tag);
 	if (t->stopping || have >= PROCS_MAX || tag_taken) {
+		bool stopping = t->stopping;
 		pthread_mutex_unlock(&t->lock);
 		proc_free(p);
+		if (stopping)
+			return lc_error_set(err, LC_EXIT_STATE, 0, "lcd is stopping: no new command in sandbox %s", sandbox);
 		if (tag_taken)
 			return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox %s runs a command tagged '%s' already", sandbox,
 					    cfg->tag);
