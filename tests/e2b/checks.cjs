@@ -118,6 +118,22 @@ const checks = {
 		assert.equal(await h.kill(), true);
 		await rejects(h.wait(), CommandExitError, 'handle kill');
 		ok('CommandHandle.kill');
+		// SIGTERM (envd's other signal; the SDK itself sends SIGKILL only)
+		let termOut = '';
+		const trapper = await sbx.commands.run("trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.1; done",
+			{ background: true, onStdout: (d) => (termOut += d) });
+		for (let i = 0; i < 50 && !termOut.includes('ready'); i++)
+			await sleep(100);
+		const res2 = await fetch(`${process.env.E2B_SANDBOX_URL}/process.Process/SendSignal`, {
+			method: 'POST',
+			headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': sbx.sandboxId, 'X-Access-Token': sbx.envdAccessToken },
+			body: JSON.stringify({ process: { pid: trapper.pid }, signal: 'SIGNAL_SIGTERM' }),
+		});
+		assert.equal(res2.status, 200);
+		const te = await rejects(trapper.wait(), CommandExitError, 'SIGTERM');
+		assert.equal(te.exitCode, 3);
+		assert.ok(te.stdout.includes('got TERM'), te.stdout);
+		ok('SendSignal SIGTERM reaches the command, which may catch it');
 	},
 
 	// files: text and binary, list, exists, makeDir, rename, remove

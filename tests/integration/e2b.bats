@@ -87,7 +87,7 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 
 @test "e2b: background commands are listed, reconnected to and killed; a command ends at its timeoutMs" {
 	check background
-	[ "$(echo "$output" | grep -c '^ok: ')" -eq 5 ]
+	[ "$(echo "$output" | grep -c '^ok: ')" -eq 6 ]
 }
 
 @test "e2b: files text and binary, list, exists, makeDir, rename, remove, metadata" {
