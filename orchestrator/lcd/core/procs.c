@@ -257,8 +257,8 @@ static void *exec_thread(void *arg)
 	return NULL;
 }
 
-/* Kill the command with its children.  (Unlocked: only the pump and
- * lcd_proc_signal mark it, each before the kill.) */
+/* Kill the command with its children (lc_exec_opts_t.cancel_fd).  The
+ * pipe does not block: callers may hold the table's lock. */
 static void kill_it(proc_t *p)
 {
 	if (p->cancel[1] >= 0)
