@@ -947,6 +947,8 @@ int lcd_e2b_start(lcd_t *lcd, const lcd_e2b_cfg_t *cfg, lcd_e2b_t **out, lc_erro
 	srv->token = strdup(cfg->token);
 	srv->base_image = strdup(cfg->base_image ? cfg->base_image : LC_IMAGE_HOST);
 	srv->idle_timeout = cfg->idle_timeout ? cfg->idle_timeout : LCD_TCP_IDLE_TIMEOUT_S;
+	srv->host_bash = access("/bin/bash", X_OK) == 0;
+	pthread_mutex_init(&srv->bash_lock, NULL);
 	if (load_key(lcd, srv->key, err) < 0) {
 		lcd_e2b_stop(srv);
 		return -1;

@@ -40,6 +40,8 @@ void lcd_e2b_stop(lcd_e2b_t *srv);
 #define LCD_ENVD_VERSION "0.6.4"
 #define LCD_ENVD_PORT "49983"
 
+#define LCD_E2B_BASH_CACHE 256
+
 struct lcd_e2b {
 	lcd_t *lcd;
 	struct MHD_Daemon *d;
@@ -47,6 +49,12 @@ struct lcd_e2b {
 	unsigned char key[LCD_E2B_KEY_LEN];
 	char *base_image;
 	unsigned idle_timeout;
+	bool host_bash;               /* the host image has /bin/bash */
+	pthread_mutex_t bash_lock;    /* guards bash[]: which sandboxes of images have it */
+	struct {
+		char id[LC_ID_LEN + 1];
+		bool yes;
+	} bash[LCD_E2B_BASH_CACHE];
 };
 
 typedef struct envd_upload envd_upload_t;

@@ -1060,14 +1060,51 @@ static bool selector(json_t *msg, lcd_proc_sel_t *sel)
 	return true;
 }
 
+/* Has the sandbox /bin/bash?  The host image has when the host has;
+ * another image's sandbox is asked once (a stat through the runner) and
+ * remembered, by its id, in a small table. */
+static bool has_bash(struct lcd_e2b *srv, const char *id, json_t *st)
+{
+	if (!json_string_value(json_object_get(st, "image")) && !json_string_value(json_object_get(st, "rootfs")))
+		return srv->host_bash;
+	size_t slot = 0;
+	for (const char *p = id; *p; p++)
+		slot = slot * 31 + (unsigned char)*p;
+	slot %= LCD_E2B_BASH_CACHE;
+	pthread_mutex_lock(&srv->bash_lock);
+	bool known = !strcmp(srv->bash[slot].id, id), yes = srv->bash[slot].yes;
+	pthread_mutex_unlock(&srv->bash_lock);
+	if (known)
+		return yes;
+	_cleanup_json_ json_t *op = json_pack("{s:s, s:s, s:b}", "op", "stat", "path", "/bin/bash", "follow", 1);
+	_cleanup_json_ json_t *out = NULL;
+	lc_error_t *err = NULL;
+	if (lcd_runner_fs(srv->lcd, id, op, &out, NULL, &err) < 0) {
+		bool absent = err && err->errnum == ENOENT;
+		lc_error_free(err);
+		if (!absent)
+			return false; /* not known: the shell's test decides, this once */
+		yes = false;
+	} else {
+		json_t *e = json_object_get(out, "entry");
+		yes = !strcmp(json_string_value(json_object_get(e, "type")) ?: "", "file") &&
+		      (json_integer_value(json_object_get(e, "mode")) & 0111);
+	}
+	pthread_mutex_lock(&srv->bash_lock);
+	snprintf(srv->bash[slot].id, sizeof(srv->bash[slot].id), "%s", id);
+	srv->bash[slot].yes = yes;
+	pthread_mutex_unlock(&srv->bash_lock);
+	return yes;
+}
+
 /* The command of a Start: cmd and args as given, but /bin/bash through
  * /bin/sh when the image has no bash (the SDK runs every command with
- * /bin/bash -l -c). */
-static char **start_argv(json_t *proc)
+ * /bin/bash -l -c): the shell's test then picks one or the other. */
+static char **start_argv(json_t *proc, bool bash)
 {
 	const char *cmd = fstr(proc, "cmd", NULL);
 	char **argv = NULL;
-	if (!strcmp(cmd, "/bin/bash")) {
+	if (!strcmp(cmd, "/bin/bash") && !bash) {
 		lc_strv_push(&argv, "/bin/sh");
 		lc_strv_push(&argv, "-c");
 		lc_strv_push(&argv, "if [ -x /bin/bash ]; then exec /bin/bash \"$@\"; fi; exec /bin/sh \"$@\"");
@@ -1131,7 +1168,7 @@ static enum MHD_Result p_start(rpc_t *r)
 	}
 	json_t *pty = json_object_get(r->msg, "pty"), *size = json_object_get(pty, "size");
 	json_t *stdin_v = json_object_get(r->msg, "stdin");
-	_cleanup_strv_ char **argv = start_argv(proc);
+	_cleanup_strv_ char **argv = start_argv(proc, !strcmp(cmd, "/bin/bash") && has_bash(r->srv, r->id, r->st));
 	estream_t *s = stream_new(lcd, r->c, S_PROC);
 	_cleanup_json_ json_t *config = json_pack("{s:s}", "cmd", cmd);
 	json_object_set_new(config, "args", args ? json_incref(args) : json_array());
