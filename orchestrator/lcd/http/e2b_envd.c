@@ -153,6 +153,8 @@ static enum MHD_Result rpc_fail_err(struct MHD_Connection *c, lc_error_t *err)
 /* The HTTP status of a failed /files call (envd's: 404, 400, 401, 507). */
 static unsigned files_status(const lc_error_t *err)
 {
+	if (err && err->errnum == EFBIG)
+		return 413;
 	const char *code = code_of(err);
 	if (!strcmp(code, "not_found"))
 		return 404;
@@ -402,6 +404,13 @@ static void upload_write(envd_upload_t *u, const char *data, size_t n)
 {
 	if (u->err || !n)
 		return;
+	if (u->bytes + n > u->lcd->max_upload) { /* a body of unsaid length, past max_upload */
+		lc_error_set(&u->err, LC_EXIT_INVALID, 0, "upload to sandbox %s: more than lcd takes in one (max_upload %llu)",
+			     u->id, u->lcd->max_upload);
+		if (u->err)
+			u->err->errnum = EFBIG;
+		return;
+	}
 	if (lc_write_all(u->fd, data, n) < 0) {
 		int e = errno;
 		lc_error_set(&u->err, LC_EXIT_RUNTIME, 0, "writing a file in sandbox %s: %s", u->id, strerror(e));
@@ -504,6 +513,12 @@ static bool upload_begin(struct lcd_e2b *srv, struct MHD_Connection *c, e2b_req_
 {
 	const char *ct = header(c, "Content-Type");
 	const char *enc = header(c, "Content-Encoding");
+	const char *cl = header(c, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > srv->lcd->max_upload) {
+		*r = e2b_fail(c, 413, "upload of %s bytes: more than lcd takes in one (max_upload %llu)", cl,
+			      srv->lcd->max_upload);
+		return false;
+	}
 	if (enc && strcmp(enc, "identity")) {
 		*r = e2b_fail(c, 400, "Content-Encoding %s: lcd's envd takes uploads uncompressed (no gzip)", enc);
 		return false;
