@@ -83,7 +83,9 @@ const checks = {
 	async background() {
 		const sbx = await create();
 		const sleeper = await sbx.commands.run('sleep 600', { background: true });
-		const ticker = await sbx.commands.run('for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.3; done', { background: true });
+		let before = '';
+		const ticker = await sbx.commands.run('for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.3; done',
+			{ background: true, onStdout: (d) => (before += d) });
 		const list = await sbx.commands.list();
 		const mine = list.find((p) => p.pid === sleeper.pid);
 		assert.ok(mine, `listed: ${JSON.stringify(list)}`);
@@ -91,7 +93,8 @@ const checks = {
 		assert.deepEqual(mine.args, ['-l', '-c', 'sleep 600']);
 		assert.ok(list.find((p) => p.pid === ticker.pid));
 		ok('background commands are listed');
-		await sleep(400);
+		for (let i = 0; i < 100 && !before.includes('tick1'); i++)
+			await sleep(50);
 		await ticker.disconnect();
 		let seen = '';
 		const again = await sbx.commands.connect(ticker.pid, { onStdout: (d) => (seen += d) });
