@@ -154,6 +154,44 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 	[[ "$output" == *"ok: template e2b-busybox: commands run with /bin/sh"* ]]
 }
 
+@test "e2b: the processes behind envd's commands and watches hold neither the API key nor the access token" {
+	# a command and a watch kept open by a client that waits
+	sdk_env node -e '
+		const { Sandbox } = require("e2b");
+		(async () => {
+			const s = await Sandbox.create();
+			await s.commands.run("sleep 600", { background: true, timeoutMs: 0 });
+			await s.files.watchDir("/tmp", () => {}, { timeoutMs: 0 });
+			console.log(s.sandboxId, s.envdAccessToken);
+			setTimeout(() => process.exit(0), 120000);
+		})().catch((e) => { console.error(e); process.exit(1); });' >"$T/hold.out" 2>&1 &
+	node_pid=$!
+	for _ in $(seq 300); do [ -s "$T/hold.out" ] && break; sleep 0.1; done
+	read -r id token <"$T/hold.out"
+	[ "${#token}" -eq 64 ] || { cat "$T/hold.out"; false; }
+	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
+	exec_child=$(pgrep -P "$runner" -x lcd-exec)
+	watcher=$(pgrep -P "$runner" -x lcd-watch)
+	[ -n "$exec_child" ] && [ -n "$watcher" ]
+	# the watcher joined the sandbox (its user namespace), the command runs in it
+	pid1=$("$LCRUN" inspect "$id" | jq -r .pid)
+	[ "$(readlink "/proc/$watcher/ns/user")" = "$(readlink "/proc/$pid1/ns/user")" ]
+	for secret in "$(cat "$T/token")" "$token"; do
+		held=$(procs_holding "$secret" "$LCD_PID")
+		echo "$held"
+		# lcd itself only: the runner was forked before lcd read its key
+		[ "$(echo "$held" | grep -c '^held ')" -le 1 ]
+		! echo "$held" | grep -q '^held ' || echo "$held" | grep -q "^held $LCD_PID lcd$"
+		! echo "$held" | grep -q '^unreadable '
+		echo "$held" | grep -q "^clean $runner lcd-runner$"
+		echo "$held" | grep -q "^clean $exec_child lcd-exec$"
+		echo "$held" | grep -q "^clean $watcher lcd-watch$"
+		echo "$held" | grep -q "^clean [0-9]* sleep$"
+	done
+	kill "$node_pid" 2>/dev/null || true
+	wait "$node_pid" 2>/dev/null || true
+}
+
 @test "e2b: envd works when lcd's runner has gone: lcd makes its files' and commands' processes itself" {
 	runner=$(pgrep -P "$LCD_PID" -x lcd-runner)
 	kill -9 "$runner"
