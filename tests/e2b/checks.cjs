@@ -436,6 +436,24 @@ const checks = {
 		ok('watchDir with includeEntry');
 	},
 
+	// a task's token as the API key: its task's sandboxes only
+	async tasktoken(held, operators) {
+		const listed = await Sandbox.list().nextItems();
+		assert.deepEqual(listed.map((s) => s.sandboxId), [held]);
+		assert.deepEqual(listed[0].metadata, { held: 'yes' });
+		const h = await Sandbox.connect(held);
+		assert.equal((await h.commands.run('echo from the task key')).stdout, 'from the task key\n');
+		ok("a task's key lists and reaches its task's sandbox");
+		await rejects(Sandbox.connect(operators), NotFoundError, "the operator's sandbox");
+		await rejects(Sandbox.getInfo(operators), NotFoundError, "the operator's sandbox's info");
+		assert.equal(await Sandbox.kill(operators), false);
+		ok("the operator's sandbox is not found with it");
+		const mine = await create({ metadata: { by: 'task' } });
+		assert.equal((await mine.commands.run('echo made by the task')).stdout, 'made by the task\n');
+		assert.deepEqual((await Sandbox.list().nextItems()).map((s) => s.sandboxId).sort(), [held, mine.sandboxId].sort());
+		ok('it makes sandboxes of its own (its app counts them)');
+	},
+
 	// what envd does through lcd's runner, made by lcd itself once it is gone
 	async norunner() {
 		const sbx = await create();

@@ -66,7 +66,7 @@ teardown() {
 # user points it: E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY.
 sdk_env() {
 	ip netns exec "$NS" env NODE_PATH="$E2B_NODE_PATH" E2B_API_URL="http://127.0.0.1:$PORT" \
-		E2B_SANDBOX_URL="http://127.0.0.1:$PORT" E2B_API_KEY="$(cat "$T/token")" "$@"
+		E2B_SANDBOX_URL="http://127.0.0.1:$PORT" E2B_API_KEY="${E2B_KEY:-$(cat "$T/token")}" "$@"
 }
 
 check() { # NAME [ARG]: a check of tests/e2b/checks.cjs; its output on failure
@@ -76,6 +76,15 @@ check() { # NAME [ARG]: a check of tests/e2b/checks.cjs; its output on failure
 }
 
 sandboxes() { "$LCRUN" ps --json | jq length; }
+
+map_wait() { # APP KEY: the value, once a task has set it
+	for _ in $(seq 300); do
+		v=$("$LCCTL" map get "$1/state" "$2" 2>/dev/null) && { echo "$v"; return 0; }
+		sleep 0.1
+	done
+	echo "no $1/state $2 after 30 s" >&2
+	return 1
+}
 
 @test "e2b: create, commands.run streamed, CommandExitError, envs, cwd, stdin, users" {
 	check commands
@@ -121,6 +130,30 @@ sandboxes() { "$LCRUN" ps --json | jq length; }
 	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"e2b_base_image needs e2b_listen"* ]]
+}
+
+@test "e2b: a task's token as the API key reaches its task's sandboxes only, and dies with the task" {
+	"$LCCTL" deploy "$SRC/tests/fixtures/lcd/sbapp.json" >/dev/null
+	echo "sb-$RANDOM-$RANDOM" | "$LCCTL" secret set SB_SECRET
+	op=$(sdk_env node -e '
+		require("e2b").Sandbox.create().then((s) => { console.log(s.sandboxId); process.exit(0); },
+						     (e) => { console.error(e); process.exit(1); });')
+	# a task that publishes its token and holds a sandbox (sandbox-api.bats' "hold")
+	t=$("$LCCTL" run --detach sba:py "$(jq -cn --rawfile s "$SRC/tests/fixtures/lcd/sbtask.py" '{mode: "hold", script: $s}')")
+	key=$(map_wait sba token)
+	held=$(map_wait sba sandbox)
+	E2B_KEY=$key check tasktoken "$held" "$op"
+	[ "$(echo "$output" | grep -c '^ok: ')" -eq 3 ]
+	"$LCCTL" task cancel "$t" >/dev/null
+	for _ in $(seq 100); do [ "$("$LCCTL" task show "$t" | jq -r .state)" = cancelled ] && break; sleep 0.1; done
+	# the task is over: its token is no key any more, its sandboxes are gone
+	E2B_KEY=$key run sdk_env node -e '
+		require("e2b").Sandbox.list().nextItems().then(() => process.exit(0),
+			(e) => { console.log(e.constructor.name); process.exit(1); });'
+	[ "$status" -eq 1 ]
+	[ "$output" = AuthenticationError ]
+	! "$LCRUN" inspect "$held" >/dev/null 2>&1
+	"$LCRUN" inspect "$op" >/dev/null
 }
 
 @test "e2b: a sandbox ends at its timeout; setTimeout moves the end" {
