@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "archivelib.h"
+#include "e2b.h"
 #include "gateway.h"
 #include "images.h"
 #include "lcd.h"
@@ -110,6 +111,7 @@ struct config {
 	long long max_upload, exec_memory_max;
 	long long task_disk;
 	char *workloads_dir, *apps_dir;
+	char *e2b_listen, *e2b_base_image;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
 };
@@ -193,6 +195,10 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
 			s = &c->apps_dir;
+		else if (!strcmp(key, "e2b_listen"))
+			s = &c->e2b_listen;
+		else if (!strcmp(key, "e2b_base_image"))
+			s = &c->e2b_base_image;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -361,8 +367,10 @@ static int fail(lc_error_t *err)
 
 /* A start that failed part-way: stop what had started (each stop does
  * nothing for what had not), remove the sockets, say why. */
-static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, const char *sock, lc_error_t *err)
+static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, lcd_e2b_t *e2b, const char *sock,
+			lc_error_t *err)
 {
+	lcd_e2b_stop(e2b);
 	lcd_api_stop(api);
 	lcd_devboxes_stop(lcd);
 	lcd_pool_stop(lcd);
@@ -449,6 +457,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "lcd: config: webhook_tls_cert, webhook_tls_key and webhook_max_body need webhook_listen\n");
 		return LC_EXIT_USAGE;
 	}
+	if (cfg.e2b_base_image && !cfg.e2b_listen) {
+		fprintf(stderr, "lcd: config: e2b_base_image needs e2b_listen\n");
+		return LC_EXIT_USAGE;
+	}
 
 	lcd_t lcd = { 0 };
 	pthread_mutex_init(&lcd.lock, NULL);
@@ -500,9 +512,10 @@ int main(int argc, char **argv)
 		return fail(err);
 
 	_cleanup_free_ char *token = NULL;
-	if (cfg.listen) {
+	if (cfg.listen || cfg.e2b_listen) {
 		if (!cfg.token_file) {
-			fprintf(stderr, "lcd: listen %s needs token_file (a bearer token) in the config\n", cfg.listen);
+			fprintf(stderr, "lcd: %s %s needs token_file (%s) in the config\n", cfg.listen ? "listen" : "e2b_listen",
+				cfg.listen ? cfg.listen : cfg.e2b_listen, cfg.listen ? "a bearer token" : "the API key");
 			return LC_EXIT_USAGE;
 		}
 		if (lc_read_file(cfg.token_file, &token, NULL, &err) < 0)
@@ -534,15 +547,16 @@ int main(int argc, char **argv)
 	 * into its sandbox. */
 	lcd_webhook_srv_t *hooks = NULL;
 	lcd_api_t *api = NULL;
+	lcd_e2b_t *e2b = NULL;
 	lcd.python_dir = python_dir();
 	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
 		     &lcd.workloads_dir, &err) < 0 ||
 	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
 	    lcd_sandboxes_recover(&lcd, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;
@@ -555,17 +569,17 @@ int main(int argc, char **argv)
 		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
 					 (size_t)cfg.webhook_max_body };
 		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0)
-			return start_failed(&lcd, hooks, api, sock, err);
+			return start_failed(&lcd, hooks, api, e2b, sock, err);
 	}
 
 	/* The model gateway before any task runs: a sandbox of a task may use it. */
 	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	lcd_gateway_cfg_clear(&cfg.gateway);
 
 	/* The pool before the API: a create may take from it at once. */
 	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	json_decref(cfg.sandbox_pool);
 
 	/* The API and the devboxes before the dispatcher and the scheduler:
@@ -576,7 +590,13 @@ int main(int argc, char **argv)
 			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections };
 	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	if (cfg.e2b_listen) {
+		lcd_e2b_cfg_t ec = { cfg.e2b_listen, token, cfg.e2b_base_image, (unsigned)cfg.listen_idle_timeout,
+				     LCD_E2B_PER_IP };
+		if (lcd_e2b_start(&lcd, &ec, &e2b, &err) < 0)
+			return start_failed(&lcd, hooks, api, e2b, sock, err);
+	}
 	pthread_t disp, sched;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -601,6 +621,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&lcd.lock);
 	lcd_webhook_stop(hooks);
 	lcd_devboxes_stop(&lcd); /* sessions end (the boxes keep running) */
+	lcd_e2b_stop(e2b);       /* its streams end, then its commands */
 	lcd_api_stop(api);
 	unlink(sock);
 	lcd_pool_stop(&lcd); /* no create can take from it now */

@@ -23,6 +23,7 @@
 #include "lcd.h"
 #include "net.h"
 #include "pool.h"
+#include "procs.h"
 #include "util.h"
 
 #define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at"
@@ -850,6 +851,7 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 {
 	lcd_sessions_drop(lcd, id);
+	lcd_procs_drop(lcd, id);
 	lc_error_t *e = NULL;
 	if (lc_sandbox_remove(id, true, &e) < 0) {
 		if (!e || e->exit_code != LC_EXIT_UNKNOWN) {
