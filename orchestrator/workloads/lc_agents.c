@@ -640,6 +640,9 @@ static int check_access(gh_auth_t *auth, const char *repo, json_t **info, lc_err
 {
 	if (gh_auth_kind(auth) == GH_AUTH_NONE)
 		return 0;
+	const char *tok = NULL;
+	if (gh_auth_token(auth, &tok, err) < 0) /* an App's exchange says why itself */
+		return -1;
 	gh_t *g = gh_auth_client(auth, err);
 	if (!g)
 		return -1;
@@ -1034,8 +1037,12 @@ static int gather_feedback(solve_t *s, const char *repo, json_t *trigger, follow
 	if (review_id > 0) {
 		_cleanup_free_ char *path = lc_strdup_printf("/repos/%s/pulls/%ld/reviews/%lld", repo, fu->pr, (long long)review_id);
 		_cleanup_json_ json_t *rv = NULL;
-		if (gh_request(s->gh, "GET", path, NULL, NULL, &rv, err) < 0)
-			return -1;
+		lc_error_t *e2 = NULL;
+		if (gh_request(s->gh, "GET", path, NULL, NULL, &rv, &e2) < 0) {
+			/* its comments still say what it asks */
+			fprintf(stderr, "lc-agents solve-issue: the review's own words are missing: %s\n", e2->msg);
+			lc_error_free(e2);
+		}
 		const char *b = json_string_value(json_object_get(rv, "body"));
 		if (b && *b)
 			feedback_line(&fu->feedback, rv);
@@ -1195,8 +1202,6 @@ static int fn_solve(void)
 			lc_error_set(&err, LC_EXIT_STATE, 0, "pull request #%ld is not an open pull request from %s", fu.pr, branch);
 			goto failed;
 		}
-		json_decref(pr);
-		pr = NULL;
 		if (gather_feedback(&s, repo, json_object_get(args, "trigger"), &fu, &err) < 0)
 			goto failed;
 		_cleanup_free_ char *key = pr_key(repo, fu.pr);
@@ -1210,6 +1215,13 @@ static int fn_solve(void)
 			fu.prev = sm ? strdup(sm) : NULL;
 		}
 		lc_error_free(e2);
+		if (!fu.prev) {
+			/* no record of the runs (a pull request from before): its description */
+			const char *pb = json_string_value(json_object_get(pr, "body"));
+			fu.prev = pb ? strndup(pb, 8192) : NULL;
+		}
+		json_decref(pr);
+		pr = NULL;
 		if (gitops_branch_diff(url, s.auth, base, commit, branch, &bpatch, &bpatch_len, &fu.head, &err) < 0) {
 			lc_error_wrap(&err, "cannot read %s", branch);
 			goto failed;
