@@ -1,13 +1,23 @@
 /* lc-agents — the coding-agents app's functions (contrib/apps/coding-agents):
  *
- *   lc-agents webhook       a GitHub delivery: issues/labeled with LABEL
- *                           claims issue:OWNER/REPO#N and spawns solve-issue;
- *                           issues/unlabeled cancels that run, frees the claim
- *   lc-agents snapshot      the repo-builder: clone, SETUP_COMMAND, snapshot,
- *                           record {image, commit, branch, created}
- *   lc-agents solve-issue   the agent in a sandbox of the snapshot, the
- *                           tests, the patch; outside it the branch, the
- *                           push and the pull request (or a comment)
+ *   lc-agents webhook       a GitHub delivery: issues/labeled with LABEL,
+ *                           or a COMMAND_PREFIX comment of a writer, claims
+ *                           issue:OWNER/REPO#N and spawns solve-issue; a
+ *                           review (comment) or a command on the app's pull
+ *                           request spawns a follow-up under that claim;
+ *                           issues/unlabeled and closed cancel the run
+ *   lc-agents snapshot      the repo-builder: the clone here (with the
+ *                           credential), the tree into a sandbox without
+ *                           it, SETUP_COMMAND, snapshot, record {image,
+ *                           commit, branch, created}
+ *   lc-agents solve-issue   the agent in a sandbox of the snapshot (a
+ *                           follow-up: with the branch's commits), the
+ *                           tests, the patch; outside it the push and the
+ *                           pull request, a reply on the review (or a comment)
+ *
+ * GitHub is reached with GITHUB_TOKEN or a GitHub App's installation
+ * tokens (ghauth.h), by these functions only: no sandbox that runs the
+ * agent's or the repository's code ever holds either.
  *
  * Each runs as an lcd task: arguments in $LC_TASK_ARGS, the result written
  * to $LC_TASK_RESULT, the app's config and the function's secrets in the
