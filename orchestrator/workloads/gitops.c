@@ -69,17 +69,22 @@ static bool have_git_lfs(void)
 }
 
 /* The child's environment: nothing of the function's (its secrets, its
- * lcd token) but PATH, HOME and the locale; git's own settings. */
+ * lcd token) but PATH, HOME, the locale, a site's CA bundle and proxy;
+ * git's own settings. */
 static void git_child_env(const gitops_cred_t *cred, const char *token, const char *proto, const char *host)
 {
-	const char *keep[] = { "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", NULL };
-	char *saved[6] = { 0 };
+	const char *keep[] = { "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
+			       "SSL_CERT_FILE", "SSL_CERT_DIR", "https_proxy", "HTTPS_PROXY", "http_proxy", "no_proxy",
+			       "NO_PROXY", NULL };
+	char *saved[16] = { 0 };
 	for (int i = 0; keep[i]; i++)
 		saved[i] = getenv(keep[i]) ? strdup(getenv(keep[i])) : NULL;
 	clearenv();
 	for (int i = 0; keep[i]; i++)
-		if (saved[i])
+		if (saved[i]) {
 			setenv(keep[i], saved[i], 1);
+			free(saved[i]);
+		}
 	if (!getenv("PATH"))
 		setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
 	setenv("GIT_TERMINAL_PROMPT", "0", 1);
