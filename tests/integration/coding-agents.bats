@@ -656,7 +656,9 @@ EOF
 	# ...while the function next to it pushed with the token: it works, and is not void
 	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
 	# and the GitHub double's log shows no request from the agent's sandbox
-	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET") | .path' "$W/gh/requests.jsonl" | wc -l)" = 0 ]
+	# (the probe's has no token; the function's own check has)
+	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET" and .auth != "ok") | .path' "$W/gh/requests.jsonl" | wc -l)" = 0 ]
+	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET" and .auth == "ok") | .path' "$W/gh/requests.jsonl" | wc -l)" = 1 ]
 }
 
 @test "solve-issue: 3 running, 20 queued, the next refused; the webhook then releases its claim" {
