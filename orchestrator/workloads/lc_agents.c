@@ -424,7 +424,7 @@ static int follow_up(const char *repo, json_t *pr, long pr_number, const char *u
 		write_result(result);
 		return 0;
 	}
-	_cleanup_json_ json_t *sargs = json_pack("{s:s, s:i, s:i, s:O}", "repo", repo, "issue", (json_int_t)n, "pr",
+	_cleanup_json_ json_t *sargs = json_pack("{s:s, s:I, s:I, s:O}", "repo", repo, "issue", (json_int_t)n, "pr",
 						 (json_int_t)pr_number, "trigger", trigger);
 	_cleanup_free_ char *what = lc_strdup_printf("follow-up on pull request #%ld", pr_number);
 	return claim_and_spawn(repo, n, sargs, delivery, what);
