@@ -322,7 +322,7 @@ app_jwt() {
  "repos": {"octo/demo": {"private": true, "files": {"README.md": "demo\n"}, "collaborators": {"bob": "read"}},
            "octo/other": {"private": true, "files": {"README.md": "other\n"}}}}
 EOF
-	dbl_start github-double.py gh --state "$W/st" --seed "$W/seed.json" --app-token-ttl 3 --app-token-prefix ghs_inst_
+	dbl_start github-double.py gh --state "$W/st" --seed "$W/seed.json" --app-token-ttl 8 --app-token-prefix ghs_inst_
 	local u=http://127.0.0.1:$DBL_PORT tok
 	xchg() { ns_curl -X POST -H "Authorization: Bearer $1" -d "$2" "$u/api/v3/app/installations/${3:-77}/access_tokens"; }
 	[ "$(xchg "$(app_jwt "$W/other.pem")" '{}' | jq -r .message)" = "A JSON web token could not be decoded" ]
@@ -348,8 +348,9 @@ EOF
 	[ "$status" -eq 0 ]
 	run in_ns git clone -q "http://x-access-token:$tok@127.0.0.1:$DBL_PORT/octo/other.git" "$W/o"
 	[ "$status" -ne 0 ]
-	# three seconds later it is spent
-	sleep 3.2
+	# once its expires_at has passed (8 s after it was made) it is spent
+	local left=$(( $(date -d "$(jq -r .expires_at <<<"$out")" +%s) - $(date +%s) + 1 ))
+	[ "$left" -le 0 ] || sleep "$left"
 	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/demo" | jq -r .message)" = "Bad credentials" ]
 	# a revoked one too
 	tok=$(xchg "$(app_jwt "$W/app.pem")" '{}' | jq -r .token)
