@@ -25,8 +25,10 @@
 
 DBL_FIXTURES=$(cd "$BATS_TEST_DIRNAME/../fixtures" && pwd)
 DBL_PY=/usr/bin/python3
-DBL4=192.0.2.10
-DBL6=2001:db8:d0b::10
+# (DBL4 and DBL6 may be set beforehand: two suites that run at once on one
+# host then route each its own address)
+: "${DBL4:=192.0.2.10}"
+: "${DBL6:=2001:db8:d0b::10}"
 : "${DBL_NS:=lcdbl-$$}"
 DBL_HV=${DBL_NS:0:10}h
 
