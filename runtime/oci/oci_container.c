@@ -151,7 +151,17 @@ int oci_destroy(oci_container_t *c, lc_error_t **err)
 			lc_error_free(e);
 		}
 	}
-	json_t *hooks = json_object_get(json_object_get(c->state, "lcrun"), "hooks");
+	json_t *lc = json_object_get(c->state, "lcrun");
+	json_t *hm = json_object_get(lc, "hostRootMount");
+	const char *rootfs = json_string_value(json_object_get(c->state, "rootfs"));
+	if (hm && rootfs) {
+		lc_error_t *e = NULL;
+		if (lc_ctr_detach_root(rootfs, (uint64_t)json_integer_value(hm), &e) < 0) {
+			fprintf(stderr, "lcrun-oci: warning: %s\n", e->msg);
+			lc_error_free(e);
+		}
+	}
+	json_t *hooks = json_object_get(lc, "hooks");
 	int r = 0;
 	if (hooks) {
 		lc_ctr_spec_t *s = lc_ctr_spec_new();

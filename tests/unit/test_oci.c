@@ -95,6 +95,21 @@ START_TEST(test_mounts)
 	/* a relative bind source is the bundle's */
 	ck_assert(strstr(s->mounts[1].src, "/data") && !strncmp(s->mounts[1].src, bundle, strlen(bundle)));
 	lc_ctr_spec_free(s);
+	/* filesystem data on a bind is dropped, as the kernel does */
+	s = load("{\"mounts\": [{\"destination\": \"/x\", \"source\": \"/y\", \"options\": [\"bind\", \"size=1m\","
+		 " \"mode=755\", \"nosuid\", \"shared\"]}]}", &err);
+	ck_assert_msg(s != NULL, "%s", err ? err->msg : "");
+	ck_assert(s->mounts[0].bind && s->mounts[0].data == NULL);
+	ck_assert_uint_eq(s->mounts[0].flags, MS_NOSUID);
+	ck_assert_uint_eq(s->mounts[0].propagation, MS_SHARED);
+	lc_ctr_spec_free(s);
+	/* no mount namespace: the host's is shared; a uts namespace by path takes the hostname */
+	s = load("{\"hostname\": \"h\", \"linux\": {\"namespaces\": [{\"type\": \"uts\", \"path\": \"/proc/1/ns/uts\"}]}}",
+		 &err);
+	ck_assert_msg(s != NULL, "%s", err ? err->msg : "");
+	ck_assert_int_eq(s->n_ns, 1);
+	ck_assert_str_eq(s->hostname, "h");
+	lc_ctr_spec_free(s);
 }
 END_TEST
 
@@ -126,7 +141,9 @@ START_TEST(test_refusals)
 	refused("{\"linux\": {\"namespaces\": [{\"type\": \"mount\"}, {\"type\": \"bogus\"}]}}",
 		"linux.namespaces[1].type: unknown namespace type 'bogus'");
 	refused("{\"linux\": {\"namespaces\": [{\"type\": \"mount\"}, {\"type\": \"mount\"}]}}", "listed twice");
-	refused("{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}]}}", "needs a mount namespace");
+	refused("{\"linux\": {\"namespaces\": [{\"type\": \"pid\"}], \"maskedPaths\": [\"/proc/kcore\"]}}",
+		"need a mount namespace of the container's own");
+	refused("{\"hostname\": \"h\", \"linux\": {\"namespaces\": [{\"type\": \"mount\"}]}}", "needs a uts namespace");
 	refused("{\"linux\": {\"sysctl\": {\"vm.swappiness\": \"1\"}}}", "not a namespaced sysctl");
 	refused("{\"linux\": {\"namespaces\": [{\"type\": \"mount\"}], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
 		"needs a network namespace");
@@ -136,8 +153,6 @@ START_TEST(test_refusals)
 		"mounts[0].options: 'idmap' is not supported");
 	refused("{\"mounts\": [{\"destination\": \"/x\", \"source\": \"/y\", \"options\": [\"bind\", \"tmpcopyup\"]}]}",
 		"'tmpcopyup' applies to tmpfs mounts only");
-	refused("{\"mounts\": [{\"destination\": \"/x\", \"source\": \"/y\", \"options\": [\"bind\", \"size=1m\"]}]}",
-		"does not apply to a bind mount");
 	refused("{\"root\": {\"path\": \"missing\"}}", "root.path");
 	refused("{\"ociVersion\": \"0.9\"}", "not a 1.x runtime-spec version");
 	refused("{\"linux\": {\"cgroupsPath\": \"machine.slice:x:y\"}}", "systemd slice:prefix:name");
