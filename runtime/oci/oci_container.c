@@ -115,8 +115,15 @@ json_t *oci_state_public(const oci_container_t *c)
 
 int oci_signal(const oci_container_t *c, int sig, bool all, lc_error_t **err)
 {
-	if (!strcmp(c->status, "stopped"))
-		return lc_error_set(err, LC_EXIT_STATE, 0, "container \"%s\" is not running", c->id);
+	/* As runc: --all reaches what is left in the cgroup of a container
+	 * whose process has ended (nothing: success); a signal for the
+	 * process alone fails with runc's words, "container not running",
+	 * which the containerd shim reads as "already gone" (it sends
+	 * kill --all 9 after the exit it has reaped, and fails the task's
+	 * delete on any other error). */
+	bool stopped = !strcmp(c->status, "stopped");
+	if (stopped && !(all && c->cgroup && access(c->cgroup, F_OK) == 0))
+		return all ? 0 : lc_error_set(err, LC_EXIT_STATE, 0, "container \"%s\": container not running", c->id);
 	if (all && c->cgroup) {
 		if (sig == SIGKILL && lc_cgroup_kill(c->cgroup) == 0)
 			return 0;

@@ -185,6 +185,12 @@ cg_path() { # container id in the lcrun-oci state
 	"$LCRUN_OCI" kill --all t-kill KILL
 	for _ in $(seq 1 50); do [ "$("$LCRUN_OCI" state t-kill | jq -r .status)" = stopped ] && break; sleep 0.1; done
 	[ "$("$LCRUN_OCI" state t-kill | jq -r .status)" = stopped ]
+	# after the end, as the containerd shim sends them: --all succeeds (the
+	# cgroup is empty); a signal for the process says runc's "container not
+	# running", which the shim takes for "already gone"
+	"$LCRUN_OCI" kill --all t-kill KILL
+	run -1 "$LCRUN_OCI" kill t-kill KILL
+	[[ "$output" == *"container not running"* ]]
 	"$LCRUN_OCI" delete t-kill
 	assert_oci_clean
 }
