@@ -526,10 +526,19 @@ static int parse_resources(json_t *r, lc_ctr_spec_t *s, lc_error_t **err)
 		    get_int(cpu, "period", "linux.resources.cpu.", &period, &pset, err) < 0 ||
 		    get_int(cpu, "idle", "linux.resources.cpu.", &idle, &iset, err) < 0)
 			return -1;
-		/* shares 1024 is cgroup v1's default, cpu.weight 100 (v2's default):
-		 * asking for it limits nothing, also where there is no cpu controller. */
-		if (shset && shares == 1024 && !cg_has("cpu"))
+		/* shares are a weight among contending siblings, not a bound.
+		 * Where cgroup v2 has no cpu controller (a hybrid host) there is
+		 * nothing to weigh with: the container runs with its parent's
+		 * share, as it would at the default (1024 = cpu.weight 100).
+		 * containerd's CRI always sends shares (2 for a pod sandbox), so
+		 * they are not applied, with a warning, instead of failing the
+		 * pod; a quota (a bound) is still refused below. */
+		if (shset && !cg_has("cpu")) {
+			if (shares != 1024)
+				oci_warn("linux.resources.cpu.shares %lld not applied: this host's cgroup v2 has no cpu "
+					 "controller", shares);
 			shset = false;
+		}
 		if ((shset && shares > 0) || (qset && quota != 0) || (iset && idle)) {
 			if (need_controller("linux.resources.cpu", "cpu", err) < 0)
 				return -1;
