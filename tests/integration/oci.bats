@@ -237,6 +237,8 @@ cg_path() { # container id in the lcrun-oci state
 	[ "$(echo "$output" | jq -r '.linux.cgroup.v2, .linux.cgroup.systemd, .linux.seccomp.enabled' | tr '\n' ' ')" = "true false true " ]
 	echo "$output" | jq -e '.hooks | index("createContainer")'
 	echo "$output" | jq -e '.linux.capabilities | index("CAP_SYS_ADMIN")'
+	# what is refused is said so: no seccomp flags, no idmapped mounts, no LSMs
+	[ "$(echo "$output" | jq -c '[.linux.seccomp.supportedFlags, .linux.mountExtensions.idmap.enabled, .linux.apparmor.enabled, .linux.intelRdt.enabled]')" = '[[],false,false,false]' ]
 	mkdir -p "$B"
 	(cd "$B" && "$LCRUN_OCI" spec)
 	jq -e '.process.args == ["sh"] and .root.path == "rootfs"' "$B/config.json"
