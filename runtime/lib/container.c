@@ -890,10 +890,10 @@ uint64_t lc_ctr_mount_id(const char *path)
 	return m ? strtoull(m + 7, NULL, 10) : 0;
 }
 
-int lc_ctr_detach_root(const char *rootfs, uint64_t base, lc_error_t **err)
+int lc_ctr_detach_root(const char *rootfs, uint64_t base, uint64_t ours, lc_error_t **err)
 {
 	uint64_t now = lc_ctr_mount_id(rootfs);
-	if (!base || !now || now == base)
+	if (!now || (ours ? now != ours : !base || now == base))
 		return 0;
 	if (umount2(rootfs, MNT_DETACH) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot unmount the container's root %s", rootfs);
@@ -1099,7 +1099,7 @@ out:
 			lc_cgroup_destroy(s->cgroup, NULL);
 		if (fifo_made)
 			unlink(s->fifo);
-		lc_ctr_detach_root(s->rootfs, root_mnt, NULL);
+		lc_ctr_detach_root(s->rootfs, root_mnt, 0, NULL);
 	}
 	for (int i = 0; i < 8; i++)
 		if (c.nsfd[i] >= 0)

@@ -159,11 +159,12 @@ int oci_destroy(oci_container_t *c, lc_error_t **err)
 		}
 	}
 	json_t *lc = json_object_get(c->state, "lcrun");
-	json_t *hm = json_object_get(lc, "hostRootMount");
+	json_t *base = json_object_get(lc, "hostRootBase");
 	const char *rootfs = json_string_value(json_object_get(c->state, "rootfs"));
-	if (hm && rootfs) {
+	if (base && rootfs) {
 		lc_error_t *e = NULL;
-		if (lc_ctr_detach_root(rootfs, (uint64_t)json_integer_value(hm), &e) < 0) {
+		if (lc_ctr_detach_root(rootfs, (uint64_t)json_integer_value(base),
+				       (uint64_t)json_integer_value(json_object_get(lc, "hostRootMount")), &e) < 0) {
 			fprintf(stderr, "lcrun-oci: warning: %s\n", e->msg);
 			lc_error_free(e);
 		}
