@@ -5,7 +5,10 @@ bats_require_minimum_version 1.5.0
 # shim with BinaryName lcrun-oci as the runtime handler "lcrun", CNI bridge
 # + host-local, driven by cri-client.py as kubelet drives a node.  Run as
 # root.  The images are made here; nothing is pulled.
-# check-vm: yes
+# Not in the VM suite: under TCG the two pods take @@VMTIME@@ (containerd,
+# shims, Python and gRPC all emulated), more than CI's time allows.  By hand
+# it passes there, stats and cpu shares included:
+#   tests/vm/check-vm build tests/integration/cri.bats
 
 load helpers
 load oci-lib
@@ -216,11 +219,13 @@ assert_cri_clean() { # POD-NAME...: kubelet removes the pods' own cgroups itself
 	c=$(start_ctr "$pod" p2 "$(ctr_config sec '["sleep", "1037"]' '
 		.mounts = [{container_path: "/host", host_path: $src, propagation: "PROPAGATION_HOST_TO_CONTAINER"}]
 		| .linux.security_context += {run_as_user: {value: 1000}, run_as_group: {value: 1000},
-			readonly_rootfs: true, no_new_privs: true, capabilities: {drop_capabilities: ["ALL"]}}' --arg src "$src")")
+			readonly_rootfs: true, no_new_privs: true, capabilities: {drop_capabilities: ["ALL"]},
+			seccomp: {profile_type: "RuntimeDefault"}}' --arg src "$src")")
 	[ "$(state_of "$c")" = CONTAINER_RUNNING ]
-	run exec_sync "$c" sh -c 'id -u; id -g; grep -E "^(NoNewPrivs|CapEff)" /proc/self/status | tr -s "\t " " "'
+	run exec_sync "$c" sh -c 'id -u; id -g; grep -E "^(NoNewPrivs|CapEff|Seccomp):" /proc/self/status | tr -s "\t " " "'
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "1000 1000 CapEff: 0000000000000000 NoNewPrivs: 1 " ]
+	# seccomp RuntimeDefault: containerd's profile, compiled by lcrun-oci (2: filtering)
+	[ "$(echo "$output" | tr '\n' ' ')" = "1000 1000 CapEff: 0000000000000000 NoNewPrivs: 1 Seccomp: 2 " ]
 	run exec_sync "$c" sh -c 'touch /new 2>&1; cat /host/f'
 	[[ "$output" == *"Read-only file system"* ]]
 	[[ "$output" == *before* ]]
