@@ -5,7 +5,7 @@ bats_require_minimum_version 1.5.0
 # shim with BinaryName lcrun-oci as the runtime handler "lcrun", CNI bridge
 # + host-local, driven by cri-client.py as kubelet drives a node.  Run as
 # root.  The images are made here; nothing is pulled.
-# Not in the VM suite: under TCG the two pods take @@VMTIME@@ (containerd,
+# Not in the VM suite: under TCG the two pods take about 15 minutes (containerd,
 # shims, Python and gRPC all emulated), more than CI's time allows.  By hand
 # it passes there, stats and cpu shares included:
 #   tests/vm/check-vm build tests/integration/cri.bats
@@ -156,7 +156,7 @@ assert_cri_clean() { # POD-NAME...: kubelet removes the pods' own cgroups itself
 	echo hello-from-web > "$CRI_DIR/www/index.html"
 	web=$(start_ctr "$pod" p1 "$(ctr_config web '["httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www"]' \
 		'.mounts = [{container_path: "/www", host_path: $www, readonly: true}]' --arg www "$CRI_DIR/www")")
-	client=$(start_ctr "$pod" p1 "$(ctr_config client '["sh", "-c", "for i in $(seq 1 50); do wget -q -O - http://127.0.0.1:8080/ && break; sleep 0.1; done; echo to-stderr >&2; exec sleep 1037"]')")
+	client=$(start_ctr "$pod" p1 "$(ctr_config client '["sh", "-c", "for i in $(seq 1 50); do wget -q -O - http://127.0.0.1:8080/ && break; sleep 0.1; done; echo to-stderr >&2; exec sleep 2037"]')")
 	[ "$(state_of "$web")" = CONTAINER_RUNNING ]
 
 	# localhost in the pod's network namespace (CNI's), shared by both
@@ -216,7 +216,7 @@ assert_cri_clean() { # POD-NAME...: kubelet removes the pods' own cgroups itself
 	echo before > "$src/f"
 	local pod c
 	pod=$(run_pod p2)
-	c=$(start_ctr "$pod" p2 "$(ctr_config sec '["sleep", "1037"]' '
+	c=$(start_ctr "$pod" p2 "$(ctr_config sec '["sleep", "2037"]' '
 		.mounts = [{container_path: "/host", host_path: $src, propagation: "PROPAGATION_HOST_TO_CONTAINER"}]
 		| .linux.security_context += {run_as_user: {value: 1000}, run_as_group: {value: 1000},
 			readonly_rootfs: true, no_new_privs: true, capabilities: {drop_capabilities: ["ALL"]},
