@@ -50,9 +50,19 @@ state_settle() {
 # chains and directories, a moment after its run or its lcd ended) may
 # still be at work when the next test looks at the host: wait for them
 # (zombies aside: this machine's pid 1 may leave them), 15 s at most.
+# Under tests/run-job, only this job's (those in its cgroup namespace: a
+# process outside it has a cgroup path starting "/..").
 removers_settle() {
+	local p busy
 	for _ in $(seq 150); do
-		ps -eo stat=,comm= | awk '$1 !~ /^Z/ && ($2 == "lcrun-rm" || $2 == "lcrun-net") { f = 1 } END { exit !f }' || break
+		busy=
+		for p in $(ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && ($3 == "lcrun-rm" || $3 == "lcrun-net") { print $1 }'); do
+			if [ -n "${LCRUN_TEST_JOB:-}" ] && grep -q '^0::/\.\.' "/proc/$p/cgroup" 2>/dev/null; then
+				continue
+			fi
+			busy=1
+		done
+		[ -n "$busy" ] || break
 		sleep 0.1
 	done
 	true
