@@ -246,16 +246,28 @@ START_TEST(test_grant)
 	err = NULL;
 	/* limits: the grant's when none is asked (best effort), within it otherwise */
 	lc_limits_t out;
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", NULL, &out, &err), 0);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", NULL, 64LL << 20, &out, &err), 0);
 	ck_assert_int_eq(out.memory, LCD_GRANT_MEMORY_DEFAULT);
+	ck_assert_int_eq(out.disk, 64LL << 20); /* lcd.json's task_disk: the grant names none */
 	ck_assert(out.best_effort);
 	lc_limits_t asked = { .memory = 1LL << 30, .memory_swap = -1, .pids = -1 };
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), 0);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), 0);
 	ck_assert_int_eq(out.memory, 1LL << 30);
 	ck_assert_int_eq(out.pids, LCD_GRANT_PIDS_DEFAULT);
+	ck_assert_int_eq(out.disk, 64LL << 20);
 	ck_assert(!out.best_effort);
+	asked.disk = 32LL << 20;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), 0);
+	ck_assert_int_eq(out.disk, 32LL << 20);
+	asked.disk = 65LL << 20;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), -1);
+	ck_assert_str_eq(err->msg, "limits.disk: 68157440 is more than app demo's tasks may ask for (67108864: "
+				   "sandboxes.limits.disk in its manifest, else lcd.json's task_disk)");
+	lc_error_free(err);
+	err = NULL;
+	asked.disk = 0;
 	asked.memory = 3LL << 30;
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), -1);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), -1);
 	ck_assert_str_eq(err->msg, "limits.memory: 3221225472 is more than app demo's tasks may ask for (2147483648: "
 				   "sandboxes.limits.memory in its manifest)");
 	lc_error_free(err);
