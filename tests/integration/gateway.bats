@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# lcd's model gateway (README "The model gateway") as a sandbox meets it: a
+# lcd's model gateway (docs/design/gateway.md) as a sandbox meets it: a
 # private lcd per test whose gateway talks HTTPS (a test CA, verified) to a
 # model double in a network namespace of the test's own; sandboxes made with
 # "model_gateway" call it with curl, the real Claude Code and the real Codex

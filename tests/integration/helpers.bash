@@ -37,7 +37,7 @@ host_state() {
 }
 
 # A run's state directory waits in trash-state/ for its remover, a moment
-# after run returned (see README, Speed): wait for those, 5 s at most.
+# after run returned (docs/design/sandbox.md, "The end of a run"): wait for those, 5 s at most.
 state_settle() {
 	for _ in $(seq 50); do
 		[ -z "$(ls -A "${LCRUN_STATE_DIR:-/run/lcrun}/trash-state" "$LCRUN_RUN/trash-state" 2>/dev/null | grep -v -e '^$' -e ':$')" ] && break
@@ -76,7 +76,7 @@ host_snapshot() {
 
 # Wait (without collecting anything) for the helpers that remove what
 # runs left of their networks for a moment: each holds an flock on a file
-# net/pending.N of the state directory it ran with (see README, Network).
+# net/pending.N of the state directory it ran with (lcrun(1), NETWORK).
 # flock -w bounds the wait; a helper that never finishes is a failure of
 # the check that follows.
 net_settle() {

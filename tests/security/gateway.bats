@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Attacks on lcd's model gateway from a hostile sandbox (README "The model
-# gateway", Threat model).  The sandbox holds its own gateway token and
+# Attacks on lcd's model gateway from a hostile sandbox (lcrun-security(7),
+# "The model gateway").  The sandbox holds its own gateway token and
 # speaks raw HTTP to the gateway (raw-http.py, run inside it); it wants the
 # provider's key, or model answers its budget does not pay for.  A private
 # lcd per test, its gateway verified against a test CA; the provider is a
