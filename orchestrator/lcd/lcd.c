@@ -109,6 +109,7 @@ struct config {
 	long long fork_image_ttl, snapshot_image_ttl;
 	long long max_upload, exec_memory_max;
 	char *workloads_dir, *apps_dir;
+	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
 };
@@ -192,6 +193,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
 			s = &c->apps_dir;
+		else if (!strcmp(key, "database"))
+			s = &c->database;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -472,7 +475,11 @@ int main(int argc, char **argv)
 	lcd.state_dir = lc_strdup_printf("%s/lcd", lc_lib_dir());
 	lcd.tasks_dir = lc_strdup_printf("%s/tasks", lcd.state_dir);
 	lcd.logs_dir = lc_strdup_printf("%s/logs", lcd.state_dir);
-	_cleanup_free_ char *dbpath = lc_strdup_printf("%s/lcd.db", lc_lib_dir());
+	if (cfg.database && !lcd_db_is_url(cfg.database) && cfg.database[0] != '/') {
+		fprintf(stderr, "lcd: config: database: expected a postgresql:// URL or an absolute path\n");
+		return LC_EXIT_INVALID;
+	}
+	_cleanup_free_ char *dbpath = cfg.database ? strdup(cfg.database) : lc_strdup_printf("%s/lcd.db", lc_lib_dir());
 	/* lc_lib_dir() is shared with liblcrun (images, sandboxes): 0755 as
 	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
 	 * unprivileged host uid) must traverse them to bind its own task
@@ -532,8 +539,9 @@ int main(int argc, char **argv)
 	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 
-	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
-	    lcd_sandboxes_recover(&lcd, &err) < 0)
+	if (lcd_db_open(dbpath, &lcd.db, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
+	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 
 	/* Every thread started below inherits this mask; main waits for them. */
@@ -576,7 +584,7 @@ int main(int argc, char **argv)
 		explicit_bzero(token, strlen(token));
 
 	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
-		cfg.listen ? cfg.listen : "", dbpath, lcd.n_apps);
+		cfg.listen ? cfg.listen : "", lcd_db_where(lcd.db), lcd.n_apps);
 	notify("READY=1");
 
 	int sig = 0;

@@ -1,10 +1,12 @@
-/* Unit tests for lcd's store (orchestrator/lcd/model/db.c, store.c) on a temp db. */
+/* Unit tests for lcd's store (orchestrator/lcd/model/db*.c, store.c) on a
+ * temp SQLite db, and again on a private PostgreSQL cluster (dbtest.h). */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dbtest.h"
 #include "store.h"
 #include "util.h"
 
@@ -31,7 +33,8 @@ static void setup(void)
 {
 	strcpy(dir, "/tmp/lcd-store-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	path = lc_strdup_printf("%s/lcd.db", dir);
+	path = dbtest_where(dir);
+	ck_assert_ptr_nonnull(path);
 	lc_error_t *err = NULL;
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
 	char *scheds[] = { "nightly", NULL };
@@ -48,11 +51,13 @@ static void teardown(void)
 START_TEST(test_schema_version)
 {
 	lc_error_t *err = NULL;
-	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA user_version", ""), LCD_DB_SCHEMA_VERSION);
-	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA foreign_keys", ""), 1);
-	json_t *mode = lcd_db_query(db, &err, "PRAGMA journal_mode", "");
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mode, 0), "journal_mode")), "wal");
-	json_decref(mode);
+	ck_assert_int_eq(lcd_db_schema_version(db, &err), LCD_DB_SCHEMA_VERSION);
+	if (!strcmp(lcd_db_engine(db), "sqlite")) {
+		ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA foreign_keys", ""), 1);
+		json_t *mode = lcd_db_query(db, &err, "PRAGMA journal_mode", "");
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mode, 0), "journal_mode")), "wal");
+		json_decref(mode);
+	}
 	/* Reopening migrates nothing and keeps the data. */
 	lcd_db_close(db);
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
@@ -60,7 +65,10 @@ START_TEST(test_schema_version)
 	ck_assert_int_eq(json_array_size(apps), 1);
 	json_decref(apps);
 	/* A db from a newer lcd is refused, not downgraded. */
-	lcd_db_exec(db, &err, "PRAGMA user_version = 99", "");
+	if (!strcmp(lcd_db_engine(db), "sqlite"))
+		lcd_db_exec(db, &err, "PRAGMA user_version = 99", "");
+	else
+		lcd_db_exec(db, &err, "UPDATE lcd_schema SET version = 99", "");
 	lcd_db_close(db);
 	db = NULL;
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), -1);
@@ -171,6 +179,88 @@ START_TEST(test_claim_race)
 	}
 	ck_assert_int_eq(won, 1);
 	ck_assert_int_eq(lost, 19);
+}
+END_TEST
+
+/* The same race between handles of their own (on PostgreSQL: nodes, each
+ * with its connection): still exactly one claim wins. */
+static void *claimer_own(void *arg)
+{
+	long n = (long)arg;
+	char v[16];
+	snprintf(v, sizeof(v), "w%ld", n);
+	lcd_db_t *mine = NULL;
+	lc_error_t *err = NULL;
+	int r = -1;
+	if (lcd_db_open(path, &mine, &err) == 0)
+		r = lcd_store_map_set(mine, "demo", "claims", "issue-2", v, 0, true, 1000, &err);
+	lc_error_free(err);
+	lcd_db_close(mine);
+	return (void *)(long)r;
+}
+
+START_TEST(test_claim_race_handles)
+{
+	pthread_t th[8];
+	for (long i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, claimer_own, (void *)i);
+	int won = 0, lost = 0;
+	for (int i = 0; i < 8; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		if ((long)r == 1)
+			won++;
+		else if ((long)r == 0)
+			lost++;
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert_int_eq(lost, 7);
+}
+END_TEST
+
+/* Starts racing from handles of their own never pass the function's
+ * concurrency: a check-then-write in one transaction holds across them. */
+static void *starter_own(void *arg)
+{
+	(void)arg;
+	lcd_db_t *mine = NULL;
+	lc_error_t *err = NULL;
+	long started = 0;
+	if (lcd_db_open(path, &mine, &err) == 0)
+		for (int k = 0; k < 5; k++) {
+			json_t *t = lcd_store_task_start(mine, "demo", "race", 3, "cccccccccccc", 2000, &err);
+			if (t)
+				started++;
+			json_decref(t);
+			if (err)
+				started = -100;
+		}
+	lc_error_free(err);
+	lcd_db_close(mine);
+	return (void *)started;
+}
+
+START_TEST(test_start_race_handles)
+{
+	lc_error_t *err = NULL;
+	json_t *ids = json_array(), *list = json_array();
+	for (int i = 0; i < 10; i++)
+		json_array_append_new(list, json_pack("{s:i}", "i", i));
+	ck_assert_int_eq(add_one(db, "demo", "race", NULL, list, 3, 20, 1000, ids, &err), 0);
+	pthread_t th[6];
+	for (long i = 0; i < 6; i++)
+		pthread_create(&th[i], NULL, starter_own, NULL);
+	long started = 0;
+	for (int i = 0; i < 6; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		started += (long)r;
+	}
+	ck_assert_int_eq(started, 3);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "race", "running", &err), 3);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "race", "queued", &err), 7);
+	json_decref(list);
+	json_decref(ids);
 }
 END_TEST
 
@@ -318,21 +408,32 @@ START_TEST(test_secrets)
 }
 END_TEST
 
-int main(void)
+static TCase *store_tcase(const char *name, void (*engine)(void))
 {
-	Suite *s = suite_create("store");
-	TCase *tc = tcase_create("core");
+	TCase *tc = tcase_create(name);
+	tcase_set_timeout(tc, 60);
+	tcase_add_unchecked_fixture(tc, engine, NULL);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_schema_version);
 	tcase_add_test(tc, test_queue_admission);
 	tcase_add_test(tc, test_spawn_map_all_or_nothing);
 	tcase_add_test(tc, test_spawn_group);
 	tcase_add_test(tc, test_claim_race);
+	tcase_add_test(tc, test_claim_race_handles);
+	tcase_add_test(tc, test_start_race_handles);
 	tcase_add_test(tc, test_map_ttl);
 	tcase_add_test(tc, test_app_delete_cascades);
 	tcase_add_test(tc, test_redeploy_keeps_schedule_state);
 	tcase_add_test(tc, test_secrets);
-	suite_add_tcase(s, tc);
+	return tc;
+}
+
+int main(void)
+{
+	Suite *s = suite_create("store");
+	suite_add_tcase(s, store_tcase("sqlite", dbtest_on_sqlite));
+	if (dbtest_pg_url())
+		suite_add_tcase(s, store_tcase("postgresql", dbtest_on_pg));
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

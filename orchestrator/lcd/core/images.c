@@ -17,8 +17,10 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 	long long now = lc_wall_ms();
 	long long ttl = !strcmp(kind, "fork") ? lcd->fork_image_ttl : lcd->snapshot_image_ttl;
 	return lcd_db_exec(lcd->db, err,
-			   "INSERT OR REPLACE INTO images (name, digest, app, task_id, kind, sandbox_id, created_at, expires_at) "
-			   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			   "INSERT INTO images (name, digest, app, task_id, kind, sandbox_id, created_at, expires_at) "
+			   "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET digest = excluded.digest, "
+			   "app = excluded.app, task_id = excluded.task_id, kind = excluded.kind, sandbox_id = excluded.sandbox_id, "
+			   "created_at = excluded.created_at, expires_at = excluded.expires_at",
 			   "ssssssii", name, digest, who->operator ? NULL : who->app, who->operator ? NULL : who->task, kind,
 			   sandbox, now, ttl > 0 ? now + ttl * 1000 : 0) < 0
 		       ? -1

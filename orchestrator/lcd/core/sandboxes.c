@@ -436,10 +436,13 @@ static int forget(lcd_t *lcd, const char *id, const char *only_state, const char
 {
 	long long now = lc_wall_ms();
 	lcd_db_exec(lcd->db, NULL,
-		    "INSERT OR REPLACE INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
+		    "INSERT INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
 		    "ended_at, end_reason) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
 		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END "
-		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)",
+		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?) ON CONFLICT (id) DO UPDATE SET "
+		    "name = excluded.name, app = excluded.app, task_id = excluded.task_id, function = excluded.function, "
+		    "image = excluded.image, labels = excluded.labels, created_at = excluded.created_at, "
+		    "ended_at = excluded.ended_at, end_reason = excluded.end_reason",
 		    "isssss", now, reason, reason, id, only_state, only_state);
 	int r = lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)", "sss", id,
 			    only_state, only_state);
@@ -508,7 +511,8 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 		}
 	}
 	/* names are an app's own (the operator's among the operator's) */
-	if (r->name && lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE name = ? AND app IS ?", "ss",
+	if (r->name && lcd_db_query_int(lcd->db, err, 0,
+					"SELECT count(*) FROM sandboxes WHERE name = ? AND app IS NOT DISTINCT FROM ?", "ss",
 					r->name, who->operator ? NULL : who->app) != 0) {
 		lc_error_set(err, LC_EXIT_BUSY, 0, "name: a sandbox named '%s' exists already", r->name);
 		goto fail;

@@ -1,6 +1,7 @@
-/* store.c — the records lcd keeps in SQLite, one function per operation.
- * Multi-statement operations run in one IMMEDIATE transaction under the
+/* store.c — the records lcd keeps in its store (db.h), one function per operation.
+ * Multi-statement operations run in one writing transaction under the
  * database lock, so concurrent API threads never see half a change. */
+#include <limits.h>
 #include <string.h>
 
 #include "lcrun.h"
@@ -45,7 +46,8 @@ int lcd_store_app_put(lcd_db_t *db, const char *name, const char *manifest, char
 			goto fail;
 	}
 	for (size_t k = 0; sched_names && sched_names[k]; k++)
-		if (lcd_db_exec(db, err, "INSERT OR IGNORE INTO schedules (app, name, paused, last_slot) VALUES (?, ?, 0, ?)",
+		if (lcd_db_exec(db, err,
+				"INSERT INTO schedules (app, name, paused, last_slot) VALUES (?, ?, 0, ?) ON CONFLICT DO NOTHING",
 				"ssi", name, sched_names[k], now_s) < 0)
 			goto fail;
 	return lcd_db_commit(db, err);
@@ -101,7 +103,8 @@ static struct fn_count *fn_count(lcd_db_t *db, struct fn_count *counts, size_t *
 		if (!strcmp(counts[i].app, r->app) && !strcmp(counts[i].function, r->function))
 			return &counts[i];
 	_cleanup_json_ json_t *rows = lcd_db_query(db, NULL,
-		"SELECT sum(state = 'running') AS running, sum(state = 'queued') AS queued FROM tasks "
+		"SELECT count(CASE WHEN state = 'running' THEN 1 END) AS running, "
+		"count(CASE WHEN state = 'queued' THEN 1 END) AS queued FROM tasks "
 		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", r->app, r->function);
 	if (!rows)
 		return NULL;
@@ -252,7 +255,7 @@ json_t *lcd_store_task_list(lcd_db_t *db, const char *app, const char *state, lo
 {
 	json_t *rows = lcd_db_query(db, err,
 		"SELECT " TASK_COLUMNS " FROM tasks WHERE (?1 IS NULL OR app = ?1) AND (?2 IS NULL OR state = ?2) "
-		"ORDER BY seq DESC LIMIT ?3", "ssi", app, state, limit > 0 ? limit : -1LL);
+		"ORDER BY seq DESC LIMIT ?3", "ssi", app, state, limit > 0 ? limit : LLONG_MAX);
 	return rows ? task_rows(rows) : NULL;
 }
 
