@@ -28,6 +28,7 @@
 #include "lcd.h"
 #include "pool.h"
 #include "netlibs.h"
+#include "seal.h"
 #include "util.h"
 
 #define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
@@ -110,6 +111,7 @@ struct config {
 	long long max_upload, exec_memory_max;
 	char *workloads_dir, *apps_dir;
 	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
+	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
 };
@@ -195,6 +197,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->apps_dir;
 		else if (!strcmp(key, "database"))
 			s = &c->database;
+		else if (!strcmp(key, "secret_key_file"))
+			s = &c->secret_key_file;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -513,6 +517,27 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* The key secrets are sealed with.  With SQLite lcd makes one beside
+	 * lcd.db the first time; nodes sharing a PostgreSQL store must be
+	 * given the same one. */
+	unsigned char seal_key[LCD_SEAL_KEY_LEN];
+	_cleanup_free_ char *key_default = lc_strdup_printf("%s/lcd.key", lc_lib_dir());
+	const char *key_path = cfg.secret_key_file ? cfg.secret_key_file : key_default;
+	if (!cfg.secret_key_file && lcd_db_is_url(dbpath)) {
+		fprintf(stderr, "lcd: config: database is PostgreSQL: secret_key_file is needed (the same key on every "
+				"node; openssl rand -hex 32 makes one)\n");
+		return LC_EXIT_USAGE;
+	}
+	if (!cfg.secret_key_file && access(key_path, F_OK) < 0 && errno == ENOENT) {
+		if (lcd_seal_key_create(key_path, &err) < 0)
+			return fail(err);
+		lcd_log("made the secret key %s: secrets are sealed with it", key_path);
+	}
+	if (lcd_seal_key_read(key_path, seal_key, &err) < 0) {
+		lc_error_wrap(&err, "config: secret_key_file");
+		return fail(err);
+	}
+
 	/* One lcd per state directory: a second one must not "recover" the
 	 * first one's running tasks.  The lock lives as long as the process. */
 	_cleanup_free_ char *lockpath = lc_strdup_printf("%s/lock", lcd.state_dir);
@@ -541,6 +566,15 @@ int main(int argc, char **argv)
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
+	lcd_db_set_seal_key(lcd.db, seal_key);
+	explicit_bzero(seal_key, sizeof(seal_key));
+	int sealed = lcd_store_secrets_seal(lcd.db, &err);
+	if (sealed < 0) {
+		lc_error_wrap(&err, "secret key %s", key_path);
+		return start_failed(&lcd, hooks, api, sock, err);
+	}
+	if (sealed > 0)
+		lcd_log("%d secret(s) stored before secrets were sealed are sealed now", sealed);
 	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 

@@ -102,6 +102,22 @@ count() { # ARGS for task list: how many tasks
 	"$LCCTL" task list --json "$@" | jq length
 }
 
+# Does procs_holding find TEXT where it is?  In a process made to hold it
+# (in its environment, not on its command line).
+probe_works() { # TEXT
+	local decoy out
+	(
+		export LCD_PROBE_DECOY="$1"
+		exec sleep 600
+	) &
+	decoy=$!
+	for _ in $(seq 100); do [ "$(cat "/proc/$decoy/comm" 2>/dev/null)" = sleep ] && break; sleep 0.05; done
+	out=$(procs_holding "$1" "$decoy")
+	kill "$decoy"
+	wait "$decoy" 2>/dev/null || true
+	[ "$out" = "held $decoy sleep" ]
+}
+
 # What each process under the PIDs (the PIDs too) holds: "held PID NAME"
 # when TEXT is in its memory, "clean PID NAME" when not, "unreadable PID
 # NAME" when its memory could not be read (a process that ends meanwhile

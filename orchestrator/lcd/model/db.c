@@ -203,6 +203,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE webhook_deliveries ADD COLUMN body_sha256 TEXT;"
 	"CREATE UNIQUE INDEX webhook_deliveries_body ON webhook_deliveries(app, hook, body_sha256) "
 	"WHERE body_sha256 IS NOT NULL;",
+	/* 8 -> 9: secrets sealed (seal.c): value holds the sealed text where
+	 * sealed is 1 (lcd seals older rows when it starts); meta keeps what
+	 * the nodes sharing a store must agree on (the key's check value). */
+	"ALTER TABLE secrets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL);",
 };
 
 bool lcd_db_is_url(const char *where)
@@ -294,6 +301,7 @@ void lcd_db_close(lcd_db_t *db)
 	if (db->conn)
 		db->ops->close(db);
 	pthread_mutex_destroy(&db->lock);
+	explicit_bzero(db->seal_key, sizeof(db->seal_key));
 	free(db->where);
 	free(db);
 }
@@ -301,6 +309,17 @@ void lcd_db_close(lcd_db_t *db)
 const char *lcd_db_engine(const lcd_db_t *db)
 {
 	return db->ops->name;
+}
+
+void lcd_db_set_seal_key(lcd_db_t *db, const unsigned char *key)
+{
+	memcpy(db->seal_key, key, LCD_SEAL_KEY_LEN);
+	db->has_seal_key = true;
+}
+
+const unsigned char *lcd_db_seal_key(const lcd_db_t *db)
+{
+	return db->has_seal_key ? db->seal_key : NULL;
 }
 
 const char *lcd_db_where(const lcd_db_t *db)

@@ -51,7 +51,7 @@
 
 typedef struct lcd_db lcd_db_t;
 
-#define LCD_DB_SCHEMA_VERSION 8
+#define LCD_DB_SCHEMA_VERSION 9
 
 /* Does where name a PostgreSQL database (a postgresql:// or postgres://
  * URL) rather than an SQLite file? */
@@ -66,6 +66,11 @@ const char *lcd_db_engine(const lcd_db_t *db);
 const char *lcd_db_where(const lcd_db_t *db);
 /* The schema version the store is at. */
 long long lcd_db_schema_version(lcd_db_t *db, lc_error_t **err);
+/* The key the store's secrets are sealed with (seal.h), a copy held by
+ * the handle until it is closed; NULL: none was given (secrets can then
+ * be neither set nor read). */
+void lcd_db_set_seal_key(lcd_db_t *db, const unsigned char *key);
+const unsigned char *lcd_db_seal_key(const lcd_db_t *db);
 
 /* The lock is recursive: hold it across several statements that must see
  * one state.  lcd_db_begin takes it and opens a writing transaction (see

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "db.h"
+#include "seal.h"
 
 typedef struct lcd_db_param {
 	char type; /* 's', 'i', 'n' */
@@ -48,6 +49,8 @@ struct lcd_db {
 	int txn;     /* transactions open on this handle (0 or 1) */
 	char *where; /* the path, or the URL without its password: for messages */
 	void *conn;  /* the engine's */
+	unsigned char seal_key[LCD_SEAL_KEY_LEN];
+	bool has_seal_key;
 };
 
 extern const lcd_db_ops_t lcd_db_sqlite_ops;

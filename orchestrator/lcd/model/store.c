@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lcrun.h"
+#include "seal.h"
 #include "store.h"
 #include "util.h"
 
@@ -337,19 +338,83 @@ int lcd_store_map_gc(lcd_db_t *db, long long now, lc_error_t **err)
 
 /* ---- secrets ---- */
 
+#define KEY_CHECK "lcd secret key check"
+
+static const unsigned char *seal_key(lcd_db_t *db, const char *name, lc_error_t **err)
+{
+	const unsigned char *key = lcd_db_seal_key(db);
+	if (!key)
+		lc_error_set(err, LC_EXIT_STATE, 0, "secret %s: lcd has no secret key (secret_key_file)", name);
+	return key;
+}
+
+int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err)
+{
+	const unsigned char *key = seal_key(db, "key check", err);
+	if (!key)
+		return -1;
+	_cleanup_free_ char *check = lcd_seal(key, "", KEY_CHECK, err);
+	if (!check || lcd_db_exec(db, err, "INSERT INTO meta (key, value) VALUES ('secret_key_check', ?) ON CONFLICT DO NOTHING",
+				  "s", check) < 0)
+		return -1;
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM meta WHERE key = 'secret_key_check'", "");
+	const char *stored = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	if (!stored)
+		return rows ? lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: the secret key's check value is gone") : -1;
+	lc_error_t *e = NULL;
+	_cleanup_free_ char *opened = lcd_unseal(key, "", stored, &e);
+	lc_error_free(e);
+	if (!opened || strcmp(opened, KEY_CHECK))
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "this store's secrets were sealed with another key: every lcd that shares it needs the "
+				    "same secret_key_file");
+	_cleanup_json_ json_t *plain = lcd_db_query(db, err, "SELECT name, value FROM secrets WHERE sealed = 0", "");
+	if (!plain)
+		return -1;
+	size_t i;
+	json_t *row;
+	json_array_foreach(plain, i, row) {
+		const char *name = json_string_value(json_object_get(row, "name"));
+		const char *value = json_string_value(json_object_get(row, "value"));
+		_cleanup_free_ char *sealed = value ? lcd_seal(key, name, value, err) : NULL;
+		if (!sealed || lcd_db_exec(db, err, "UPDATE secrets SET value = ?, sealed = 1 WHERE name = ? AND sealed = 0",
+					   "ss", sealed, name) < 0)
+			return -1;
+	}
+	/* the plain values read here are not left in this heap */
+	json_array_foreach(plain, i, row) {
+		json_t *v = json_object_get(row, "value");
+		if (json_is_string(v))
+			explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	}
+	return (int)json_array_size(plain);
+}
+
 int lcd_store_secret_set(lcd_db_t *db, const char *name, const char *value, long long now, lc_error_t **err)
 {
+	const unsigned char *key = seal_key(db, name, err);
+	_cleanup_free_ char *sealed = key ? lcd_seal(key, name, value, err) : NULL;
+	if (!sealed)
+		return -1;
 	return lcd_db_exec(db, err,
-		"INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?) "
-		"ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-		"ssi", name, value, now);
+		"INSERT INTO secrets (name, value, sealed, updated_at) VALUES (?, ?, 1, ?) "
+		"ON CONFLICT(name) DO UPDATE SET value = excluded.value, sealed = 1, updated_at = excluded.updated_at",
+		"ssi", name, sealed, now);
 }
 
 char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err)
 {
-	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM secrets WHERE name = ?", "s", name);
-	const char *v = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
-	return v ? strdup(v) : NULL;
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value, sealed FROM secrets WHERE name = ?", "s", name);
+	json_t *row = rows ? json_array_get(rows, 0) : NULL;
+	const char *v = json_string_value(json_object_get(row, "value"));
+	if (!v)
+		return NULL;
+	if (json_integer_value(json_object_get(row, "sealed")) != 1) {
+		lc_error_set(err, LC_EXIT_STATE, 0, "secret %s is not sealed yet (lcd seals it when it starts)", name);
+		return NULL;
+	}
+	const unsigned char *key = seal_key(db, name, err);
+	return key ? lcd_unseal(key, name, v, err) : NULL;
 }
 
 int lcd_store_secret_delete(lcd_db_t *db, const char *name, lc_error_t **err)

@@ -78,6 +78,13 @@ json_t *lcd_store_map_list(lcd_db_t *db, const char *app, const char *map, const
 int lcd_store_map_gc(lcd_db_t *db, long long now, lc_error_t **err);
 
 /* ---- secrets ---- */
+/* Secrets are sealed with the handle's key (lcd_db_set_seal_key, seal.h);
+ * names and times are not. */
+/* At start, with the key set: check the key against the store's (the
+ * first lcd to seal anything records a check value: a node with another
+ * key is refused, LC_EXIT_INVALID), then seal the rows written before
+ * secrets were sealed. */
+int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err);
 int lcd_store_secret_set(lcd_db_t *db, const char *name, const char *value, long long now, lc_error_t **err);
 /* The value (malloc'd) or NULL with *err NULL when unknown. */
 char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err);
