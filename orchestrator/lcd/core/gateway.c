@@ -791,8 +791,8 @@ static void refusal(gw_t *gw, const gw_req_t *r, const char *reason, int status,
 	lc_error_t *e = NULL;
 	if (lcd_db_exec(gw->lcd->db, &e,
 			"INSERT INTO gateway_refusals (sandbox_id, reason, task_id, app, count, first_at, last_at) "
-			"VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (sandbox_id, reason) DO UPDATE SET count = count + 1, "
-			"last_at = excluded.last_at",
+			"VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (sandbox_id, reason) DO UPDATE SET "
+			"count = gateway_refusals.count + 1, last_at = excluded.last_at",
 			"ssssii", r->sandbox, reason, r->task[0] ? r->task : NULL, r->app[0] ? r->app : NULL, lc_wall_ms(),
 			lc_wall_ms()) < 0) {
 		lcd_log("model gateway: sandbox %s: cannot count a refusal: %s", r->sandbox, e->msg);

@@ -15,8 +15,9 @@
  * alike (SQLite >= 3.39, PostgreSQL >= 13): ON CONFLICT upserts and ON
  * CONFLICT DO NOTHING (not INSERT OR REPLACE/IGNORE), IS [NOT] DISTINCT
  * FROM (not IS with a value), count(CASE WHEN ... THEN 1 END) (not sums
- * of comparisons), no scalar max()/min(), no LIMIT -1, no PRAGMA outside
- * the engines.  The PostgreSQL engine translates only what cannot be
+ * of comparisons), no scalar max()/min(), no LIMIT -1, an upsert's SET
+ * naming the row's own columns as TABLE.column, no PRAGMA outside the
+ * engines.  The PostgreSQL engine translates only what cannot be
  * written once (lcd_db_sql_pg): the placeholders ("?" and "?N" become
  * "$N", numbered as SQLite numbers them), and in migration steps the
  * column types (INTEGER is BIGINT there: times are milliseconds; TEXT
