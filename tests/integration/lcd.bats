@@ -247,11 +247,11 @@ count_fn() { # FN [STATE]
 	if "$LCCTL" secret ls --json | grep -q "$SECRET"; then false; fi
 	if "$LCCTL" task list --json | grep -q "$SECRET"; then false; fi
 	if "$LCCTL" task show "$id" | grep -q "$SECRET"; then false; fi
-	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q "$SECRET"; then false; fi
+	if lcd_sql_dump tasks | grep -q "$SECRET"; then false; fi
 	if grep -rq "$SECRET" "$LCRUN_ROOT/lcd/logs" "$T/lcd.log"; then false; fi
 	run api GET /secrets/DEMO_TOKEN
 	[ "${lines[1]}" != 200 ]
-	[ "$(stat -c %a "$LCRUN_ROOT/lcd.db")" = 600 ]
+	[ -n "${LCD_DATABASE:-}" ] || [ "$(stat -c %a "$LCRUN_ROOT/lcd.db")" = 600 ]
 	"$LCCTL" secret delete DEMO_TOKEN
 	run "$LCCTL" run demo:withsecret
 	[ "$status" -ne 0 ]
@@ -380,6 +380,7 @@ count_fn() { # FN [STATE]
 	CLOCK="$T/clock"
 	echo 2030-01-01T02:59:00Z >"$CLOCK"
 	rm -rf "$LCRUN_ROOT"
+	lcd_store_forget
 	start_lcd
 	"$LCCTL" deploy "$FIXTURES/app.json"
 	"$LCCTL" deployment stop quarter
@@ -522,7 +523,7 @@ count_fn() { # FN [STATE]
 	run "$LCCTL" app list --json
 	[ "$output" = "[]" ]
 	[ "$(count)" -eq 0 ]
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'select count(*) from maps')" -eq 0 ]
+	[ "$(lcd_sql 'select count(*) from maps')" -eq 0 ]
 	[ -z "$(ls "$LCRUN_ROOT/lcd/logs")" ]
 	run "$LCCTL" app delete demo
 	[ "$status" -eq 120 ]

@@ -121,7 +121,7 @@ map_wait() { # APP KEY: the value, once a task has set it
 	[ "$(sandboxes)" -eq 0 ]
 	# its socket and its token are gone
 	[ ! -e "$(task_socket "$t")" ]
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" "select count(*) from tokens where task_id = '$t'")" -eq 0 ]
+	[ "$(lcd_sql "select count(*) from tokens where task_id = '$t'")" -eq 0 ]
 	"$LCCTL" map del sba/state sandbox
 
 	# a task that times out (short: 4 s) while holding a sandbox
@@ -151,7 +151,7 @@ map_wait() { # APP KEY: the value, once a task has set it
 	"$LCCTL" task show "$t" | jq -e '.state == "failed" and (.error | test("lcd restarted"))'
 	grep -q "sandbox $sb removed at start (its task is not running)" "$T/lcd.log"
 	[ ! -e "$(task_socket "$t")" ]
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'select count(*) from tokens')" -eq 0 ]
+	[ "$(lcd_sql 'select count(*) from tokens')" -eq 0 ]
 }
 
 @test "sandbox API: app A's token gets 403/404 on app B's sandboxes, maps and the operator's verbs" {
@@ -395,7 +395,7 @@ two" ]
 	if "$LCCTL" sandbox show "$sb" | grep -q "$SECRET"; then false; fi
 	"$LCCTL" sandbox show "$sb" | jq -e '.secrets == ["SB_SECRET"]'
 	if grep -q "$SECRET" "$T/lcd.log"; then false; fi
-	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump sandboxes' | grep -q "$SECRET"; then false; fi
+	if lcd_sql_dump sandboxes | grep -q "$SECRET"; then false; fi
 	# a snapshot of it does not carry the environment (only what the sandbox wrote itself)
 	"$LCCTL" sandbox exec "$sb" -- rm /tmp/env-dump
 	"$LCCTL" sandbox snapshot "$sb" sec/snap >/dev/null
