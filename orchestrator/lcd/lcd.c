@@ -28,6 +28,7 @@
 #include "lcd.h"
 #include "pool.h"
 #include "netlibs.h"
+#include "nodes.h"
 #include "seal.h"
 #include "util.h"
 
@@ -112,6 +113,8 @@ struct config {
 	char *workloads_dir, *apps_dir;
 	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
 	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
+	char *node_name, *node_address; /* nodes.h */
+	long long node_slots;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
 };
@@ -199,6 +202,12 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->database;
 		else if (!strcmp(key, "secret_key_file"))
 			s = &c->secret_key_file;
+		else if (!strcmp(key, "node_name"))
+			s = &c->node_name;
+		else if (!strcmp(key, "node_address"))
+			s = &c->node_address;
+		else if (!strcmp(key, "node_slots"))
+			n = &c->node_slots;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -229,7 +238,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a positive integer", path, key);
 			*n = json_integer_value(v);
 			bool secs = n == &c->listen_idle_timeout || n == &c->socket_idle_timeout;
-			bool conns = n == &c->listen_per_ip || n == &c->task_connections || n == &c->operator_connections;
+			bool conns = n == &c->listen_per_ip || n == &c->task_connections || n == &c->operator_connections ||
+				     n == &c->node_slots;
 			if ((secs && *n > 86400) || (conns && *n > 65535))
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: at most %d", path, key,
 						    conns ? 65535 : 86400);
@@ -531,7 +541,6 @@ int main(int argc, char **argv)
 	if (!cfg.secret_key_file && access(key_path, F_OK) < 0 && errno == ENOENT) {
 		if (lcd_seal_key_create(key_path, &err) < 0)
 			return fail(err);
-		lcd_log("made the secret key %s: secrets are sealed with it", key_path);
 	}
 	if (lcd_seal_key_read(key_path, seal_key, &err) < 0) {
 		lc_error_wrap(&err, "config: secret_key_file");
@@ -575,6 +584,10 @@ int main(int argc, char **argv)
 	}
 	if (sealed > 0)
 		lcd_log("%d secret(s) stored before secrets were sealed are sealed now", sealed);
+	/* Before recovery: what this node recovers is what names it. */
+	lcd_node_cfg_t ncfg = { cfg.node_name, cfg.node_address ? cfg.node_address : cfg.listen, (int)cfg.node_slots };
+	if (lcd_node_start(&lcd, &ncfg, &err) < 0)
+		return start_failed(&lcd, hooks, api, sock, err);
 	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 
@@ -611,14 +624,15 @@ int main(int argc, char **argv)
 	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
-	pthread_t disp, sched;
+	pthread_t disp, sched, node;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
+	pthread_create(&node, NULL, lcd_node_thread, &lcd);
 	if (token)
 		explicit_bzero(token, strlen(token));
 
-	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
-		cfg.listen ? cfg.listen : "", lcd_db_where(lcd.db), lcd.n_apps);
+	lcd_log("serving on %s%s%s (database %s, node %s with %d slots, %zu apps)", sock, cfg.listen ? " and " : "",
+		cfg.listen ? cfg.listen : "", lcd_db_where(lcd.db), lcd_db_node(lcd.db), lcd_node_slots(&lcd), lcd.n_apps);
 	notify("READY=1");
 
 	int sig = 0;
@@ -640,6 +654,7 @@ int main(int argc, char **argv)
 	lcd_pool_stop(&lcd); /* no create can take from it now */
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
+	pthread_join(node, NULL);
 	/* Running tasks end now: failed (or queued again, per retries).  Kill
 	 * again while waiting: a sandbox still being made was not there yet. */
 	int left;
@@ -663,6 +678,7 @@ int main(int argc, char **argv)
 	/* Last: the tasks' sandboxes (the gateway's clients) are gone now. */
 	lcd_gateway_stop(&lcd);
 	lcd_apps_free(&lcd);
+	lcd_node_stop(&lcd);
 	lcd_db_close(lcd.db);
 	free(lcd.state_dir);
 	free(lcd.tasks_dir);

@@ -69,6 +69,7 @@ typedef struct lcd {
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
+	struct lcd_node *node;        /* nodes.c: this lcd as a node of its store */
 
 	/* queue.c: spawns waiting to be committed as one group */
 	pthread_mutex_t spawn_lock;

@@ -2002,7 +2002,9 @@ static void recover(gw_t *gw)
 	lcd_t *lcd = gw->lcd;
 	lcd_db_exec(lcd->db, NULL,
 		    "DELETE FROM gateway_sandboxes WHERE sandbox_id NOT IN (SELECT id FROM sandboxes WHERE state = 'live')", "");
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT sandbox_id FROM gateway_sandboxes", "");
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL,
+		"SELECT g.sandbox_id FROM gateway_sandboxes g JOIN sandboxes s ON s.id = g.sandbox_id "
+		"WHERE s.node IS NULL OR s.node = ?", "s", lcd_db_node(lcd->db));
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {

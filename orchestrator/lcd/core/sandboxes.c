@@ -23,7 +23,7 @@
 #include "pool.h"
 #include "util.h"
 
-#define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at"
+#define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at, node"
 #define FORK_MAX 64
 #define TTL_MAX (30 * 86400)
 #define LABELS_MAX 64
@@ -437,12 +437,12 @@ static int forget(lcd_t *lcd, const char *id, const char *only_state, const char
 	long long now = lc_wall_ms();
 	lcd_db_exec(lcd->db, NULL,
 		    "INSERT INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
-		    "ended_at, end_reason) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
-		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END "
+		    "ended_at, end_reason, node) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
+		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END, node "
 		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?) ON CONFLICT (id) DO UPDATE SET "
 		    "name = excluded.name, app = excluded.app, task_id = excluded.task_id, function = excluded.function, "
 		    "image = excluded.image, labels = excluded.labels, created_at = excluded.created_at, "
-		    "ended_at = excluded.ended_at, end_reason = excluded.end_reason",
+		    "ended_at = excluded.ended_at, end_reason = excluded.end_reason, node = excluded.node",
 		    "isssss", now, reason, reason, id, only_state, only_state);
 	int r = lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)", "sss", id,
 			    only_state, only_state);
@@ -456,7 +456,8 @@ static int forget(lcd_t *lcd, const char *id, const char *only_state, const char
 static void prune_vanished(lcd_t *lcd, const char *app)
 {
 	_cleanup_json_ json_t *rows =
-		lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE app = ? AND state = 'live'", "s", app);
+		lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE app = ? AND state = 'live' AND "
+			     "(node IS NULL OR node = ?)", "ss", app, lcd_db_node(lcd->db));
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
@@ -524,10 +525,10 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 			lc_random_hex(ids[i], LC_ID_LEN);
 		if (lcd_db_exec(lcd->db, err,
 				"INSERT INTO sandboxes (id, name, app, task_id, function, state, image, request, labels, secrets, "
-				"created_at) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
-				"sssssssssi", ids[i], r->name, who->operator ? NULL : who->app,
+				"created_at, node) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?)",
+				"sssssssssis", ids[i], r->name, who->operator ? NULL : who->app,
 				who->operator ? NULL : who->task, who->operator ? NULL : who->function, r->image, reqtext, labels,
-				secrets, lc_wall_ms()) < 0)
+				secrets, lc_wall_ms(), lcd_db_node(lcd->db)) < 0)
 			goto fail;
 	}
 	return lcd_db_commit(lcd->db, err);
@@ -737,9 +738,35 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 	return json_incref(row);
 }
 
+/* The view of a sandbox another node holds, from its record. */
+static json_t *view_elsewhere(json_t *row)
+{
+	const char *task = jstr(row, "task_id");
+	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", jstr(row, "id"), "state",
+			      !strcmp(jstr(row, "state"), "creating") ? "creating" : "elsewhere", "name",
+			      json_object_get(row, "name"), "image", json_object_get(row, "image"), "created",
+			      json_object_get(row, "created_at"), "node", jstr(row, "node"), "labels",
+			      json_loads(jstr(row, "labels"), 0, NULL), "secrets", json_loads(jstr(row, "secrets"), 0, NULL),
+			      "owner",
+			      task ? json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", jstr(row, "app"), "task", task,
+					       "function", jstr(row, "function"))
+				   : json_pack("{s:s}", "kind", "operator"));
+	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	return v;
+}
+
+/* Does another node hold the sandbox of this row? */
+static bool elsewhere(lcd_t *lcd, json_t *row)
+{
+	const char *node = jstr(row, "node"), *me = lcd_db_node(lcd->db);
+	return node && me && strcmp(node, me);
+}
+
 json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 {
 	const char *id = jstr(row, "id");
+	if (elsewhere(lcd, row))
+		return view_elsewhere(row);
 	lc_error_t *e = NULL;
 	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
 	bool creating = !strcmp(jstr(row, "state"), "creating");
@@ -763,6 +790,7 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 	else
 		json_object_set_new(v, "owner", json_pack("{s:s}", "kind", "operator"));
 	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	json_object_set_new(v, "node", jstr(row, "node") ? json_string(jstr(row, "node")) : json_null());
 	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
 	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
 	lcd_gateway_view(lcd, id, v);
@@ -972,9 +1000,14 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 
 int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 {
-	if (lcd_db_exec(lcd->db, err, "DELETE FROM tokens", "") < 0)
+	/* the tokens of tasks that no node runs (lcd_recover ended this
+	 * node's); the sandboxes this node held */
+	if (lcd_db_exec(lcd->db, err, "DELETE FROM tokens WHERE task_id NOT IN (SELECT id FROM tasks WHERE state = 'running')",
+			"") < 0)
 		return -1;
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " SB_COLUMNS " FROM sandboxes", "");
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err,
+						   "SELECT " SB_COLUMNS " FROM sandboxes WHERE node IS NULL OR node = ?", "s",
+						   lcd_db_node(lcd->db));
 	if (!rows)
 		return -1;
 	size_t i;

@@ -688,6 +688,9 @@ int lcd_recover(lcd_t *lcd, lc_error_t **err)
 		const char *appname = json_string_value(json_object_get(t, "app"));
 		const char *fname = json_string_value(json_object_get(t, "function"));
 		long long attempts = json_integer_value(json_object_get(t, "attempts"));
+		const char *node = json_string_value(json_object_get(t, "node"));
+		if (node && strcmp(node, lcd_db_node(lcd->db)))
+			continue; /* another node's to run */
 		if (sandbox)
 			kill_sandbox(sandbox);
 		lcd_app_t *app = lcd_app_get(lcd, appname);

@@ -23,6 +23,7 @@
 #include "api.h"
 #include "gateway.h"
 #include "images.h"
+#include "nodes.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -681,6 +682,11 @@ static enum MHD_Result route(call_t *call)
 		lc_error_t *err = NULL;
 		json_t *list = lcd_images_list(call->lcd, call->who, &err);
 		return list ? api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "images", list)) : api_fail_err(call->c, err);
+	}
+	if (is(call, "GET", 1, "nodes")) {
+		lc_error_t *err = NULL;
+		json_t *list = lcd_nodes_list(call->lcd, &err);
+		return list ? api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "nodes", list)) : api_fail_err(call->c, err);
 	}
 	if (is(call, "GET", 1, "apps"))
 		return h_apps(call);

@@ -210,6 +210,28 @@ static const char *const migrations[] = {
 	"CREATE TABLE meta ("
 	"  key TEXT PRIMARY KEY,"
 	"  value TEXT NOT NULL);",
+	/* 9 -> 10: nodes (nodes.c): every lcd sharing the store has a row,
+	 * its heartbeat renewed; a task's and a sandbox's rows name the node
+	 * that runs or holds them, a devbox's the node its disk is on. */
+	"CREATE TABLE nodes ("
+	"  name TEXT PRIMARY KEY,"
+	"  address TEXT,"
+	"  host TEXT NOT NULL,"
+	"  cores INTEGER NOT NULL,"
+	"  memory INTEGER NOT NULL,"
+	"  slots INTEGER NOT NULL,"
+	"  used INTEGER NOT NULL,"
+	"  images TEXT NOT NULL,"
+	"  version TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  heartbeat_at INTEGER NOT NULL,"
+	"  stopped_at INTEGER);"
+	"ALTER TABLE tasks ADD COLUMN node TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN node TEXT;"
+	"ALTER TABLE sandbox_history ADD COLUMN node TEXT;"
+	"ALTER TABLE devboxes ADD COLUMN node TEXT;"
+	"CREATE INDEX tasks_node ON tasks(node, state);"
+	"CREATE INDEX sandboxes_node ON sandboxes(node);",
 };
 
 bool lcd_db_is_url(const char *where)
@@ -303,6 +325,7 @@ void lcd_db_close(lcd_db_t *db)
 	pthread_mutex_destroy(&db->lock);
 	explicit_bzero(db->seal_key, sizeof(db->seal_key));
 	free(db->where);
+	free(db->node);
 	free(db);
 }
 
@@ -320,6 +343,17 @@ void lcd_db_set_seal_key(lcd_db_t *db, const unsigned char *key)
 const unsigned char *lcd_db_seal_key(const lcd_db_t *db)
 {
 	return db->has_seal_key ? db->seal_key : NULL;
+}
+
+void lcd_db_set_node(lcd_db_t *db, const char *name)
+{
+	free(db->node);
+	db->node = name ? strdup(name) : NULL;
+}
+
+const char *lcd_db_node(const lcd_db_t *db)
+{
+	return db->node;
 }
 
 const char *lcd_db_where(const lcd_db_t *db)

@@ -24,7 +24,9 @@
  * compares bytewise as in SQLite, COLLATE "C"; BLOB is TEXT: lcd binds
  * text only; PRIMARY KEY AUTOINCREMENT is an identity column).
  * json_extract(doc, '$."key"') exists in both (a function the
- * PostgreSQL engine defines).
+ * PostgreSQL engine defines), and so does lcd_now_ms(): the time in ms
+ * since the epoch by the store's clock (PostgreSQL: the server's, one
+ * clock for every node of a cluster; SQLite: this host's).
  * Why one text and not a statement per engine where they differ: the SQL
  * sits beside the code that uses it, in files many people change; a second
  * copy of each statement would drift from the first unnoticed, and the
@@ -52,7 +54,7 @@
 
 typedef struct lcd_db lcd_db_t;
 
-#define LCD_DB_SCHEMA_VERSION 9
+#define LCD_DB_SCHEMA_VERSION 10
 
 /* Does where name a PostgreSQL database (a postgresql:// or postgres://
  * URL) rather than an SQLite file? */
@@ -72,6 +74,10 @@ long long lcd_db_schema_version(lcd_db_t *db, lc_error_t **err);
  * be neither set nor read). */
 void lcd_db_set_seal_key(lcd_db_t *db, const unsigned char *key);
 const unsigned char *lcd_db_seal_key(const lcd_db_t *db);
+/* The node this handle's lcd is (nodes.c): the store names it in the
+ * rows of what it runs and holds.  NULL until set. */
+void lcd_db_set_node(lcd_db_t *db, const char *name);
+const char *lcd_db_node(const lcd_db_t *db);
 
 /* The lock is recursive: hold it across several statements that must see
  * one state.  lcd_db_begin takes it and opens a writing transaction (see

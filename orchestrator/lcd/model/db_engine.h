@@ -51,6 +51,7 @@ struct lcd_db {
 	void *conn;  /* the engine's */
 	unsigned char seal_key[LCD_SEAL_KEY_LEN];
 	bool has_seal_key;
+	char *node;
 };
 
 extern const lcd_db_ops_t lcd_db_sqlite_ops;

@@ -359,14 +359,17 @@ static int begin(lcd_db_t *db, lc_error_t **err)
 }
 
 /* What the shared text needs on this engine, made (or made again) by the
- * holder of the migration lock: the schema's version and json_extract()
- * as SQLite has it, for the paths lcd uses ($."key" and $.key). */
+ * holder of the migration lock: the schema's version, json_extract() as
+ * SQLite has it (for the paths lcd uses: $."key" and $.key), and
+ * lcd_now_ms(). */
 static const char setup_sql[] =
 	"CREATE TABLE IF NOT EXISTS lcd_schema (version BIGINT NOT NULL);"
 	"INSERT INTO lcd_schema SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM lcd_schema);"
 	"CREATE OR REPLACE FUNCTION json_extract(doc text, path text) RETURNS text LANGUAGE sql IMMUTABLE AS "
 	"$f$ SELECT CASE WHEN path LIKE '$.\"%\"' THEN doc::jsonb ->> substr(path, 4, length(path) - 4) "
-	"WHEN path LIKE '$.%' THEN doc::jsonb ->> substr(path, 3) END $f$;";
+	"WHEN path LIKE '$.%' THEN doc::jsonb ->> substr(path, 3) END $f$;"
+	"CREATE OR REPLACE FUNCTION lcd_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS "
+	"$f$ SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint $f$;";
 
 static int migration_lock(lcd_db_t *db, bool take, lc_error_t **err)
 {

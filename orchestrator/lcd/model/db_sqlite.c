@@ -118,6 +118,14 @@ static int step(lcd_db_t *db, const char *sql, int to, lc_error_t **err)
 	return script(db, sql, err) < 0 || script(db, bump, err) < 0 ? -1 : 0;
 }
 
+/* lcd_now_ms(): this host's wall clock, as the PostgreSQL engine's
+ * function of that name gives the server's. */
+static void now_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	(void)argc, (void)argv;
+	sqlite3_result_int64(ctx, lc_wall_ms());
+}
+
 static void close_conn(lcd_db_t *db)
 {
 	sqlite3_close(conn(db));
@@ -156,5 +164,6 @@ int lcd_db_sqlite_open(lcd_db_t *db, const char *path, lc_error_t **err)
 	}
 	db->conn = c;
 	sqlite3_busy_timeout(c, 5000);
+	sqlite3_create_function(c, "lcd_now_ms", 0, SQLITE_UTF8, NULL, now_ms, NULL, NULL);
 	return script(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", err);
 }

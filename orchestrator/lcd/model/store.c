@@ -11,7 +11,7 @@
 
 #define TASK_COLUMNS \
 	"id, app, function, schedule, state, args, result, exit_code, error, attempts, " \
-	"sandbox_id, created_at, started_at, finished_at"
+	"sandbox_id, created_at, started_at, finished_at, node"
 
 /* ---- apps ---- */
 
@@ -204,7 +204,7 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 	const char *id = json_string_value(json_object_get(json_array_get(rows, 0), "id"));
 	if (lcd_db_exec(db, err,
 			"UPDATE tasks SET state = 'running', sandbox_id = ?, started_at = ?, finished_at = NULL, "
-			"attempts = attempts + 1 WHERE id = ?", "sis", sandbox_id, now, id) < 0)
+			"attempts = attempts + 1, node = ? WHERE id = ?", "siss", sandbox_id, now, lcd_db_node(db), id) < 0)
 		goto fail;
 	json_t *task = lcd_store_task_get(db, id, err);
 	if (!task)

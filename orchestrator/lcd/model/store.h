@@ -39,7 +39,7 @@ typedef struct {
  * durable when this returns without an error in it. */
 void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, long long now);
 /* Move the oldest queued task of app/function to running if fewer than
- * concurrency run; sets its sandbox id.  Returns the task row, or NULL
+ * concurrency run; sets its sandbox id and its node (lcd_db_node).  Returns the task row, or NULL
  * (with *err NULL) when nothing is to start. */
 json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function, int concurrency,
 			     const char *sandbox_id, long long now, lc_error_t **err);

@@ -1,0 +1,212 @@
+/* nodes.c — this lcd as a node (nodes.h).  Times in the nodes table are
+ * the store's clock (lcd_now_ms(): on PostgreSQL the server's), so the
+ * nodes of a cluster judge each other's heartbeats by one clock. */
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "nodes.h"
+#include "util.h"
+
+struct lcd_node {
+	char *name;
+	char *address;
+	int slots;
+	int cores;
+	long long memory;
+	char host[65]; /* this host and state directory, hashed */
+};
+
+bool lcd_node_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 63 || !isalnum((unsigned char)name[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("-_.", name[i]))
+			return false;
+	return true;
+}
+
+/* The host (its machine id) and this lcd's state directory: an lcd that
+ * starts with the same is this node's own next run. */
+static void host_id(char hex[65])
+{
+	_cleanup_free_ char *mid = NULL;
+	if (lc_read_file("/etc/machine-id", &mid, NULL, NULL) < 0) {
+		char h[256] = "";
+		gethostname(h, sizeof(h) - 1);
+		mid = strdup(h);
+	}
+	_cleanup_free_ char *dir = realpath(lc_lib_dir(), NULL);
+	_cleanup_free_ char *id = lc_strdup_printf("%s\n%s", mid, dir ? dir : lc_lib_dir());
+	unsigned char md[32];
+	lc_sha256_t *h = lc_sha256_new();
+	lc_sha256_update(h, id, strlen(id));
+	lc_sha256_final(h, md);
+	lc_sha256_hex(md, hex);
+}
+
+/* [{name, digest}] of the images in this node's store */
+static char *images_text(void)
+{
+	_cleanup_json_ json_t *list = NULL;
+	lc_error_t *err = NULL;
+	json_t *out = json_array();
+	if (lc_image_list(&list, &err) == 0) {
+		size_t i;
+		json_t *im;
+		json_array_foreach(list, i, im)
+			json_array_append_new(out, json_pack("{s:O, s:O}", "name", json_object_get(im, "name"), "digest",
+							     json_object_get(im, "digest") ?: json_null()));
+	}
+	lc_error_free(err);
+	char *text = json_dumps(out, JSON_COMPACT);
+	json_decref(out);
+	return text;
+}
+
+int lcd_node_slots(lcd_t *lcd)
+{
+	return lcd->node ? lcd->node->slots : 0;
+}
+
+long long lcd_node_used(lcd_t *lcd)
+{
+	const char *me = lcd_db_node(lcd->db);
+	return lcd_db_query_int(lcd->db, NULL, -1,
+				"SELECT (SELECT count(*) FROM tasks WHERE node = ?1 AND state = 'running') + "
+				"(SELECT count(*) FROM sandboxes WHERE node = ?1)",
+				"s", me);
+}
+
+int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err)
+{
+	struct lcd_node *n = lc_xmalloc0(sizeof(*n));
+	char host[256] = "";
+	if (!cfg->name && gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "lcd");
+	host[strcspn(host, ".")] = '\0'; /* the short name */
+	n->name = strdup(cfg->name ? cfg->name : host);
+	n->address = cfg->address ? strdup(cfg->address) : NULL;
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	n->cores = cores > 0 ? (int)cores : 1;
+	n->memory = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+	n->slots = cfg->slots > 0 ? cfg->slots : 16 * n->cores;
+	host_id(n->host);
+	lcd->node = n;
+	if (!lcd_node_name_valid(n->name))
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "node name '%s': letters, digits, '-', '_', '.' (at most 63): set node_name in lcd.json",
+				    n->name);
+	_cleanup_free_ char *images = images_text();
+	if (lcd_db_begin(lcd->db, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *rows = lcd_db_query(
+		lcd->db, err,
+		"SELECT host, stopped_at, lcd_now_ms() - heartbeat_at AS silent FROM nodes WHERE name = ?", "s", n->name);
+	json_t *row = rows ? json_array_get(rows, 0) : NULL;
+	if (!rows)
+		goto fail;
+	if (row && strcmp(json_string_value(json_object_get(row, "host")), n->host) &&
+	    json_is_null(json_object_get(row, "stopped_at")) &&
+	    json_integer_value(json_object_get(row, "silent")) < LCD_NODE_DEAD_MS) {
+		lc_error_set(err, LC_EXIT_BUSY, 0,
+			     "node %s is up elsewhere (its heartbeat %lld ms ago): give this lcd another node_name", n->name,
+			     (long long)json_integer_value(json_object_get(row, "silent")));
+		goto fail;
+	}
+	if (lcd_db_exec(lcd->db, err,
+			"INSERT INTO nodes (name, address, host, cores, memory, slots, used, images, version, started_at, "
+			"heartbeat_at, stopped_at) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, lcd_now_ms(), lcd_now_ms(), NULL) "
+			"ON CONFLICT (name) DO UPDATE SET address = excluded.address, host = excluded.host, "
+			"cores = excluded.cores, memory = excluded.memory, slots = excluded.slots, used = 0, "
+			"images = excluded.images, version = excluded.version, started_at = excluded.started_at, "
+			"heartbeat_at = excluded.heartbeat_at, stopped_at = NULL",
+			"sssiiiss", n->name, n->address, n->host, (long long)n->cores, n->memory, (long long)n->slots, images,
+			PACKAGE_VERSION) < 0)
+		goto fail;
+	if (lcd_db_commit(lcd->db, err) < 0)
+		return -1;
+	lcd_db_set_node(lcd->db, n->name);
+	return 0;
+fail:
+	lcd_db_rollback(lcd->db);
+	return -1;
+}
+
+static void beat(lcd_t *lcd)
+{
+	struct lcd_node *n = lcd->node;
+	long long used = lcd_node_used(lcd);
+	_cleanup_free_ char *images = images_text();
+	lc_error_t *err = NULL;
+	if (lcd_db_exec(lcd->db, &err,
+			"UPDATE nodes SET heartbeat_at = lcd_now_ms(), used = ?, images = ?, stopped_at = NULL "
+			"WHERE name = ? AND host = ?",
+			"isss", used < 0 ? 0 : used, images, n->name, n->host) < 0) {
+		lcd_log("node %s: heartbeat: %s", n->name, err->msg);
+		lc_error_free(err);
+	}
+}
+
+void *lcd_node_thread(void *arg)
+{
+	lcd_t *lcd = arg;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		beat(lcd);
+		if (lcd_sleep(lcd, &lcd->tick, LCD_NODE_BEAT_MS))
+			return NULL;
+	}
+}
+
+void lcd_node_stop(lcd_t *lcd)
+{
+	struct lcd_node *n = lcd->node;
+	if (!n)
+		return;
+	if (lcd->db)
+		lcd_db_exec(lcd->db, NULL, "UPDATE nodes SET stopped_at = lcd_now_ms(), used = 0 WHERE name = ? AND host = ?",
+			    "ss", n->name, n->host);
+	free(n->name);
+	free(n->address);
+	free(n);
+	lcd->node = NULL;
+}
+
+json_t *lcd_nodes_list(lcd_t *lcd, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(
+		lcd->db, err,
+		"SELECT name, address, cores, memory, slots, used, images, version, started_at, heartbeat_at, "
+		"CASE WHEN stopped_at IS NOT NULL THEN 'stopped' WHEN lcd_now_ms() - heartbeat_at > ? THEN 'dead' "
+		"ELSE 'up' END AS state FROM nodes ORDER BY name",
+		"i", (long long)LCD_NODE_DEAD_MS);
+	if (!rows)
+		return NULL;
+	json_t *out = json_array();
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r) {
+		long long slots = json_integer_value(json_object_get(r, "slots"));
+		long long used = json_integer_value(json_object_get(r, "used"));
+		const char *state = json_string_value(json_object_get(r, "state"));
+		json_t *images = json_loads(json_string_value(json_object_get(r, "images")), 0, NULL);
+		json_array_append_new(
+			out, json_pack("{s:O, s:s, s:O, s:O, s:O, s:I, s:I, s:I, s:o, s:O, s:O, s:O}", "name",
+				       json_object_get(r, "name"), "state", state, "address", json_object_get(r, "address"),
+				       "cores", json_object_get(r, "cores"), "memory", json_object_get(r, "memory"), "slots",
+				       (json_int_t)slots, "used", (json_int_t)used, "free",
+				       (json_int_t)(strcmp(state, "up") || used >= slots ? 0 : slots - used), "images",
+				       images ? images : json_array(), "version", json_object_get(r, "version"), "started",
+				       json_object_get(r, "started_at"), "heartbeat", json_object_get(r, "heartbeat_at")));
+	}
+	return out;
+}

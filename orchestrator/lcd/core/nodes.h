@@ -1,0 +1,37 @@
+/* nodes.h — this lcd as a node of the store it shares (nodes.c): its row
+ * in nodes, the heartbeat that renews it, and the cluster as
+ * `lcctl node ls` shows it.  With SQLite the one lcd is its only node. */
+#ifndef LCD_NODES_H
+#define LCD_NODES_H
+
+#include "lcd.h"
+
+#define LCD_NODE_BEAT_MS 5000   /* how often a node renews its row */
+#define LCD_NODE_DEAD_MS 30000  /* a node silent this long is dead */
+
+typedef struct lcd_node_cfg {
+	const char *name;    /* lcd.json node_name; NULL: the host's name */
+	const char *address; /* node_address, HOST:PORT; NULL: listen's */
+	int slots;           /* node_slots: sandboxes and tasks at once; 0: 16 per core */
+} lcd_node_cfg_t;
+
+/* lcd.json "node_name": letters, digits, '-', '_', '.'; at most 63. */
+bool lcd_node_name_valid(const char *name);
+/* Register: make this node's row, or take it over from this node's own
+ * earlier run (same host and state directory).  A live node of that name
+ * elsewhere: LC_EXIT_BUSY.  The store then names this node in the rows
+ * of what it runs and holds (lcd_db_node). */
+int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err);
+/* The heartbeat: every LCD_NODE_BEAT_MS until lcd stops. */
+void *lcd_node_thread(void *arg);
+/* A clean stop: the row says so (node ls: "stopped"). */
+void lcd_node_stop(lcd_t *lcd);
+/* [{name, state (up, dead, stopped), address, cores, memory, slots, used,
+ * free, images [{name, digest}], version, started, heartbeat}], by name. */
+json_t *lcd_nodes_list(lcd_t *lcd, lc_error_t **err);
+/* This node's sandbox slots, and how many its running tasks and its
+ * sandboxes take now (-1 on a store error). */
+int lcd_node_slots(lcd_t *lcd);
+long long lcd_node_used(lcd_t *lcd);
+
+#endif
