@@ -628,6 +628,12 @@ int main(int argc, char **argv)
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
 	pthread_create(&node, NULL, lcd_node_thread, &lcd);
+	if (lcd_node_listen_start(&lcd, &err) < 0) {
+		/* the heartbeat and the dispatcher's 1 s look do without it */
+		lcd_log("%s", err->msg);
+		lc_error_free(err);
+		err = NULL;
+	}
 	if (token)
 		explicit_bzero(token, strlen(token));
 
@@ -655,6 +661,7 @@ int main(int argc, char **argv)
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
 	pthread_join(node, NULL);
+	lcd_node_listen_stop(&lcd);
 	/* Running tasks end now: failed (or queued again, per retries).  Kill
 	 * again while waiting: a sandbox still being made was not there yet. */
 	int left;

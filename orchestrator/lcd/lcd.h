@@ -118,6 +118,10 @@ int lcd_runner_tar_finish(lcd_tar_t *job, bool abort, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);
+/* The channel on which a deploy or a delete is told to the other nodes,
+ * and what they do then: take the apps as the store has them now. */
+#define LCD_APPS_CHANNEL "lcd_apps"
+void lcd_apps_sync(lcd_t *lcd);
 void lcd_apps_free(lcd_t *lcd);
 /* A counted reference (lcd_app_unref it) or NULL. */
 lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name);

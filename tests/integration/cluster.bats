@@ -30,12 +30,14 @@ teardown() {
 	echo "$output" | jq -e --argjson c "$cores" '.[1].slots == 16 * $c'
 	# the text table says the same
 	ctl 1 node ls | grep -E '^node2 +up +10\.77\.0\.2:7070 '
-	# a task run through node 1 names it
+	# a task's record names the node that ran it: its log is there
 	run ctl 1 run farm:hello '{"n": 1}'
 	[ "$status" -eq 0 ]
 	id=$(ctl 1 task list --json | jq -r '.[0].id')
-	ctl 2 task show "$id" | jq -e '.node == "node1" and .state == "succeeded"'
-	ctl 1 task list --json | jq -e '.[0].node == "node1"'
+	node=$(ctl 2 task show "$id" | jq -r 'select(.state == "succeeded") | .node')
+	[[ "$node" == node[12] ]]
+	[ -s "$T/n${node#node}/root/lcd/logs/$id.log" ]
+	ctl 1 task list --json | jq -e --arg n "$node" '.[0].node == $n'
 	# heartbeats move on
 	b1=$(ctl 1 node ls --json | jq '.[1].heartbeat')
 	sleep 6
@@ -58,3 +60,50 @@ teardown() {
 	[[ "$output" == *"same secret_key_file"* ]]
 }
 
+# running tasks of FN in the whole cluster
+running() { lcd_sql "SELECT count(*) FROM tasks WHERE function = '$1' AND state = 'running'"; }
+
+release_one() { # a running gated task: its go file, on the node that runs it
+	local row id node
+	row=$(lcd_sql "SELECT id, node FROM tasks WHERE function = 'gated' AND state = 'running' ORDER BY started_at LIMIT 1")
+	[ -n "$row" ] || return 1
+	id=${row%%|*} node=${row##*|}
+	touch "$T/n${node#node}/root/lcd/tasks/$id/go"
+	echo "$id"
+}
+
+@test "cluster: spawns through all three nodes; a function's concurrency holds across the cluster; a deploy reaches every node" {
+	for i in 1 2 3; do node_start "$i" '"node_slots": 2'; done
+	ctl 1 deploy "$FIXTURES/app.json"
+	# the other nodes follow the deploy (told at once, else at their next beat)
+	for i in 2 3; do
+		for _ in $(seq 100); do ctl "$i" app show farm >/dev/null 2>&1 && break; sleep 0.1; done
+		ctl "$i" app show farm >/dev/null
+	done
+	# 12 tasks, 4 through each node; concurrency 3 in all, though the
+	# three nodes have room for 6
+	for i in 1 2 3; do
+		for k in 1 2 3 4; do ctl "$i" run -d farm:gated "{\"n\": \"$i.$k\"}" >/dev/null; done
+	done
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE function = 'gated'")" -eq 12 ]
+	for _ in $(seq 100); do [ "$(running gated)" -eq 3 ] && break; sleep 0.1; done
+	nodes_seen=""
+	done_n=0
+	while [ "$done_n" -lt 12 ]; do
+		r=$(running gated)
+		[ "$r" -le 3 ]
+		nodes_seen+=" $(lcd_sql "SELECT DISTINCT node FROM tasks WHERE function = 'gated' AND state = 'running'" | tr '\n' ' ')"
+		# no node runs more than its 2 slots
+		[ -z "$(lcd_sql "SELECT node FROM tasks WHERE state = 'running' GROUP BY node HAVING count(*) > 2")" ]
+		id=$(release_one) || { sleep 0.2; continue; }
+		wait_task 1 "$id" succeeded
+		done_n=$((done_n + 1))
+	done
+	# none lost, none twice: 12 succeeded, each once
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE function = 'gated' AND state = 'succeeded' AND attempts = 1")" -eq 12 ]
+	# the work went to more than one node (each has room for 2 of the 3)
+	[ "$(echo "$nodes_seen" | tr ' ' '\n' | sort -u | grep -c node)" -ge 2 ]
+	# every node answers for every task
+	id=$(ctl 3 task list --json | jq -r '.[0].id')
+	for i in 1 2 3; do ctl "$i" task show "$id" | jq -e '.state == "succeeded"'; done
+}

@@ -13,6 +13,9 @@
 #include "util.h"
 
 struct lcd_node {
+	lcd_db_listener_t *listener;
+	pthread_t listen_thread;
+	bool listening;
 	char *name;
 	char *address;
 	int slots;
@@ -73,6 +76,12 @@ static char *images_text(void)
 int lcd_node_slots(lcd_t *lcd)
 {
 	return lcd->node ? lcd->node->slots : 0;
+}
+
+bool lcd_node_has_room(lcd_t *lcd)
+{
+	long long used = lcd_node_used(lcd);
+	return used >= 0 && used < lcd_node_slots(lcd);
 }
 
 long long lcd_node_used(lcd_t *lcd)
@@ -162,9 +171,91 @@ void *lcd_node_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		beat(lcd);
+		lcd_apps_sync(lcd);
 		if (lcd_sleep(lcd, &lcd->tick, LCD_NODE_BEAT_MS))
 			return NULL;
 	}
+}
+
+static bool stopping(lcd_t *lcd)
+{
+	pthread_mutex_lock(&lcd->lock);
+	bool s = lcd->stopping;
+	pthread_mutex_unlock(&lcd->lock);
+	return s;
+}
+
+static void wake_dispatcher(lcd_t *lcd)
+{
+	pthread_mutex_lock(&lcd->lock);
+	pthread_cond_broadcast(&lcd->wake);
+	pthread_cond_broadcast(&lcd->changed);
+	pthread_mutex_unlock(&lcd->lock);
+}
+
+static void *listen_thread(void *arg)
+{
+	lcd_t *lcd = arg;
+	struct lcd_node *n = lcd->node;
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	bool lost = false;
+	while (!stopping(lcd)) {
+		_cleanup_free_ char *channel = NULL, *payload = NULL;
+		lc_error_t *err = NULL;
+		int r = lcd_db_listen_wait(n->listener, 1000, &channel, &payload, &err);
+		if (r < 0) {
+			if (!lost)
+				lcd_log("node %s: %s (listening again when it is back)", n->name, err->msg);
+			lost = true;
+			lc_error_free(err);
+			continue;
+		}
+		if (lost && r >= 0) {
+			/* what was told meanwhile is not known: as if all of it */
+			lcd_log("node %s: listening again", n->name);
+			lost = false;
+			wake_dispatcher(lcd);
+			lcd_apps_sync(lcd);
+		}
+		if (r == 0)
+			continue;
+		if (!strcmp(channel, LCD_QUEUE_CHANNEL))
+			wake_dispatcher(lcd);
+		else if (!strcmp(channel, LCD_APPS_CHANNEL))
+			lcd_apps_sync(lcd);
+	}
+	return NULL;
+}
+
+int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err)
+{
+	struct lcd_node *n = lcd->node;
+	static const char *const channels[] = { LCD_QUEUE_CHANNEL, LCD_APPS_CHANNEL, NULL };
+	if (lcd_db_listen(lcd->db, channels, &n->listener, err) < 0)
+		return -1;
+	if (!n->listener)
+		return 0; /* SQLite: nobody else to hear from */
+	int e = pthread_create(&n->listen_thread, NULL, listen_thread, lcd);
+	if (e != 0) {
+		lcd_db_listen_close(n->listener);
+		n->listener = NULL;
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "node %s: cannot start its listener", n->name);
+	}
+	n->listening = true;
+	return 0;
+}
+
+void lcd_node_listen_stop(lcd_t *lcd)
+{
+	struct lcd_node *n = lcd->node;
+	if (!n || !n->listening)
+		return;
+	pthread_join(n->listen_thread, NULL);
+	n->listening = false;
+	lcd_db_listen_close(n->listener);
+	n->listener = NULL;
 }
 
 void lcd_node_stop(lcd_t *lcd)

@@ -22,8 +22,17 @@ bool lcd_node_name_valid(const char *name);
  * elsewhere: LC_EXIT_BUSY.  The store then names this node in the rows
  * of what it runs and holds (lcd_db_node). */
 int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err);
-/* The heartbeat: every LCD_NODE_BEAT_MS until lcd stops. */
+/* The heartbeat: every LCD_NODE_BEAT_MS until lcd stops; each beat also
+ * takes the apps as the store has them (a deploy told while this node
+ * did not listen). */
 void *lcd_node_thread(void *arg);
+/* What the other nodes tell (PostgreSQL): a task queued or ended (the
+ * dispatcher looks again), an app deployed or deleted.  Not started on
+ * SQLite. */
+int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err);
+void lcd_node_listen_stop(lcd_t *lcd);
+/* Has this node room for one more sandbox or task? */
+bool lcd_node_has_room(lcd_t *lcd);
 /* A clean stop: the row says so (node ls: "stopped"). */
 void lcd_node_stop(lcd_t *lcd);
 /* [{name, state (up, dead, stopped), address, cores, memory, slots, used,

@@ -19,6 +19,7 @@
 #include "gateway.h"
 #include "image.h"
 #include "lcd.h"
+#include "nodes.h"
 #include "util.h"
 
 #define RESULT_MAX (1 << 20) /* result.json larger than this is refused */
@@ -644,6 +645,9 @@ static void dispatch_once(lcd_t *lcd)
 			bool stop = lcd->stopping;
 			pthread_mutex_unlock(&lcd->lock);
 			if (stop)
+				break;
+			/* the node takes a task only when it has room for it */
+			if (!lcd_node_has_room(lcd))
 				break;
 			char sandbox[LC_ID_LEN + 1];
 			lc_random_hex(sandbox, LC_ID_LEN);

@@ -381,8 +381,13 @@ void lcd_db_unlock(lcd_db_t *db)
 
 int lcd_db_begin(lcd_db_t *db, lc_error_t **err)
 {
+	return lcd_db_begin_on(db, NULL, err);
+}
+
+int lcd_db_begin_on(lcd_db_t *db, const char *lock, lc_error_t **err)
+{
 	lcd_db_lock(db);
-	if (db->ops->begin(db, err) < 0) {
+	if (db->ops->begin(db, lock, err) < 0) {
 		lcd_db_unlock(db);
 		return -1;
 	}
@@ -405,6 +410,21 @@ void lcd_db_rollback(lcd_db_t *db)
 	db->ops->script(db, "ROLLBACK", NULL);
 	db->txn--;
 	lcd_db_unlock(db);
+}
+
+int lcd_db_notify(lcd_db_t *db, const char *channel, const char *payload, lc_error_t **err)
+{
+	if (db->ops != &lcd_db_pg_ops)
+		return 0;
+	return lcd_db_exec(db, err, "SELECT pg_notify(?, ?)", "ss", channel, payload ? payload : "") < 0 ? -1 : 0;
+}
+
+int lcd_db_listen(lcd_db_t *db, const char *const *channels, lcd_db_listener_t **out, lc_error_t **err)
+{
+	*out = NULL;
+	if (db->ops != &lcd_db_pg_ops)
+		return 0;
+	return lcd_db_pg_listen(db, channels, out, err);
 }
 
 /* The arguments after types, as a list (at most 64: no statement of lcd's

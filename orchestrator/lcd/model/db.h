@@ -31,8 +31,10 @@
  * sits beside the code that uses it, in files many people change; a second
  * copy of each statement would drift from the first unnoticed, and the
  * differences lcd meets are few and mechanical.  What has no common form
- * at all (advisory locks, LISTEN/NOTIFY, SKIP LOCKED) is not SQL callers
- * write: it is a function of this interface.
+ * at all (advisory locks, LISTEN/NOTIFY) is not SQL callers write: it is
+ * a function of this interface; a SELECT's FOR UPDATE [SKIP LOCKED] at
+ * its end is dropped by the SQLite engine (a writing transaction there
+ * holds the whole file).
  *
  * Transactions: lcd_db_begin holds the handle's lock and, on PostgreSQL,
  * a transaction-scoped advisory lock shared by every node: one writing
@@ -85,6 +87,11 @@ const char *lcd_db_node(const lcd_db_t *db);
 void lcd_db_lock(lcd_db_t *db);
 void lcd_db_unlock(lcd_db_t *db);
 int lcd_db_begin(lcd_db_t *db, lc_error_t **err);
+/* A writing transaction that holds, instead of the one lock of every
+ * writer, a cluster-wide lock of its own name (PostgreSQL: an advisory
+ * lock keyed by name): for work that only competes with itself, such as
+ * taking a function's next task.  On SQLite the same as lcd_db_begin. */
+int lcd_db_begin_on(lcd_db_t *db, const char *lock, lc_error_t **err);
 int lcd_db_commit(lcd_db_t *db, lc_error_t **err);
 void lcd_db_rollback(lcd_db_t *db);
 
@@ -99,6 +106,25 @@ json_t *lcd_db_query(lcd_db_t *db, lc_error_t **err, const char *sql, const char
 /* The first column of the first row as an integer, or def when no row. */
 long long lcd_db_query_int(lcd_db_t *db, lc_error_t **err, long long def, const char *sql,
 			   const char *types, ...);
+
+/* ---- between the nodes of a cluster (PostgreSQL; no-ops on SQLite,
+ * where one lcd is the only node) ---- */
+/* Tell every node listening on channel (LISTEN/NOTIFY); inside a
+ * transaction it is sent when the transaction commits. */
+int lcd_db_notify(lcd_db_t *db, const char *channel, const char *payload, lc_error_t **err);
+/* A connection of its own that hears channels, and holds the cluster's
+ * session locks (lcd_db_listener_lock).  *out NULL on SQLite. */
+typedef struct lcd_db_listener lcd_db_listener_t;
+int lcd_db_listen(lcd_db_t *db, const char *const *channels, lcd_db_listener_t **out, lc_error_t **err);
+/* Wait up to ms: 1 with one notification's channel and payload
+ * (malloc'd), 0 when none came, -1 when the connection was lost: it is
+ * made again on the next call, and the caller acts as if it had heard
+ * every channel (what was sent meanwhile is not known). */
+int lcd_db_listen_wait(lcd_db_listener_t *l, int ms, char **channel, char **payload, lc_error_t **err);
+/* Try to take (or check that this connection still holds) the session
+ * lock of that name: true while held.  A lost connection loses it. */
+bool lcd_db_listener_lock(lcd_db_listener_t *l, const char *name);
+void lcd_db_listen_close(lcd_db_listener_t *l);
 
 /* A statement as the PostgreSQL engine sends it (malloc'd): placeholders
  * numbered $N; ddl: a migration step, its column types translated too. */

@@ -33,7 +33,7 @@ typedef struct lcd_db_ops {
 	/* Statements without parameters (transaction control). */
 	int (*script)(lcd_db_t *db, const char *sql, lc_error_t **err);
 	/* Open a writing transaction. */
-	int (*begin)(lcd_db_t *db, lc_error_t **err);
+	int (*begin)(lcd_db_t *db, const char *lock, lc_error_t **err); /* lock NULL: the writers' one */
 	/* Migrations: held by one opener at a time; the version; one step
 	 * (its text as this engine runs it) and the version it brings, in the
 	 * transaction begin opened. */
@@ -53,6 +53,8 @@ struct lcd_db {
 	bool has_seal_key;
 	char *node;
 };
+
+int lcd_db_pg_listen(lcd_db_t *db, const char *const *channels, lcd_db_listener_t **out, lc_error_t **err);
 
 extern const lcd_db_ops_t lcd_db_sqlite_ops;
 extern const lcd_db_ops_t lcd_db_pg_ops;

@@ -5,6 +5,7 @@
  * cast; answers come back as SQLite gives them (integers as integers,
  * booleans as 0 and 1).  A lost connection is made again (see db.h). */
 #include <ctype.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,10 +15,13 @@
 #include "db_engine.h"
 #include "util.h"
 
-/* Advisory locks lcd takes, all in one class (its first int: "lcd"). */
+/* Advisory locks lcd takes, all in one class (its first int: "lcd"), and
+ * the locks named by lcd (lcd_db_begin_on, lcd_db_listener_lock): the
+ * next class, keyed by the name's hashtext(). */
 #define LOCK_CLASS 0x6c6364
 #define LOCK_MIGRATION 1
 #define LOCK_WRITE 2
+#define LOCK_CLASS_NAMED (LOCK_CLASS + 1)
 
 #define RECONNECT_MS 20000 /* how long a statement waits for the server to come back */
 
@@ -351,10 +355,19 @@ static int script(lcd_db_t *db, const char *sql, lc_error_t **err)
 	return 0;
 }
 
-static int begin(lcd_db_t *db, lc_error_t **err)
+static int begin(lcd_db_t *db, const char *lock, lc_error_t **err)
 {
-	_cleanup_free_ char *sql =
-		lc_strdup_printf("BEGIN; SELECT pg_advisory_xact_lock(%d, %d)", LOCK_CLASS, LOCK_WRITE);
+	/* one string: BEGIN and the lock go (or are lost) together */
+	_cleanup_free_ char *sql = NULL;
+	if (!lock) {
+		sql = lc_strdup_printf("BEGIN; SELECT pg_advisory_xact_lock(%d, %d)", LOCK_CLASS, LOCK_WRITE);
+	} else {
+		char *lit = PQescapeLiteral(pgc(db), lock, strlen(lock));
+		if (!lit)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: lock %s: %s", lock, PQerrorMessage(pgc(db)));
+		sql = lc_strdup_printf("BEGIN; SELECT pg_advisory_xact_lock(%d, hashtext(%s))", LOCK_CLASS_NAMED, lit);
+		PQfreemem(lit);
+	}
 	return script(db, sql, err);
 }
 
@@ -408,6 +421,134 @@ static void close_conn(lcd_db_t *db)
 	free(g->url);
 	free(g);
 	db->conn = NULL;
+}
+
+/* ---- the listener: a connection of its own ---- */
+
+#define MAX_HELD 8
+
+struct lcd_db_listener {
+	char *url;
+	PGconn *c;
+	char **channels;
+	char *held[MAX_HELD]; /* the session locks this connection holds */
+};
+
+static void listener_drop(lcd_db_listener_t *l)
+{
+	PQfinish(l->c);
+	l->c = NULL;
+	for (size_t i = 0; i < MAX_HELD; i++) {
+		free(l->held[i]);
+		l->held[i] = NULL;
+	}
+}
+
+static int listener_connect(lcd_db_listener_t *l, lc_error_t **err)
+{
+	l->c = connect_to(l->url);
+	if (!l->c || PQstatus(l->c) != CONNECTION_OK) {
+		_cleanup_free_ char *m = one_line(l->c ? PQerrorMessage(l->c) : "out of memory");
+		listener_drop(l);
+		return lc_error_set(err, LC_EXIT_BUSY, 0, "database: cannot connect to listen: %s", m);
+	}
+	for (size_t i = 0; l->channels && l->channels[i]; i++) {
+		char *id = PQescapeIdentifier(l->c, l->channels[i], strlen(l->channels[i]));
+		_cleanup_free_ char *sql = lc_strdup_printf("LISTEN %s", id ? id : "\"\"");
+		PQfreemem(id);
+		PGresult *res = PQexec(l->c, sql);
+		bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+		PQclear(res);
+		if (!ok) {
+			_cleanup_free_ char *m = one_line(PQerrorMessage(l->c));
+			listener_drop(l);
+			return lc_error_set(err, LC_EXIT_BUSY, 0, "database: cannot listen on %s: %s", l->channels[i], m);
+		}
+	}
+	return 0;
+}
+
+int lcd_db_pg_listen(lcd_db_t *db, const char *const *channels, lcd_db_listener_t **out, lc_error_t **err)
+{
+	lcd_db_listener_t *l = lc_xmalloc0(sizeof(*l));
+	l->url = strdup(((pg_t *)db->conn)->url);
+	for (size_t i = 0; channels && channels[i]; i++)
+		lc_strv_push(&l->channels, channels[i]);
+	if (listener_connect(l, err) < 0) {
+		lcd_db_listen_close(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+static int take_notice(lcd_db_listener_t *l, char **channel, char **payload)
+{
+	PGnotify *n = PQnotifies(l->c);
+	if (!n)
+		return 0;
+	if (channel)
+		*channel = strdup(n->relname);
+	if (payload)
+		*payload = strdup(n->extra ? n->extra : "");
+	PQfreemem(n);
+	return 1;
+}
+
+int lcd_db_listen_wait(lcd_db_listener_t *l, int ms, char **channel, char **payload, lc_error_t **err)
+{
+	if (!l)
+		return usleep((useconds_t)ms * 1000), 0;
+	if (!l->c && listener_connect(l, err) < 0) {
+		usleep((useconds_t)ms * 1000);
+		return -1;
+	}
+	if (take_notice(l, channel, payload))
+		return 1;
+	struct pollfd pfd = { .fd = PQsocket(l->c), .events = POLLIN };
+	int r = poll(&pfd, 1, ms);
+	if (r > 0 && (PQconsumeInput(l->c) != 1 || PQstatus(l->c) != CONNECTION_OK)) {
+		_cleanup_free_ char *m = one_line(PQerrorMessage(l->c));
+		listener_drop(l);
+		return lc_error_set(err, LC_EXIT_BUSY, 0, "database: the listening connection was lost: %s", m);
+	}
+	return take_notice(l, channel, payload);
+}
+
+bool lcd_db_listener_lock(lcd_db_listener_t *l, const char *name)
+{
+	if (!l)
+		return true; /* SQLite: this lcd is the only node */
+	if (!l->c)
+		return false;
+	for (size_t i = 0; i < MAX_HELD; i++)
+		if (l->held[i] && !strcmp(l->held[i], name))
+			return true;
+	const char *vals[] = { name };
+	_cleanup_free_ char *sql = lc_strdup_printf("SELECT pg_try_advisory_lock(%d, hashtext($1))", LOCK_CLASS_NAMED);
+	PGresult *res = PQexecParams(l->c, sql, 1, NULL, vals, NULL, NULL, 0);
+	bool got = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (PQstatus(l->c) != CONNECTION_OK) {
+		listener_drop(l);
+		return false;
+	}
+	for (size_t i = 0; got && i < MAX_HELD; i++)
+		if (!l->held[i]) {
+			l->held[i] = strdup(name);
+			break;
+		}
+	return got;
+}
+
+void lcd_db_listen_close(lcd_db_listener_t *l)
+{
+	if (!l)
+		return;
+	listener_drop(l);
+	lc_strv_free(l->channels);
+	free(l->url);
+	free(l);
 }
 
 const lcd_db_ops_t lcd_db_pg_ops = {

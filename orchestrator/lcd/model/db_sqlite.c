@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sqlite3.h>
 
 #include "db_engine.h"
@@ -48,10 +49,25 @@ static json_t *column_json(sqlite3_stmt *st, int i)
 	}
 }
 
+/* A SELECT's FOR UPDATE [SKIP LOCKED] (db.h): SQLite has no row locks;
+ * its writing transaction holds the whole file.  The length of the
+ * statement without it, or -1: all of it. */
+static int without_row_lock(const char *sql)
+{
+	static const char *const tails[] = { " FOR UPDATE SKIP LOCKED", " FOR UPDATE" };
+	size_t n = strlen(sql);
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		size_t t = strlen(tails[i]);
+		if (n > t && !strcasecmp(sql + n - t, tails[i]))
+			return (int)(n - t);
+	}
+	return -1;
+}
+
 static int run(lcd_db_t *db, const char *sql, const lcd_db_param_t *p, size_t n, lcd_db_sink_t *out, lc_error_t **err)
 {
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(conn(db), sql, -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(conn(db), sql, without_row_lock(sql), &st, NULL) != SQLITE_OK)
 		return sql_fail(db, err, "prepare");
 	for (size_t k = 0; k < n; k++) {
 		int idx = (int)k + 1, rc;
@@ -92,8 +108,9 @@ static int run(lcd_db_t *db, const char *sql, const lcd_db_param_t *p, size_t n,
 	return r;
 }
 
-static int begin(lcd_db_t *db, lc_error_t **err)
+static int begin(lcd_db_t *db, const char *lock, lc_error_t **err)
 {
+	(void)lock; /* one writer at a time, whatever it names */
 	return script(db, "BEGIN IMMEDIATE", err);
 }
 

@@ -162,9 +162,13 @@ void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, lon
 	if (lcd_db_begin(db, &err) == 0) {
 		struct fn_count *counts = lc_xmalloc0(n * sizeof(*counts));
 		size_t n_counts = 0;
+		bool queued = false;
 		for (size_t i = 0; i < n; i++)
-			task_add_one(db, reqs[i], fn_count(db, counts, &n_counts, reqs[i]), now);
+			queued |= task_add_one(db, reqs[i], fn_count(db, counts, &n_counts, reqs[i]), now) == 0;
 		free(counts);
+		/* the other nodes hear of it once it is committed */
+		if (queued)
+			lcd_db_notify(db, LCD_QUEUE_CHANNEL, NULL, NULL);
 		if (lcd_db_commit(db, &err) == 0)
 			return;
 	}
@@ -182,7 +186,11 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 			     const char *sandbox_id, long long now, lc_error_t **err)
 {
 	_cleanup_json_ json_t *rows = NULL;
-	if (lcd_db_begin(db, err) < 0)
+	/* One taker of the function's tasks at a time in the whole cluster
+	 * (its lock): the running count it reads stays true until it commits;
+	 * takers of other functions go on meanwhile. */
+	_cleanup_free_ char *lock = lc_strdup_printf("task:%s/%s", app, function);
+	if (lcd_db_begin_on(db, lock, err) < 0)
 		return NULL;
 	long long running = lcd_db_query_int(db, err, 0,
 		"SELECT count(*) FROM tasks WHERE app = ? AND function = ? AND state = 'running'", "ss", app, function);
@@ -193,7 +201,8 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 		return NULL;
 	}
 	rows = lcd_db_query(db, err,
-		"SELECT id FROM tasks WHERE app = ? AND function = ? AND state = 'queued' ORDER BY seq LIMIT 1",
+		"SELECT id FROM tasks WHERE app = ? AND function = ? AND state = 'queued' ORDER BY seq LIMIT 1 "
+		"FOR UPDATE SKIP LOCKED",
 		"ss", app, function);
 	if (!rows)
 		goto fail;
@@ -219,20 +228,28 @@ fail:
 	return NULL;
 }
 
+/* A task left the running: its function may start another, anywhere. */
+static int freed(lcd_db_t *db, int n)
+{
+	if (n > 0)
+		lcd_db_notify(db, LCD_QUEUE_CHANNEL, NULL, NULL);
+	return n;
+}
+
 int lcd_store_task_finish(lcd_db_t *db, const char *id, const char *state, const char *result_json,
 			  int exit_code, const char *error, long long now, lc_error_t **err)
 {
-	return lcd_db_exec(db, err,
-			   "UPDATE tasks SET state = ?, result = ?, exit_code = ?, error = ?, finished_at = ? "
-			   "WHERE id = ? AND state = 'running'",
-			   "ssisis", state, result_json, (long long)exit_code, error, now, id);
+	return freed(db, lcd_db_exec(db, err,
+				     "UPDATE tasks SET state = ?, result = ?, exit_code = ?, error = ?, finished_at = ? "
+				     "WHERE id = ? AND state = 'running'",
+				     "ssisis", state, result_json, (long long)exit_code, error, now, id));
 }
 
 int lcd_store_task_requeue(lcd_db_t *db, const char *id, const char *error, lc_error_t **err)
 {
-	return lcd_db_exec(db, err,
-			   "UPDATE tasks SET state = 'queued', error = ?, sandbox_id = NULL WHERE id = ? AND state = 'running'",
-			   "ss", error, id);
+	return freed(db, lcd_db_exec(db, err,
+				     "UPDATE tasks SET state = 'queued', error = ?, sandbox_id = NULL WHERE id = ? AND state = 'running'",
+				     "ss", error, id));
 }
 
 int lcd_store_task_cancel_queued(lcd_db_t *db, const char *id, long long now, lc_error_t **err)

@@ -21,6 +21,9 @@ int lcd_store_app_delete(lcd_db_t *db, const char *name, lc_error_t **err);
 json_t *lcd_store_apps(lcd_db_t *db, lc_error_t **err); /* [{name, manifest(text), deployed_at}] */
 
 /* ---- tasks ---- */
+/* The channel (lcd_db_notify) on which the nodes hear that a task was
+ * queued or left the running: a node with room may take one now. */
+#define LCD_QUEUE_CHANNEL "lcd_queue"
 /* A request to queue one task per element of args_list for
  * app/function, all or none: refused with LC_EXIT_BUSY (in err) when
  * running + queued + n would exceed capacity (concurrency + queue).  The
