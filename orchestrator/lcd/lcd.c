@@ -114,6 +114,7 @@ struct config {
 	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
 	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
 	char *node_name, *node_address; /* nodes.h */
+	char *cluster_token_file;       /* forward.h; NULL: token_file */
 	long long node_slots;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
@@ -208,6 +209,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->node_address;
 		else if (!strcmp(key, "node_slots"))
 			n = &c->node_slots;
+		else if (!strcmp(key, "cluster_token_file"))
+			s = &c->cluster_token_file;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -526,6 +529,20 @@ int main(int argc, char **argv)
 			return LC_EXIT_INVALID;
 		}
 	}
+	/* The token the nodes of a cluster present to each other (and take
+	 * as the operator's): its own file, else the listener's. */
+	_cleanup_free_ char *cluster_token = NULL;
+	if (cfg.cluster_token_file) {
+		if (lc_read_file(cfg.cluster_token_file, &cluster_token, NULL, &err) < 0)
+			return fail(err);
+		cluster_token[strcspn(cluster_token, "\r\n")] = '\0';
+		if (strlen(cluster_token) < 16) {
+			fprintf(stderr, "lcd: token in %s is too short (at least 16 characters)\n", cfg.cluster_token_file);
+			return LC_EXIT_INVALID;
+		}
+	} else if (token) {
+		cluster_token = strdup(token);
+	}
 
 	/* The key secrets are sealed with.  With SQLite lcd makes one beside
 	 * lcd.db the first time; nodes sharing a PostgreSQL store must be
@@ -588,6 +605,7 @@ int main(int argc, char **argv)
 	lcd_node_cfg_t ncfg = { cfg.node_name, cfg.node_address ? cfg.node_address : cfg.listen, (int)cfg.node_slots };
 	if (lcd_node_start(&lcd, &ncfg, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
+	lcd_node_set_token(&lcd, cluster_token);
 	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
 
@@ -620,7 +638,8 @@ int main(int argc, char **argv)
 	 * started and no thread of ours to stop.  (A spawn answered before
 	 * the dispatcher runs waits in the queue for it.) */
 	lcd_api_cfg_t acfg = { cfg.listen, token, (unsigned)cfg.listen_idle_timeout, (unsigned)cfg.listen_per_ip,
-			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections };
+			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections,
+			       cluster_token };
 	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, sock, err);
@@ -636,6 +655,8 @@ int main(int argc, char **argv)
 	}
 	if (token)
 		explicit_bzero(token, strlen(token));
+	if (cluster_token)
+		explicit_bzero(cluster_token, strlen(cluster_token));
 
 	lcd_log("serving on %s%s%s (database %s, node %s with %d slots, %zu apps)", sock, cfg.listen ? " and " : "",
 		cfg.listen ? cfg.listen : "", lcd_db_where(lcd.db), lcd_db_node(lcd.db), lcd_node_slots(&lcd), lcd.n_apps);

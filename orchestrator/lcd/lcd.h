@@ -247,6 +247,11 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 /* At start: tokens are dropped, sandboxes of tasks (none runs now) and
  * half-made ones are removed, records of vanished ones forgotten. */
 int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err);
+/* A node removes what another marked for removal on it (a task of that
+ * node ended, lcd_sandbox_delete there): told on this channel, and at
+ * each heartbeat. */
+#define LCD_SANDBOXES_CHANNEL "lcd_sandboxes"
+void lcd_sandboxes_sweep(lcd_t *lcd);
 
 /* ---- sbexec.c: sessions (persistent shells) ---- */
 /* End the sessions of a sandbox (it is being removed). */
@@ -264,6 +269,7 @@ typedef struct lcd_api_cfg {
 	unsigned idle_timeout, per_ip;
 	unsigned unix_idle_timeout;
 	int task_connections, operator_connections;
+	const char *cluster_token; /* the other nodes' (forward.h): the operator's on TCP too */
 } lcd_api_cfg_t;
 #define LCD_TCP_IDLE_TIMEOUT_S 60
 #define LCD_TCP_PER_IP 64

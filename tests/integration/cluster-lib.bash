@@ -1,7 +1,8 @@
 # Several lcd nodes on this machine sharing one private PostgreSQL store:
 # each node its own LCRUN_ROOT, state directory, operator socket and TCP
 # listener (N$i: $T/n$i/…), all the TCP listeners in one network
-# namespace the test makes ($CL_NS; node i on 10.77.0.$i:7070).
+# namespace the test makes ($CL_NS; node i on 10.77.0.$i:7070), entered with
+# nsenter --net (ip netns exec would remount /sys, and with it the cgroups).
 #
 #   load lcd-lib; load cluster-lib
 #   setup() { cluster_setup; node_start 1; node_start 2; … }
@@ -48,7 +49,7 @@ node_start() { # I [MEMBERS]: node I (MEMBERS: more of lcd.json's, '"k": v, …'
 	mkdir -p "$d"
 	printf '{"database": "%s", "secret_key_file": "%s", "node_name": "node%s", "listen": "10.77.0.%s:7070", "token_file": "%s"%s}\n' \
 		"$LCD_DATABASE" "$T/lcd.key" "$i" "$i" "$T/token" "${2:+, $2}" >"$d/lcd.json"
-	env $(node_env "$i") ip netns exec "$CL_NS" "$LCD" --socket "$d/lcd.sock" --config "$d/lcd.json" >>"$d/lcd.log" 2>&1 &
+	env $(node_env "$i") nsenter --net="/run/netns/$CL_NS" "$LCD" --socket "$d/lcd.sock" --config "$d/lcd.json" >>"$d/lcd.log" 2>&1 &
 	pid=$!
 	echo "$pid" >"$d/pid"
 	for _ in $(seq 200); do

@@ -107,3 +107,70 @@ release_one() { # a running gated task: its go file, on the node that runs it
 	id=$(ctl 3 task list --json | jq -r '.[0].id')
 	for i in 1 2 3; do ctl "$i" task show "$id" | jq -e '.state == "succeeded"'; done
 }
+
+@test "cluster: a sandbox made on node 2 is used through node 1: exec, a stream, files, a session, snapshot, fork; a task's log and cancel through any node" {
+	# node 1 has less room: a create through it is placed on node 2
+	node_start 1 '"node_slots": 1'
+	node_start 2 '"node_slots": 8'
+	id=$(ctl 1 sandbox create --name far)
+	ctl 1 sandbox show "$id" | jq -e '.node == "node2" and .state == "running"'
+	# it is node 2's: its runtime has it, node 1's does not
+	env $(node_env 2) "$LCRUN" inspect "$id" >/dev/null
+	run env $(node_env 1) "$LCRUN" inspect "$id"
+	[ "$status" -ne 0 ]
+	# exec, by id and by name, through node 1
+	run ctl 1 sandbox exec far -- sh -c 'echo one; echo two >&2; exit 3'
+	[ "$status" -eq 3 ]
+	[ "$output" = "one
+two" ]
+	# a stream stays a stream: its first line is here while the command
+	# still waits (for a file a second exec makes)
+	curl -sN --unix-socket "$T/n1/lcd.sock" -X POST -H 'Content-Type: application/json' \
+		--data-binary '{"cmd": "echo first; while [ ! -e /tmp/go ]; do sleep 0.1; done; echo second"}' \
+		"http://lcd/v1/sandboxes/$id/exec?stream=1" >"$T/stream" &
+	curl_pid=$!
+	for _ in $(seq 200); do grep -q first "$T/stream" && break; sleep 0.1; done
+	grep -q '"stdout": *"first' "$T/stream"
+	if grep -q exit_code "$T/stream"; then false; fi
+	ctl 1 sandbox exec "$id" -- touch /tmp/go
+	wait "$curl_pid"
+	tail -1 "$T/stream" | jq -e '.exit_code == 0'
+	grep -q second "$T/stream"
+	# files both ways (a tar stream through node 1)
+	head -c 3000000 /dev/urandom >"$T/blob"
+	ctl 1 sandbox cp "$T/blob" "$id:/tmp/blob"
+	ctl 1 sandbox cp "$id:/tmp/blob" "$T/back"
+	cmp "$T/blob" "$T/back"
+	# a session keeps its shell on node 2
+	s=$(node_api 1 POST "/sandboxes/$id/sessions" '{}' | head -1 | jq -r .id)
+	node_api 1 POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "cd /tmp && export X=kept"}' | head -1 | jq -e '.exit_code == 0'
+	node_api 1 POST "/sandboxes/$id/sessions/$s/run" '{"cmd": "echo $PWD $X"}' | head -1 | jq -e '.stdout == "/tmp kept\n"'
+	# the listing through node 1 shows node 2's view
+	ctl 1 sandbox ls --json | jq -e --arg id "$id" '.[] | select(.id == $id) | .node == "node2" and .state == "running"'
+	# snapshot and fork through node 1: made on node 2
+	ctl 1 sandbox exec "$id" -- sh -c 'echo kept > /root/mark'
+	ctl 1 sandbox snapshot "$id" cluster-snap
+	env $(node_env 2) "$LCRUN" image inspect cluster-snap >/dev/null
+	forks=$(ctl 1 sandbox fork "$id" 2 --json | jq -r '.[]')
+	[ "$(echo "$forks" | wc -l)" -eq 2 ]
+	for f in $forks; do
+		ctl 1 sandbox show "$f" | jq -e '.node == "node2"'
+		[ "$(ctl 1 sandbox exec "$f" -- cat /root/mark)" = kept ]
+	done
+	# removed through node 1: gone from node 2
+	ctl 1 sandbox rm "$id" $forks
+	run env $(node_env 2) "$LCRUN" inspect "$id"
+	[ "$status" -ne 0 ]
+	[ "$(lcd_sql "SELECT count(*) FROM sandboxes")" -eq 0 ]
+
+	# a task's log and its cancel, through the node that does not run it
+	ctl 1 deploy "$FIXTURES/app.json"
+	t=$(ctl 1 run -d farm:long)
+	wait_task 1 "$t" running
+	runs=$(ctl 1 task show "$t" | jq -r .node)
+	other=$([ "$runs" = node1 ] && echo 2 || echo 1)
+	for _ in $(seq 100); do ctl "$other" task logs "$t" | grep -q started && break; sleep 0.1; done
+	ctl "$other" task logs "$t" | grep -q started
+	ctl "$other" task cancel "$t"
+	wait_task "$other" "$t" cancelled
+}

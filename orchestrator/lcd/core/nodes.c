@@ -18,6 +18,7 @@ struct lcd_node {
 	bool listening;
 	char *name;
 	char *address;
+	char *token; /* the cluster's (forward.h) */
 	int slots;
 	int cores;
 	long long memory;
@@ -71,6 +72,61 @@ static char *images_text(void)
 	char *text = json_dumps(out, JSON_COMPACT);
 	json_decref(out);
 	return text;
+}
+
+void lcd_node_set_token(lcd_t *lcd, const char *token)
+{
+	if (lcd->node && token)
+		lcd->node->token = strdup(token);
+}
+
+const char *lcd_node_token(lcd_t *lcd)
+{
+	return lcd->node ? lcd->node->token : NULL;
+}
+
+static bool has_image(json_t *images, const char *image)
+{
+	size_t i;
+	json_t *im;
+	json_array_foreach(images, i, im)
+		if (!strcmp(json_string_value(json_object_get(im, "name")) ?: "", image))
+			return true;
+	return false;
+}
+
+char *lcd_node_place(lcd_t *lcd, const char *image)
+{
+	const char *me = lcd_db_node(lcd->db);
+	/* what each up node holds now (not the heartbeat's count: a burst of
+	 * creates must see the ones before it) */
+	_cleanup_json_ json_t *rows = lcd_db_query(
+		lcd->db, NULL,
+		"SELECT n.name, n.slots, n.images, (SELECT count(*) FROM tasks t WHERE t.node = n.name AND "
+		"t.state = 'running') + (SELECT count(*) FROM sandboxes s WHERE s.node = n.name) AS used FROM nodes n "
+		"WHERE n.stopped_at IS NULL AND lcd_now_ms() - n.heartbeat_at <= ? AND n.address IS NOT NULL "
+		"OR n.name = ? ORDER BY n.name",
+		"is", (long long)LCD_NODE_DEAD_MS, me);
+	if (!rows)
+		return NULL;
+	const char *best = NULL;
+	long long best_key = 0;
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r) {
+		const char *name = json_string_value(json_object_get(r, "name"));
+		long long free_slots = json_integer_value(json_object_get(r, "slots")) - json_integer_value(json_object_get(r, "used"));
+		_cleanup_json_ json_t *images = json_loads(json_string_value(json_object_get(r, "images")), 0, NULL);
+		bool image_here = !image || !strcmp(image, "host") || has_image(images, image);
+		/* room first, then the image, then the most room; this node wins a tie */
+		long long key = (free_slots > 0 ? 1LL << 40 : 0) + (image_here ? 1LL << 39 : 0) + free_slots * 2 +
+				(!strcmp(name, me) ? 1 : 0);
+		if (!best || key > best_key) {
+			best = name;
+			best_key = key;
+		}
+	}
+	return best ? strdup(best) : NULL;
 }
 
 int lcd_node_slots(lcd_t *lcd)
@@ -139,6 +195,19 @@ int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err)
 			"sssiiiss", n->name, n->address, n->host, (long long)n->cores, n->memory, (long long)n->slots, images,
 			PACKAGE_VERSION) < 0)
 		goto fail;
+	/* SQLite: one lcd is the only node; rows a former node name left
+	 * (node_name, or the host's name, changed) are this node's */
+	if (!strcmp(lcd_db_engine(lcd->db), "sqlite")) {
+		static const char *const adopt[] = {
+			"UPDATE tasks SET node = ? WHERE node IS NOT NULL AND node != ?1",
+			"UPDATE sandboxes SET node = ? WHERE node IS NOT NULL AND node != ?1",
+			"UPDATE devboxes SET node = ? WHERE node IS NOT NULL AND node != ?1",
+			"DELETE FROM nodes WHERE name != ?",
+		};
+		for (size_t i = 0; i < sizeof(adopt) / sizeof(adopt[0]); i++)
+			if (lcd_db_exec(lcd->db, err, adopt[i], "s", n->name) < 0)
+				goto fail;
+	}
 	if (lcd_db_commit(lcd->db, err) < 0)
 		return -1;
 	lcd_db_set_node(lcd->db, n->name);
@@ -172,6 +241,7 @@ void *lcd_node_thread(void *arg)
 	for (;;) {
 		beat(lcd);
 		lcd_apps_sync(lcd);
+		lcd_sandboxes_sweep(lcd);
 		if (lcd_sleep(lcd, &lcd->tick, LCD_NODE_BEAT_MS))
 			return NULL;
 	}
@@ -218,6 +288,7 @@ static void *listen_thread(void *arg)
 			lost = false;
 			wake_dispatcher(lcd);
 			lcd_apps_sync(lcd);
+			lcd_sandboxes_sweep(lcd);
 		}
 		if (r == 0)
 			continue;
@@ -225,6 +296,8 @@ static void *listen_thread(void *arg)
 			wake_dispatcher(lcd);
 		else if (!strcmp(channel, LCD_APPS_CHANNEL))
 			lcd_apps_sync(lcd);
+		else if (!strcmp(channel, LCD_SANDBOXES_CHANNEL))
+			lcd_sandboxes_sweep(lcd);
 	}
 	return NULL;
 }
@@ -232,7 +305,7 @@ static void *listen_thread(void *arg)
 int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err)
 {
 	struct lcd_node *n = lcd->node;
-	static const char *const channels[] = { LCD_QUEUE_CHANNEL, LCD_APPS_CHANNEL, NULL };
+	static const char *const channels[] = { LCD_QUEUE_CHANNEL, LCD_APPS_CHANNEL, LCD_SANDBOXES_CHANNEL, NULL };
 	if (lcd_db_listen(lcd->db, channels, &n->listener, err) < 0)
 		return -1;
 	if (!n->listener)
@@ -268,6 +341,9 @@ void lcd_node_stop(lcd_t *lcd)
 			    "ss", n->name, n->host);
 	free(n->name);
 	free(n->address);
+	if (n->token)
+		explicit_bzero(n->token, strlen(n->token));
+	free(n->token);
 	free(n);
 	lcd->node = NULL;
 }

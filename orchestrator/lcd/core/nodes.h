@@ -38,6 +38,16 @@ void lcd_node_stop(lcd_t *lcd);
 /* [{name, state (up, dead, stopped), address, cores, memory, slots, used,
  * free, images [{name, digest}], version, started, heartbeat}], by name. */
 json_t *lcd_nodes_list(lcd_t *lcd, lc_error_t **err);
+/* The cluster token this node presents to the others (forward.h) and
+ * takes from them as the operator's (lcd.json cluster_token_file, else
+ * token_file), or NULL: it cannot reach them. */
+void lcd_node_set_token(lcd_t *lcd, const char *token);
+const char *lcd_node_token(lcd_t *lcd);
+/* The node of the cluster where a new sandbox of image goes (NULL: the
+ * host image): an up node with room that has the image, else an up node
+ * with room, else the least loaded; this node among equals.  malloc'd;
+ * NULL on a store error (then: here). */
+char *lcd_node_place(lcd_t *lcd, const char *image);
 /* This node's sandbox slots, and how many its running tasks and its
  * sandboxes take now (-1 on a store error). */
 int lcd_node_slots(lcd_t *lcd);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "forward.h"
 #include "gateway.h"
 #include "grant.h"
 #include "image.h"
@@ -738,12 +739,31 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 	return json_incref(row);
 }
 
-/* The view of a sandbox another node holds, from its record. */
-static json_t *view_elsewhere(json_t *row)
+/* The view of a sandbox another node holds: that node's, or (it cannot
+ * be reached) what the record says, "unreachable"; NULL when the node
+ * says it is gone. */
+static json_t *record_view(json_t *row);
+
+static json_t *view_elsewhere(lcd_t *lcd, json_t *row)
+{
+	lc_error_t *err = NULL;
+	json_t *out = NULL;
+	_cleanup_free_ char *path = lc_strdup_printf("/sandboxes/%s", jstr(row, "id"));
+	int st = lcd_node_call(lcd, jstr(row, "node"), "GET", path, NULL, &out, &err);
+	if (st == 200 && json_is_object(out))
+		return out;
+	json_decref(out);
+	if (st == 404)
+		return NULL;
+	lc_error_free(err);
+	return record_view(row);
+}
+
+static json_t *record_view(json_t *row)
 {
 	const char *task = jstr(row, "task_id");
 	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", jstr(row, "id"), "state",
-			      !strcmp(jstr(row, "state"), "creating") ? "creating" : "elsewhere", "name",
+			      !strcmp(jstr(row, "state"), "creating") ? "creating" : "unreachable", "name",
 			      json_object_get(row, "name"), "image", json_object_get(row, "image"), "created",
 			      json_object_get(row, "created_at"), "node", jstr(row, "node"), "labels",
 			      json_loads(jstr(row, "labels"), 0, NULL), "secrets", json_loads(jstr(row, "secrets"), 0, NULL),
@@ -766,7 +786,7 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 {
 	const char *id = jstr(row, "id");
 	if (elsewhere(lcd, row))
-		return view_elsewhere(row);
+		return view_elsewhere(lcd, row);
 	lc_error_t *e = NULL;
 	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
 	bool creating = !strcmp(jstr(row, "state"), "creating");
@@ -860,6 +880,14 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 
 int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 {
+	/* another node's: marked, and that node removes it (lcd_sandboxes_sweep),
+	 * now if it hears, else at its next beat or start */
+	if (lcd_db_node(lcd->db) &&
+	    lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'deleting' WHERE id = ? AND node IS NOT NULL AND node != ?",
+			"ss", id, lcd_db_node(lcd->db)) > 0) {
+		lcd_db_notify(lcd->db, LCD_SANDBOXES_CHANNEL, id, NULL);
+		return 0;
+	}
 	lcd_sessions_drop(lcd, id);
 	lc_error_t *e = NULL;
 	if (lc_sandbox_remove(id, true, &e) < 0) {
@@ -996,6 +1024,21 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	json_object_set_new(d, "ids", ids);
 	*out = d;
 	return 0;
+}
+
+void lcd_sandboxes_sweep(lcd_t *lcd)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE node = ? AND state = 'deleting'",
+						   "s", lcd_db_node(lcd->db));
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		lc_error_t *e = NULL;
+		if (lcd_sandbox_delete(lcd, jstr(row, "id"), &e) < 0) {
+			lcd_log("sandbox %s: cannot remove it: %s", jstr(row, "id"), e->msg);
+			lc_error_free(e);
+		}
+	}
 }
 
 int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)

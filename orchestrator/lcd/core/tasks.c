@@ -174,6 +174,9 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err)
 		const char *state = json_string_value(json_object_get(t, "state"));
 		if (strcmp(state, "running") != 0)
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s has already ended (%s)", id, state);
+		const char *node = json_string_value(json_object_get(t, "node"));
+		if (node && strcmp(node, lcd_db_node(lcd->db)))
+			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s runs on node %s: it cancels it", id, node);
 		if (tries >= 40)
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s is starting; try again", id);
 		usleep(50 * 1000);
