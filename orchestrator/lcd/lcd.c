@@ -28,6 +28,7 @@
 #include "lcd.h"
 #include "pool.h"
 #include "netlibs.h"
+#include "registry.h"
 #include "nodes.h"
 #include "seal.h"
 #include "util.h"
@@ -115,6 +116,7 @@ struct config {
 	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
 	char *node_name, *node_address; /* nodes.h */
 	char *cluster_token_file;       /* forward.h; NULL: token_file */
+	char *registry;                 /* images.h */
 	long long node_slots;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
@@ -211,6 +213,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			n = &c->node_slots;
 		else if (!strcmp(key, "cluster_token_file"))
 			s = &c->cluster_token_file;
+		else if (!strcmp(key, "registry"))
+			s = &c->registry;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
@@ -476,6 +480,17 @@ int main(int argc, char **argv)
 	lcd.max_upload = (unsigned long long)cfg.max_upload;
 	lcd.exec_memory_max = cfg.exec_memory_max;
 	lcd.fork_image_ttl = cfg.fork_image_ttl;
+	if (cfg.registry) {
+		/* REGISTRY/REPOSITORY, no tag: lcd tags each image by its name */
+		_cleanup_free_ char *b = NULL, *r = NULL, *t = NULL;
+		if (lc_registry_ref(cfg.registry, &b, &r, &t, &err) < 0 || strchr(cfg.registry + strcspn(cfg.registry, "/"), ':') ||
+		    strchr(cfg.registry, '@')) {
+			lc_error_free(err);
+			fprintf(stderr, "lcd: config: registry: expected REGISTRY/REPOSITORY (no tag), e.g. 127.0.0.1:5000/lcrun\n");
+			return LC_EXIT_INVALID;
+		}
+		lcd.registry = cfg.registry;
+	}
 	lcd.snapshot_image_ttl = cfg.snapshot_image_ttl;
 	lcd.catchup_max = (int)cfg.catchup_max;
 	lcd.task_nice = cfg.task_nice;

@@ -45,6 +45,7 @@ typedef struct lcd {
 	long long exec_memory_max;     /* bytes of exec output lcd holds for all execs at once */
 	long long exec_memory;         /* ... held now (atomic; http/exec.c) */
 	long long fork_image_ttl;     /* s a fork's image is kept (images.c) */
+	char *registry;               /* REGISTRY/REPOSITORY images go through between nodes, or NULL */
 	long long snapshot_image_ttl; /* s a snapshot's image is kept; 0: until removed */
 	int catchup_max;
 	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */

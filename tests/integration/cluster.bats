@@ -7,12 +7,14 @@ FIXTURES="$BATS_TEST_DIRNAME/../fixtures/cluster"
 
 load lcd-lib
 load cluster-lib
+load registry-lib
 
 setup() {
 	cluster_setup
 }
 
 teardown() {
+	registry_stop
 	cluster_teardown
 }
 
@@ -173,4 +175,38 @@ two" ]
 	ctl "$other" task logs "$t" | grep -q started
 	ctl "$other" task cancel "$t"
 	wait_task "$other" "$t" cancelled
+}
+
+@test "cluster: images between nodes through a registry: a fork made on node 2 is pulled by node 3 for a create placed there" {
+	registry_start "$CL_NS" "$T/registry"
+	reg='"registry": "127.0.0.1:5000/lcrun"'
+	node_start 1 "\"node_slots\": 1, $reg"
+	node_start 2 "\"node_slots\": 3, $reg"
+	# placed on node 2: it has the most room
+	id=$(ctl 1 sandbox create)
+	[ "$(ctl 1 sandbox show "$id" | jq -r .node)" = node2 ]
+	ctl 1 sandbox exec "$id" -- sh -c 'echo from-node2 > /root/mark'
+	# fork it through node 1: made on node 2, its image pushed
+	out=$(node_api 1 POST "/sandboxes/$id/fork" '{"n": 2}' | head -1)
+	echo "$out"
+	image=$(echo "$out" | jq -r .image)
+	digest=$(echo "$out" | jq -r .digest)
+	for f in $(echo "$out" | jq -r '.ids[]'); do ctl 1 sandbox show "$f" | jq -e '.node == "node2"'; done
+	grep -q "image $image: pushed to 127.0.0.1:5000/lcrun:" "$T/n2/lcd.log"
+	reg_ns skopeo inspect --tls-verify=false "docker://127.0.0.1:5000/lcrun@$digest" | jq -e --arg d "$digest" '.Digest == $d'
+	# node 2 is full now (a sandbox and two forks in its 3 slots); node 3,
+	# which joins now, has the most room: a create of the fork's image goes
+	# there, and node 3 pulls it, by its digest
+	node_start 3 "\"node_slots\": 4, $reg"
+	run env $(node_env 3) "$LCRUN" image inspect "$image"
+	[ "$status" -eq 120 ]
+	c=$(ctl 1 sandbox create --image "$image")
+	ctl 1 sandbox show "$c" | jq -e '.node == "node3"'
+	[ "$(env $(node_env 3) "$LCRUN" image inspect "$image" | jq -r .digest)" = "$digest" ]
+	grep -q "image $image: pulled from 127.0.0.1:5000/lcrun@$digest" "$T/n3/lcd.log"
+	[ "$(ctl 1 sandbox exec "$c" -- cat /root/mark)" = from-node2 ]
+	# a second create there: the image is there, nothing pulled again
+	c2=$(ctl 3 sandbox create --image "$image")
+	[ "$(grep -c "image $image: pulled" "$T/n3/lcd.log")" -eq 1 ]
+	ctl 1 sandbox rm "$c" "$c2" "$id" $(echo "$out" | jq -r '.ids[]')
 }

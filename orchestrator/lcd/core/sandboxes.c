@@ -355,9 +355,12 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	if (strcmp(image, LC_IMAGE_HOST) != 0) {
 		if (strncmp(image, "sha256:", 7) && !lc_image_name_valid(image))
 			return bad(err, LC_EXIT_INVALID, "image", "not a valid image name");
-		/* Resolving unpacks its layers now, once, for every later create. */
+		/* An image another node made comes through the registry first;
+		 * resolving unpacks its layers now, once, for every later create. */
 		lc_image_resolved_t *ir = NULL;
-		int rc = lc_image_resolve(image, &ir, err);
+		int rc = lcd_image_fetch(lcd, image, err);
+		if (rc == 0)
+			rc = lc_image_resolve(image, &ir, err);
 		if (rc == 0)
 			rc = lc_image_apply_config(s, ir, err);
 		if (rc == 0)
