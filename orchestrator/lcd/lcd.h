@@ -146,6 +146,8 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err);
 /* Wait until the task has ended or timeout_ms passed; returns the task. */
 json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err);
 bool lcd_state_final(const char *state);
+/* Does a worker of this lcd run the task now? */
+bool lcd_task_runs_here(lcd_t *lcd, const char *id);
 /* Wait on cond (with lcd->lock) for at most ms unless lcd is stopping;
  * returns true when it is stopping. */
 bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms);

@@ -210,3 +210,68 @@ two" ]
 	[ "$(grep -c "image $image: pulled" "$T/n3/lcd.log")" -eq 1 ]
 	ctl 1 sandbox rm "$c" "$c2" "$id" $(echo "$out" | jq -r '.ids[]')
 }
+
+@test "cluster: node 2 killed with kill -9 mid-task: its tasks fail with node_lost or run again elsewhere, its sandboxes are lost, another node leads" {
+	# node 2 first: it leads, and runs what is spawned before the others join
+	node_start 2 '"node_slots": 6'
+	for _ in $(seq 100); do grep -q "node node2: leads now" "$T/n2/lcd.log" && break; sleep 0.1; done
+	grep -q "node node2: leads now" "$T/n2/lcd.log"
+	ctl 2 deploy "$FIXTURES/app.json"
+	l1=$(ctl 2 run -d farm:long); l2=$(ctl 2 run -d farm:long)
+	s1=$(ctl 2 run -d farm:survivor); s2=$(ctl 2 run -d farm:survivor)
+	for t in $l1 $l2 $s1 $s2; do wait_task 2 "$t" running; done
+	sb=$(ctl 2 sandbox create)
+	node_start 1 '"node_slots": 4'
+	node_start 3 '"node_slots": 4'
+	for t in $l1 $l2 $s1 $s2; do ctl 1 task show "$t" | jq -e '.node == "node2"'; done
+	node_kill 2
+	# another node leads at once (the leader's lock went with node 2's connection)
+	for _ in $(seq 100); do grep -q "leads now" "$T/n1/lcd.log" "$T/n3/lcd.log" && break; sleep 0.1; done
+	[ "$(cat "$T/n1/lcd.log" "$T/n3/lcd.log" | grep -c "leads now")" -eq 1 ]
+	# silent for 30 s: judged dead
+	for _ in $(seq 600); do [ "$(ctl 1 task show "$l1" | jq -r .state)" = failed ] && break; sleep 0.1; done
+	for t in $l1 $l2; do ctl 3 task show "$t" | jq -e '.state == "failed" and (.error | startswith("node_lost: node node2"))'; done
+	# retry_on_node_loss: queued again, and running on a live node
+	for t in $s1 $s2; do
+		wait_task 1 "$t" running 30
+		ctl 1 task show "$t" | jq -e '.node != "node2" and .attempts == 2 and (.error | startswith("node_lost"))'
+	done
+	ctl 1 sandbox show "$sb" | jq -e '.state == "lost" and .node == "node2"'
+	ctl 1 node ls --json | jq -e '.[] | select(.name == "node2") | .state == "dead" and .free == 0'
+	# node 2 comes back: its sandbox is live again, the old attempts' sandboxes are killed
+	node_start 2 '"node_slots": 6'
+	ctl 1 sandbox show "$sb" | jq -e '.state == "running" and .node == "node2"'
+	[ "$(grep -c "killed: this node was judged dead while it ran" "$T/n2/lcd.log")" -eq 4 ]
+	[ -z "$(pgrep -f '^sleep 319$')" ]
+	[ "$(pgrep -fc '^sleep 320$')" -eq 2 ]
+	for t in $s1 $s2; do ctl 2 task cancel "$t"; done
+	ctl 1 sandbox rm "$sb"
+}
+
+@test "cluster: the database restarted mid-run: the nodes reconnect; nothing lost, nothing run twice" {
+	for i in 1 2 3; do node_start "$i" '"node_slots": 2'; done
+	ctl 1 deploy "$FIXTURES/app.json"
+	for _ in $(seq 100); do ctl 3 app show farm >/dev/null 2>&1 && break; sleep 0.1; done
+	ids=""
+	for i in 1 2 3; do for k in 1 2; do ids+=" $(ctl "$i" run -d farm:gated "{\"n\": \"$i.$k\"}")"; done; done
+	for _ in $(seq 100); do [ "$(running gated)" -eq 3 ] && break; sleep 0.1; done
+	[ "$(running gated)" -eq 3 ]
+	# restart PostgreSQL (-m fast: every session ends) while 3 run and 3 wait
+	"$BATS_TEST_DIRNAME/../pg-cluster" restart "$LCD_PG_DIR"
+	# the running ones end while the nodes find the store again
+	for _ in 1 2 3; do release_one >/dev/null || true; done
+	for i in 1 2 3; do for _ in $(seq 100); do ctl "$i" status >/dev/null 2>&1 && ctl "$i" task list --json >/dev/null 2>&1 && break; sleep 0.2; done; done
+	# more through every node after it
+	for i in 1 2 3; do ids+=" $(ctl "$i" run -d farm:gated "{\"n\": \"after.$i\"}")"; done
+	done_n=0
+	for _ in $(seq 600); do
+		[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE function = 'gated' AND state = 'succeeded'")" -eq 9 ] && break
+		release_one >/dev/null || sleep 0.2
+	done
+	# none lost, none twice: nine spawned, nine succeeded, each on its first attempt
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE function = 'gated'")" -eq 9 ]
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE function = 'gated' AND state = 'succeeded' AND attempts = 1")" -eq 9 ]
+	for t in $ids; do ctl 2 task show "$t" | jq -e '.state == "succeeded"'; done
+	ctl 1 node ls --json | jq -e 'length == 3 and all(.[]; .state == "up")'
+	grep -q "listening again" "$T/n1/lcd.log"
+}

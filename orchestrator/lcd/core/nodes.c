@@ -16,6 +16,7 @@ struct lcd_node {
 	lcd_db_listener_t *listener;
 	pthread_t listen_thread;
 	bool listening;
+	bool leads;   /* (atomic) */
 	char *name;
 	char *address;
 	char *token; /* the cluster's (forward.h) */
@@ -134,6 +135,100 @@ int lcd_node_slots(lcd_t *lcd)
 	return lcd->node ? lcd->node->slots : 0;
 }
 
+bool lcd_node_leads(lcd_t *lcd)
+{
+	return lcd->node && __atomic_load_n(&lcd->node->leads, __ATOMIC_ACQUIRE);
+}
+
+static void set_leads(lcd_t *lcd, bool leads)
+{
+	struct lcd_node *n = lcd->node;
+	if (__atomic_exchange_n(&n->leads, leads, __ATOMIC_ACQ_REL) != leads)
+		lcd_log("node %s: %s", n->name,
+			leads ? "leads now (the scheduler, the other nodes' heartbeats)" : "no longer leads");
+}
+
+/* The running tasks and the sandboxes of a node silent too long. */
+static void end_dead(lcd_t *lcd, const char *node, long long silent_ms)
+{
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *tasks = lcd_db_query(
+		lcd->db, &err, "SELECT id, app, function, sandbox_id FROM tasks WHERE node = ? AND state = 'running'", "s", node);
+	if (!tasks) {
+		lcd_log("node %s: %s", node, err->msg);
+		lc_error_free(err);
+		return;
+	}
+	size_t i;
+	json_t *t;
+	json_array_foreach(tasks, i, t) {
+		const char *id = json_string_value(json_object_get(t, "id"));
+		const char *sb = json_string_value(json_object_get(t, "sandbox_id"));
+		if (sb)
+			lcd_db_exec(lcd->db, NULL,
+				    "INSERT INTO node_leftovers (node, sandbox_id, task_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+				    "sss", node, sb, id);
+		lcd_app_t *app = lcd_app_get(lcd, json_string_value(json_object_get(t, "app")));
+		const lcd_function_t *fn = app ? lcd_app_function(app, json_string_value(json_object_get(t, "function"))) : NULL;
+		_cleanup_free_ char *why = lc_strdup_printf("node_lost: node %s has been silent for %lld s", node,
+							    silent_ms / 1000);
+		int r;
+		if (fn && fn->retry_on_node_loss) {
+			r = lcd_store_task_requeue(lcd->db, id, why, &err);
+			lcd_log("task %s: %s; queued again (retry_on_node_loss)", id, why);
+		} else {
+			r = lcd_store_task_finish(lcd->db, id, "failed", NULL, LC_EXIT_RUNTIME, why, lc_wall_ms(), &err);
+			lcd_log("task %s: %s; failed", id, why);
+		}
+		lcd_app_unref(app);
+		if (r < 0) {
+			lcd_log("task %s: %s", id, err->msg);
+			lc_error_free(err);
+			err = NULL;
+		}
+		/* its token dies with the attempt */
+		lcd_db_exec(lcd->db, NULL, "DELETE FROM tokens WHERE task_id = ?", "s", id);
+	}
+	int lost = lcd_db_exec(lcd->db, NULL,
+			       "UPDATE sandboxes SET state = 'lost' WHERE node = ? AND state IN ('creating', 'live')", "s", node);
+	if (lost > 0 || json_array_size(tasks))
+		lcd_log("node %s: silent for %lld s: %zu running task(s) ended, %d sandbox(es) lost", node, silent_ms / 1000,
+			json_array_size(tasks), lost > 0 ? lost : 0);
+}
+
+static void judge(lcd_t *lcd)
+{
+	_cleanup_json_ json_t *dead = lcd_db_query(
+		lcd->db, NULL,
+		"SELECT name, lcd_now_ms() - heartbeat_at AS silent FROM nodes WHERE stopped_at IS NULL AND "
+		"lcd_now_ms() - heartbeat_at > ? AND name != ?",
+		"is", (long long)LCD_NODE_DEAD_MS, lcd->node->name);
+	size_t i;
+	json_t *d;
+	json_array_foreach(dead, i, d)
+		end_dead(lcd, json_string_value(json_object_get(d, "name")), json_integer_value(json_object_get(d, "silent")));
+}
+
+/* Tasks the store says run here that no worker here runs, started more
+ * than a minute ago: their start's commit was cut (the store took it, this
+ * node did not hear so), so they never ran.  Queued again. */
+static void unconfirmed(lcd_t *lcd)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL,
+		"SELECT id FROM tasks WHERE node = ? AND state = 'running' AND started_at < ?", "si", lcd->node->name,
+		lc_wall_ms() - 60000);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r) {
+		const char *id = json_string_value(json_object_get(r, "id"));
+		if (lcd_task_runs_here(lcd, id))
+			continue;
+		if (lcd_store_task_requeue(lcd->db, id, "its start was not confirmed here (the store was unreachable)", NULL) > 0)
+			lcd_log("task %s: marked running here but never started (a start cut off from the store); queued again",
+				id);
+	}
+}
+
 bool lcd_node_has_room(lcd_t *lcd)
 {
 	long long used = lcd_node_used(lcd);
@@ -242,6 +337,9 @@ void *lcd_node_thread(void *arg)
 		beat(lcd);
 		lcd_apps_sync(lcd);
 		lcd_sandboxes_sweep(lcd);
+		unconfirmed(lcd);
+		if (lcd_node_leads(lcd))
+			judge(lcd);
 		if (lcd_sleep(lcd, &lcd->tick, LCD_NODE_BEAT_MS))
 			return NULL;
 	}
@@ -275,6 +373,7 @@ static void *listen_thread(void *arg)
 		_cleanup_free_ char *channel = NULL, *payload = NULL;
 		lc_error_t *err = NULL;
 		int r = lcd_db_listen_wait(n->listener, 1000, &channel, &payload, &err);
+		set_leads(lcd, lcd_db_listener_lock(n->listener, "leader"));
 		if (r < 0) {
 			if (!lost)
 				lcd_log("node %s: %s (listening again when it is back)", n->name, err->msg);
@@ -308,8 +407,11 @@ int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err)
 	static const char *const channels[] = { LCD_QUEUE_CHANNEL, LCD_APPS_CHANNEL, LCD_SANDBOXES_CHANNEL, NULL };
 	if (lcd_db_listen(lcd->db, channels, &n->listener, err) < 0)
 		return -1;
-	if (!n->listener)
-		return 0; /* SQLite: nobody else to hear from */
+	if (!n->listener) {
+		set_leads(lcd, true);
+		return 0; /* SQLite: nobody else to hear from, nobody else to lead */
+	}
+	set_leads(lcd, lcd_db_listener_lock(n->listener, "leader"));
 	int e = pthread_create(&n->listen_thread, NULL, listen_thread, lcd);
 	if (e != 0) {
 		lcd_db_listen_close(n->listener);

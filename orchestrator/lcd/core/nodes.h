@@ -24,7 +24,14 @@ bool lcd_node_name_valid(const char *name);
 int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err);
 /* The heartbeat: every LCD_NODE_BEAT_MS until lcd stops; each beat also
  * takes the apps as the store has them (a deploy told while this node
- * did not listen). */
+ * did not listen), removes what other nodes marked for removal here,
+ * queues again a task whose start the store may not have confirmed here
+ * (a start whose commit was cut by a lost connection: the task is marked
+ * running here but never ran), and, on the leader, ends what nodes silent
+ * for LCD_NODE_DEAD_MS held: their running tasks fail with node_lost (or
+ * are queued again where the function says retry_on_node_loss, while the
+ * sandbox of the old attempt is left for that node to kill when it is
+ * back: node_leftovers), their sandboxes are "lost". */
 void *lcd_node_thread(void *arg);
 /* What the other nodes tell (PostgreSQL): a task queued or ended (the
  * dispatcher looks again), an app deployed or deleted.  Not started on
@@ -33,6 +40,11 @@ int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err);
 void lcd_node_listen_stop(lcd_t *lcd);
 /* Has this node room for one more sandbox or task? */
 bool lcd_node_has_room(lcd_t *lcd);
+/* Does this node lead: run the scheduler (schedules, map expiry) and
+ * judge the other nodes?  One node at a time holds the leader's session
+ * lock (on its listening connection: it goes with a node that dies, and
+ * another takes it within a second or two); with SQLite, always. */
+bool lcd_node_leads(lcd_t *lcd);
 /* A clean stop: the row says so (node ls: "stopped"). */
 void lcd_node_stop(lcd_t *lcd);
 /* [{name, state (up, dead, stopped), address, cores, memory, slots, used,

@@ -766,7 +766,10 @@ static json_t *record_view(json_t *row)
 {
 	const char *task = jstr(row, "task_id");
 	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", jstr(row, "id"), "state",
-			      !strcmp(jstr(row, "state"), "creating") ? "creating" : "unreachable", "name",
+			      !strcmp(jstr(row, "state"), "creating") ? "creating"
+			      : !strcmp(jstr(row, "state"), "lost")   ? "lost"
+								      : "unreachable",
+			      "name",
 			      json_object_get(row, "name"), "image", json_object_get(row, "image"), "created",
 			      json_object_get(row, "created_at"), "node", jstr(row, "node"), "labels",
 			      json_loads(jstr(row, "labels"), 0, NULL), "secrets", json_loads(jstr(row, "secrets"), 0, NULL),
@@ -1062,6 +1065,17 @@ int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 		const char *id = jstr(row, "id");
 		const char *task = jstr(row, "task_id");
 		lc_error_t *e = NULL;
+		if (!task && !strcmp(jstr(row, "state"), "lost")) {
+			/* judged lost while this node was away: still here, it is live again */
+			_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
+			lc_error_free(e);
+			e = NULL;
+			if (st) {
+				lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'lost'", "s", id);
+				lcd_log("sandbox %s is back (this node was judged dead meanwhile)", id);
+				continue;
+			}
+		}
 		if (task || strcmp(jstr(row, "state"), "live")) {
 			/* No task runs now, and a half-made sandbox was never handed out. */
 			if (lcd_sandbox_delete(lcd, id, &e) < 0) {

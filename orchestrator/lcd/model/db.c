@@ -232,6 +232,35 @@ static const char *const migrations[] = {
 	"ALTER TABLE devboxes ADD COLUMN node TEXT;"
 	"CREATE INDEX tasks_node ON tasks(node, state);"
 	"CREATE INDEX sandboxes_node ON sandboxes(node);",
+	/* 10 -> 11: a node that died (nodes.c): its sandboxes are "lost"
+	 * until it is back, and what it was running is left for it to kill
+	 * then (the sandboxes of its tasks that were failed or queued again). */
+	"CREATE TABLE sandboxes_new ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating','live','deleting','lost')),"
+	"  image TEXT NOT NULL,"
+	"  request TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  secrets TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  node TEXT);"
+	"INSERT INTO sandboxes_new SELECT id, name, app, task_id, function, state, image, request, labels, secrets, "
+	"created_at, node FROM sandboxes;"
+	"DROP TABLE sandboxes;"
+	"ALTER TABLE sandboxes_new RENAME TO sandboxes;"
+	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
+	"CREATE INDEX sandboxes_app ON sandboxes(app);"
+	"CREATE INDEX sandboxes_node ON sandboxes(node);"
+	"CREATE UNIQUE INDEX sandboxes_name ON sandboxes(coalesce(app, ''), name) WHERE name IS NOT NULL;"
+	"CREATE TABLE node_leftovers ("
+	"  node TEXT NOT NULL,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  PRIMARY KEY (node, sandbox_id));",
 };
 
 bool lcd_db_is_url(const char *where)

@@ -56,7 +56,7 @@
 
 typedef struct lcd_db lcd_db_t;
 
-#define LCD_DB_SCHEMA_VERSION 10
+#define LCD_DB_SCHEMA_VERSION 11
 
 /* Does where name a PostgreSQL database (a postgresql:// or postgres://
  * URL) rather than an SQLite file? */
