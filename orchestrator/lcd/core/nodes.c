@@ -306,6 +306,9 @@ int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err)
 	if (lcd_db_commit(lcd->db, err) < 0)
 		return -1;
 	lcd_db_set_node(lcd->db, n->name);
+	/* SQLite: the only node leads from the start (PostgreSQL: the
+	 * listener takes the leader's lock, lcd_node_listen_start) */
+	n->leads = !strcmp(lcd_db_engine(lcd->db), "sqlite");
 	return 0;
 fail:
 	lcd_db_rollback(lcd->db);
