@@ -30,7 +30,7 @@
 
 static const char help[] =
 	"usage: lcctl sandbox VERB …\n"
-	"  create [--image NAME] [--limits SET] [--memory SIZE] [--cpus X] [--pids N] [--net POLICY]\n"
+	"  create [--image NAME] [--limits SET] [--memory SIZE] [--cpus X] [--pids N] [--disk SIZE] [--net POLICY]\n"
 	"         [-e K=V]… [--secret NAME]… [-u UID[:GID]] [-w DIR] [--ttl S] [--idle-timeout S]\n"
 	"         [--label K=V]… [--name NAME] [--model-gateway PROVIDER:SECRET [--budget-usd N]] [--json]\n"
 	"                                                      make a sandbox, print its id\n"
@@ -44,13 +44,14 @@ static const char help[] =
 	"  fork ID N [--json]                                  N new sandboxes from a snapshot of ID\n"
 	"  stop|start|pause|resume ID, rm ID…                  lifecycle (rm: terminate and remove)\n";
 
-enum { O_IMAGE = 256, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_NET, O_SECRET, O_TTL, O_IDLE, O_LABEL, O_NAME, O_JSON,
+enum { O_IMAGE = 256, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_DISK, O_NET, O_SECRET, O_TTL, O_IDLE, O_LABEL, O_NAME, O_JSON,
        O_APP, O_STATE, O_TIMEOUT, O_GATEWAY, O_BUDGET };
 
 static const struct option long_opts[] = {
 	{ "image", required_argument, NULL, O_IMAGE },   { "limits", required_argument, NULL, O_LIMITS },
 	{ "memory", required_argument, NULL, O_MEMORY }, { "cpus", required_argument, NULL, O_CPUS },
 	{ "pids", required_argument, NULL, O_PIDS },     { "net", required_argument, NULL, O_NET },
+	{ "disk", required_argument, NULL, O_DISK },
 	{ "env", required_argument, NULL, 'e' },         { "secret", required_argument, NULL, O_SECRET },
 	{ "user", required_argument, NULL, 'u' },        { "workdir", required_argument, NULL, 'w' },
 	{ "ttl", required_argument, NULL, O_TTL },       { "idle-timeout", required_argument, NULL, O_IDLE },
@@ -133,12 +134,13 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 		case O_MEMORY:
 		case O_CPUS:
 		case O_PIDS:
+		case O_DISK:
 			lim = json_object_get(o->req, "limits");
 			if (json_is_string(lim))
-				return USAGE("--limits SET and --memory/--cpus/--pids do not mix");
+				return USAGE("--limits SET and --memory/--cpus/--pids/--disk do not mix");
 			lim = member(o->req, "limits", json_object);
-			if (c == O_MEMORY)
-				json_object_set_new(lim, "memory", json_string(optarg));
+			if (c == O_MEMORY || c == O_DISK)
+				json_object_set_new(lim, c == O_DISK ? "disk" : "memory", json_string(optarg));
 			else if (c == O_CPUS) {
 				char *end = NULL;
 				double x = strtod(optarg, &end);
@@ -213,7 +215,7 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 
 static int v_create(int argc, char **argv)
 {
-	static const int longs[] = { O_IMAGE, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_NET, O_SECRET, O_TTL, O_IDLE,
+	static const int longs[] = { O_IMAGE, O_LIMITS, O_MEMORY, O_CPUS, O_PIDS, O_DISK, O_NET, O_SECRET, O_TTL, O_IDLE,
 		O_LABEL, O_NAME, O_JSON, O_GATEWAY, O_BUDGET, 'h', 0 };
 	_cleanup_json_ json_t *req = json_object();
 	sbopts_t o = { .req = req };

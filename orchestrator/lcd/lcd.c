@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "archivelib.h"
+#include "e2b.h"
 #include "gateway.h"
 #include "images.h"
 #include "lcd.h"
@@ -111,6 +112,7 @@ struct config {
 	long long webhook_max_body;
 	long long fork_image_ttl, snapshot_image_ttl;
 	long long max_upload, exec_memory_max;
+	long long task_disk;
 	char *workloads_dir, *apps_dir;
 	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
 	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
@@ -118,6 +120,7 @@ struct config {
 	char *cluster_token_file;       /* forward.h; NULL: token_file */
 	char *registry;                 /* images.h */
 	long long node_slots;
+	char *e2b_listen, *e2b_base_image;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
 };
@@ -215,11 +218,21 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->cluster_token_file;
 		else if (!strcmp(key, "registry"))
 			s = &c->registry;
+		else if (!strcmp(key, "e2b_listen"))
+			s = &c->e2b_listen;
+		else if (!strcmp(key, "e2b_base_image"))
+			s = &c->e2b_base_image;
 		else if (!strcmp(key, "task_nice")) {
 			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 19)
 				return lc_error_set(err, LC_EXIT_INVALID, 0,
 						    "config %s: task_nice: expected an integer from 0 to 19", path);
 			c->task_nice = (int)json_integer_value(v);
+			continue;
+		} else if (!strcmp(key, "task_disk")) {
+			if (lcd_config_size(v, &c->task_disk) < 0)
+				return lc_error_set(err, LC_EXIT_INVALID, 0,
+						    "config %s: task_disk: expected a size of at least 16M (like \"8G\"), or 0 "
+						    "for none", path);
 			continue;
 		} else if (!strcmp(key, "bind_roots")) {
 			if (config_roots(path, v, &c->bind_roots, err) < 0)
@@ -378,8 +391,10 @@ static int fail(lc_error_t *err)
 
 /* A start that failed part-way: stop what had started (each stop does
  * nothing for what had not), remove the sockets, say why. */
-static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, const char *sock, lc_error_t *err)
+static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, lcd_e2b_t *e2b, const char *sock,
+			lc_error_t *err)
 {
+	lcd_e2b_stop(e2b);
 	lcd_api_stop(api);
 	lcd_devboxes_stop(lcd);
 	lcd_pool_stop(lcd);
@@ -446,7 +461,7 @@ int main(int argc, char **argv)
 			      .listen_idle_timeout = LCD_TCP_IDLE_TIMEOUT_S, .listen_per_ip = LCD_TCP_PER_IP,
 			      .fork_image_ttl = LCD_FORK_IMAGE_TTL_DEFAULT, .socket_idle_timeout = LCD_UNIX_IDLE_TIMEOUT_S,
 			      .task_connections = LCD_TASK_CONNECTIONS, .operator_connections = LCD_OPERATOR_CONNECTIONS,
-			      .max_upload = 1LL << 30, .exec_memory_max = 256LL << 20 };
+			      .max_upload = 1LL << 30, .exec_memory_max = 256LL << 20, .task_disk = LCD_TASK_DISK_DEFAULT };
 	if (config_load(config_path ? config_path : DEFAULT_CONFIG, config_path != NULL, &cfg, &err) < 0)
 		return fail(err);
 	/* liblcrun loads libnl and libnftables when a network is first set
@@ -464,6 +479,10 @@ int main(int argc, char **argv)
 	}
 	if ((cfg.webhook_tls_cert || cfg.webhook_tls_key || cfg.webhook_max_body != DEFAULT_MAX_BODY) && !cfg.webhook_listen) {
 		fprintf(stderr, "lcd: config: webhook_tls_cert, webhook_tls_key and webhook_max_body need webhook_listen\n");
+		return LC_EXIT_USAGE;
+	}
+	if (cfg.e2b_base_image && !cfg.e2b_listen) {
+		fprintf(stderr, "lcd: config: e2b_base_image needs e2b_listen\n");
 		return LC_EXIT_USAGE;
 	}
 
@@ -492,6 +511,7 @@ int main(int argc, char **argv)
 		lcd.registry = cfg.registry;
 	}
 	lcd.snapshot_image_ttl = cfg.snapshot_image_ttl;
+	lcd.task_disk = cfg.task_disk;
 	lcd.catchup_max = (int)cfg.catchup_max;
 	lcd.task_nice = cfg.task_nice;
 	errno = 0;
@@ -512,11 +532,11 @@ int main(int argc, char **argv)
 		return LC_EXIT_INVALID;
 	}
 	_cleanup_free_ char *dbpath = cfg.database ? strdup(cfg.database) : lc_strdup_printf("%s/lcd.db", lc_lib_dir());
-	/* lc_lib_dir() is shared with liblcrun (images, sandboxes): 0755 as
-	 * it would make it.  lcd/ and lcd/tasks/ are 0711: the sandbox (an
-	 * unprivileged host uid) must traverse them to bind its own task
-	 * directory, but nobody can list them; logs/ and lcd.db are 0700/0600. */
-	int mk = lc_mkdir_p(lc_lib_dir(), 0755, &err);
+	/* lc_lib_dir() is shared with liblcrun (images, sandboxes) and held
+	 * to root alone as it holds it (lc_lib_dir_hold), the state directory
+	 * (the sockets' by default) too.  lcd/ and lcd/tasks/ are 0711, but
+	 * nobody can list them; logs/ and lcd.db are 0700/0600. */
+	int mk = lc_lib_dir_hold(&err) < 0 || lc_run_dir_hold(&err) < 0 ? -1 : 0;
 	if (mk < 0 || lc_mkdir_p(lcd.tasks_dir, 0700, &err) < 0 || lc_mkdir_p(lcd.logs_dir, 0700, &err) < 0)
 		return fail(err);
 	if (chmod(lcd.state_dir, 0711) < 0 || chmod(lcd.tasks_dir, 0711) < 0 || chmod(lcd.logs_dir, 0700) < 0) {
@@ -531,9 +551,10 @@ int main(int argc, char **argv)
 		return fail(err);
 
 	_cleanup_free_ char *token = NULL;
-	if (cfg.listen) {
+	if (cfg.listen || cfg.e2b_listen) {
 		if (!cfg.token_file) {
-			fprintf(stderr, "lcd: listen %s needs token_file (a bearer token) in the config\n", cfg.listen);
+			fprintf(stderr, "lcd: %s %s needs token_file (%s) in the config\n", cfg.listen ? "listen" : "e2b_listen",
+				cfg.listen ? cfg.listen : cfg.e2b_listen, cfg.listen ? "a bearer token" : "the API key");
 			return LC_EXIT_USAGE;
 		}
 		if (lc_read_file(cfg.token_file, &token, NULL, &err) < 0)
@@ -599,30 +620,31 @@ int main(int argc, char **argv)
 	 * into its sandbox. */
 	lcd_webhook_srv_t *hooks = NULL;
 	lcd_api_t *api = NULL;
+	lcd_e2b_t *e2b = NULL;
 	lcd.python_dir = python_dir();
 	if (task_dir("workloads_dir", cfg.workloads_dir, LC_PKGLIBEXECDIR, LC_BUILDDIR "/orchestrator/workloads",
 		     &lcd.workloads_dir, &err) < 0 ||
 	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
 	if (lcd_db_open(dbpath, &lcd.db, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	lcd_db_set_seal_key(lcd.db, seal_key);
 	explicit_bzero(seal_key, sizeof(seal_key));
 	int sealed = lcd_store_secrets_seal(lcd.db, &err);
 	if (sealed < 0) {
 		lc_error_wrap(&err, "secret key %s", key_path);
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	}
 	if (sealed > 0)
 		lcd_log("%d secret(s) stored before secrets were sealed are sealed now", sealed);
 	/* Before recovery: what this node recovers is what names it. */
 	lcd_node_cfg_t ncfg = { cfg.node_name, cfg.node_address ? cfg.node_address : cfg.listen, (int)cfg.node_slots };
 	if (lcd_node_start(&lcd, &ncfg, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	lcd_node_set_token(&lcd, cluster_token);
 	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;
@@ -635,17 +657,17 @@ int main(int argc, char **argv)
 		lcd_webhook_cfg_t wc = { cfg.webhook_listen, cfg.webhook_tls_cert, cfg.webhook_tls_key,
 					 (size_t)cfg.webhook_max_body };
 		if (lcd_webhook_start(&lcd, &wc, &hooks, &err) < 0)
-			return start_failed(&lcd, hooks, api, sock, err);
+			return start_failed(&lcd, hooks, api, e2b, sock, err);
 	}
 
 	/* The model gateway before any task runs: a sandbox of a task may use it. */
 	if (lcd_gateway_start(&lcd, &cfg.gateway, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	lcd_gateway_cfg_clear(&cfg.gateway);
 
 	/* The pool before the API: a create may take from it at once. */
 	if (lcd_pool_start(&lcd, cfg.sandbox_pool, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
 	json_decref(cfg.sandbox_pool);
 
 	/* The API and the devboxes before the dispatcher and the scheduler:
@@ -657,7 +679,13 @@ int main(int argc, char **argv)
 			       cluster_token };
 	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
-		return start_failed(&lcd, hooks, api, sock, err);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	if (cfg.e2b_listen) {
+		lcd_e2b_cfg_t ec = { cfg.e2b_listen, token, cfg.e2b_base_image, (unsigned)cfg.listen_idle_timeout,
+				     LCD_E2B_PER_IP };
+		if (lcd_e2b_start(&lcd, &ec, &e2b, &err) < 0)
+			return start_failed(&lcd, hooks, api, e2b, sock, err);
+	}
 	pthread_t disp, sched, node;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
@@ -691,6 +719,7 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&lcd.lock);
 	lcd_webhook_stop(hooks);
 	lcd_devboxes_stop(&lcd); /* sessions end (the boxes keep running) */
+	lcd_e2b_stop(e2b);       /* its streams end, then its commands */
 	lcd_api_stop(api);
 	unlink(sock);
 	lcd_pool_stop(&lcd); /* no create can take from it now */

@@ -47,6 +47,8 @@ typedef struct lcd {
 	long long fork_image_ttl;     /* s a fork's image is kept (images.c) */
 	char *registry;               /* REGISTRY/REPOSITORY images go through between nodes, or NULL */
 	long long snapshot_image_ttl; /* s a snapshot's image is kept; 0: until removed */
+	long long task_disk;          /* bytes of a task-made sandbox's upper layer (its default and ceiling,
+					 unless its app's grant names one); 0: unbounded */
 	int catchup_max;
 	int nice;	   /* lcd's own nice value, read at start: the API raises its threads from it, tasks go below it */
 	int task_nice;	   /* lcd.json "task_nice": tasks run this many levels below lcd */
@@ -66,11 +68,12 @@ typedef struct lcd {
 	lcd_running_t *running;
 	int workers;
 	bool stopping;
-	struct lcd_session *sessions; /* sbexec.c: persistent shells */
+	struct lcd_session *sessions; /* http/exec.c: sessions, each a shell's state between runs */
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
 	struct lcd_node *node;        /* nodes.c: this lcd as a node of its store */
+	struct lcd_procs *procs;      /* procs.c: the E2B listener's commands, or NULL */
 
 	/* queue.c: spawns waiting to be committed as one group */
 	pthread_mutex_t spawn_lock;
@@ -116,6 +119,14 @@ typedef struct lcd_tar lcd_tar_t;
 int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, int *fd, lcd_tar_t **job,
 			 lc_error_t **err);
 int lcd_runner_tar_finish(lcd_tar_t *job, bool abort, lc_error_t **err);
+/* An operation on a sandbox's files (sbfs.h says which: op's "op"), in a
+ * child of the runner that joins the sandbox for it; its result in *out,
+ * the file of "read" and "write" in *fd (NULL: closed).  Errors keep the
+ * errno that says what failed in errnum. */
+int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err);
+/* A watch of a directory (op: {path, recursive}), by such a child, which
+ * writes its events to *fd, a JSON text a line, until lcd closes it. */
+int lcd_runner_watch(lcd_t *lcd, const char *id, json_t *op, int *fd, lc_error_t **err);
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);

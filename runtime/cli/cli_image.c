@@ -316,15 +316,23 @@ static int cmd_build(int argc, char **argv)
 		} else if (c == 't') {
 			flags |= LC_LAYER_TRUSTED;
 		} else if (c == 's') {
+			/* The strings the value came from (an argument, an
+			 * environment string) stay in this process: helpers it
+			 * forks zero them (lc_secret_note), and the copy made
+			 * here is zeroed before it is freed. */
 			if (strchr(optarg, '=')) {
+				lc_secret_note(optarg);
 				lc_strv_push(&secrets, optarg);
 			} else {
-				const char *v = getenv(optarg);
+				char *v = getenv(optarg);
 				if (!v)
 					return lc_cli_usage_error("--secret '%s': expected NAME=VALUE (or NAME set in lcrun's "
 								  "environment)", optarg);
-				_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", optarg, v);
+				lc_secret_note(v);
+				char *kv = lc_strdup_printf("%s=%s", optarg, v);
 				lc_strv_push(&secrets, kv);
+				explicit_bzero(kv, strlen(kv));
+				free(kv);
 			}
 		} else {
 			return bad_option("build", argv);

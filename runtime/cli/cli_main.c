@@ -71,8 +71,15 @@ int main(int argc, char **argv)
 		printf("lcrun %s\n", PACKAGE_VERSION);
 		return 0;
 	}
-	for (size_t i = 0; verbs[i].name; i++)
-		if (!strcmp(verbs[i].name, argv[1]))
-			return verbs[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; verbs[i].name; i++) {
+		if (strcmp(verbs[i].name, argv[1]))
+			continue;
+		/* Every verb but seccomp reads or writes the store or the
+		 * state directory: both must be this user's alone. */
+		lc_error_t *err = NULL;
+		if (strcmp(argv[1], "seccomp") && (lc_run_dir_hold(&err) < 0 || lc_lib_dir_hold(&err) < 0))
+			return lc_cli_fail(err);
+		return verbs[i].fn(argc - 1, argv + 1);
+	}
 	return lc_cli_usage_error("unknown verb '%s' (see lcrun --help)", argv[1]);
 }

@@ -16,7 +16,7 @@ enum {
 	OPT_CAP_ADD, OPT_CAP_DROP, OPT_ULIMIT, OPT_SECCOMP, OPT_TIMEOUT, OPT_KEEP, OPT_RESULT,
 	OPT_NAME, OPT_MEMORY, OPT_MEMORY_SWAP, OPT_PIDS, OPT_CPUS, OPT_CPU_WEIGHT, OPT_IO_WEIGHT,
 	OPT_LIMITS, OPT_NET, OPT_ALLOW, OPT_ADD_HOST, OPT_DNS, OPT_NET_POLICY, OPT_ID, OPT_TTL,
-	OPT_IDLE, OPT_UPPER_DIR, OPT_NEW_PRIVS, OPT_SYSCTL,
+	OPT_IDLE, OPT_UPPER_DIR, OPT_NEW_PRIVS, OPT_SYSCTL, OPT_DISK,
 };
 
 const struct option lc_run_options[] = {
@@ -46,6 +46,7 @@ const struct option lc_run_options[] = {
 	{ "cpu-weight", required_argument, NULL, OPT_CPU_WEIGHT },
 	{ "io-weight", required_argument, NULL, OPT_IO_WEIGHT },
 	{ "limits", required_argument, NULL, OPT_LIMITS },
+	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "net", required_argument, NULL, OPT_NET },
 	{ "allow", required_argument, NULL, OPT_ALLOW },
 	{ "add-host", required_argument, NULL, OPT_ADD_HOST },
@@ -300,6 +301,13 @@ int lc_cli_parse_run(int argc, char **argv, lc_spec_t *s, char **result_path, bo
 			else
 				s->limits.io_weight = (int)v;
 			break;
+		case OPT_DISK: {
+			long long bytes;
+			if (lc_parse_size(optarg, &bytes) < 0 || bytes <= 0)
+				return -lc_cli_usage_error("--disk '%s': expected a size like 512M, 10G or bytes", optarg);
+			s->limits.disk = bytes;
+			break;
+		}
 		case OPT_LIMITS: {
 			lc_error_t *err = NULL;
 			if (lc_limits_load(optarg, &s->limits, &err) < 0)
@@ -351,6 +359,8 @@ static const char run_help[] =
 	"  --seccomp FILE|unconfined\n"
 	"  --memory SIZE, --memory-swap SIZE, --pids N, --cpus X, --cpu-weight N,\n"
 	"  --io-weight N, --limits NAME (small, agent, devbox, best-effort)\n"
+	"  --disk SIZE             the upper layer on a filesystem of SIZE of its own:\n"
+	"                          writes past it fail with ENOSPC (root only)\n"
 	"  --net none|allow|open, --allow CIDR[:PORT[,PORT]], --add-host NAME:IP,\n"
 	"  --dns IP, --net-policy NAME\n"
 	"  --timeout SECS          kill the whole sandbox after SECS (exit 124)\n"

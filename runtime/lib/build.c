@@ -435,6 +435,11 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 	return r;
 }
 
+static void secrets_unnote(char ***v)
+{
+	lc_secrets_unnote(*v);
+}
+
 int lc_image_build(const char *file, const char *name_override, char **secrets, unsigned flags, FILE *log,
 		   char **out_name, lc_error_t **err)
 {
@@ -468,6 +473,11 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: \"hosts\" must be a list of names", file);
 	struct build b = { .def_dir = dcopy, .hosts = hosts, .secrets = secrets, .flags = flags, .log = log ? log : stderr,
 			   .n_steps = json_array_size(steps) + 1 };
+	/* The helpers that a run step's teardown forks (lcrun-net, a
+	 * remover) are forks of this process: they zero the list (each run's
+	 * spec has copies, noted and zeroed as well). */
+	lc_secrets_note(secrets);
+	__attribute__((cleanup(secrets_unnote))) char **noted = secrets;
 	char key[LC_HEX_LEN + 1];
 	_cleanup_free_ char *parent = NULL;
 	b.step = 1;

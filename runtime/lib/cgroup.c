@@ -12,6 +12,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "container.h"
@@ -292,6 +293,24 @@ int lc_cgroup_set_limits(const char *path, const lc_limits_t *lim, char **skippe
 	return apply_limits(path, ctrls, lim, skipped, err);
 }
 
+/* Every state directory's sandboxes have their cgroups side by side under
+ * lcrun/, so each cgroup names the state directory that records its
+ * sandbox (its real path, in this xattr of the cgroup's directory, set
+ * right after the mkdir): lcrun gc of another state directory leaves it
+ * alone, even while it is empty, between its mkdir and its first process
+ * (an image's layers may be unpacked meanwhile, seconds). */
+#define CG_OWNER_XATTR "user.lcrun.state"
+
+int lc_cgroup_owner(const char *path)
+{
+	char v[4096];
+	ssize_t n = getxattr(path, CG_OWNER_XATTR, v, sizeof(v) - 1);
+	if (n < 0)
+		return errno == EOPNOTSUPP ? -1 : 0;
+	v[n] = '\0';
+	return !strcmp(v, lc_run_dir_real());
+}
+
 int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc_error_t **err)
 {
 	memset(cg, 0, sizeof(*cg));
@@ -308,6 +327,14 @@ int lc_cgroup_create(const char *id, const lc_limits_t *lim, lc_cgroup_t *cg, lc
 		free(cg->path);
 		cg->path = NULL;
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot create cgroup %s/lcrun/%s", root, id);
+	}
+	const char *owner = lc_run_dir_real();
+	if (setxattr(cg->path, CG_OWNER_XATTR, owner, strlen(owner), 0) < 0 && errno != EOPNOTSUPP) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot mark cgroup %s as %s's", cg->path, owner);
+		rmdir(cg->path);
+		free(cg->path);
+		cg->path = NULL;
+		return -1;
 	}
 	_cleanup_free_ char *skipped = NULL;
 	if (apply_limits(cg->path, ctrls, lim, &skipped, err) < 0)

@@ -655,6 +655,30 @@ int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flag
 	return opened(fd, path, st, err);
 }
 
+int lc_sandbox_join_here(const char *id_or_name, lc_spec_t **spec, lc_error_t **err)
+{
+	_cleanup_free_ char *id = NULL;
+	lc_spec_t *sp = NULL;
+	_cleanup_close_ int pidfd = reachable(id_or_name, &id, &sp, err);
+	if (pidfd < 0)
+		return -1;
+	lc_error_t *e = NULL;
+	if (join_for_copy(pidfd, getppid(), &e) < 0) {
+		lc_spec_free(sp);
+		lc_error_wrap(&e, "in sandbox %s", id);
+		if (err && !*err)
+			*err = e;
+		else
+			lc_error_free(e);
+		return -1;
+	}
+	if (spec)
+		*spec = sp;
+	else
+		lc_spec_free(sp);
+	return 0;
+}
+
 struct lc_tar_job {
 	pid_t pid;
 	int es;

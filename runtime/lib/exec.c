@@ -265,6 +265,20 @@ static pid_t pidfd_pid(int pidfd)
 
 static const int fwd_signals[] = LC_FORWARD_SIGNALS;
 
+/* A signal for the command (forwarded, or from opts->signal_fd): SIGWINCH
+ * resizes its pty to the caller's terminal (in, else out); any other goes
+ * to the command. */
+static void relay_signal(int sig, int master, int in, int out, int cmdfd)
+{
+	if (sig == SIGWINCH) {
+		struct winsize ws;
+		if (master >= 0 && (ioctl(in, TIOCGWINSZ, &ws) == 0 || ioctl(out, TIOCGWINSZ, &ws) == 0))
+			ioctl(master, TIOCSWINSZ, &ws);
+	} else if (sig > 0 && sig < 65 && cmdfd >= 0) {
+		syscall(SYS_pidfd_send_signal, cmdfd, sig, NULL, 0);
+	}
+}
+
 
 static int prepare(exec_ctx_t *x, const char *id, json_t *st, lc_error_t **err)
 {
@@ -414,16 +428,18 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	bool got_exit = false, in_open = o->tty, master_open = false, kill_it = false;
 	long long deadline = o->timeout > 0 ? t0 + (long long)o->timeout * 1000 : -1;
 	int code = 0, sig = 0, cancel = o->cancel_fd > 0 ? o->cancel_fd : -1;
+	int sigin = o->signal_fd > 0 ? o->signal_fd : -1;
 	for (;;) {
-		struct pollfd p[5] = { { x.sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 },
+		struct pollfd p[6] = { { x.sp[0], POLLIN, 0 }, { sigfd, POLLIN, 0 },
 				       { in_open && master >= 0 ? in : -1, POLLIN, 0 },
-				       { master_open ? master : -1, POLLIN, 0 }, { cancel, POLLIN, 0 } };
+				       { master_open ? master : -1, POLLIN, 0 }, { cancel, POLLIN, 0 },
+				       { sigin, POLLIN, 0 } };
 		int timeout = -1;
 		if (deadline >= 0 && !res->timed_out) {
 			long long left = deadline - lc_now_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
-		int n = poll(p, 5, timeout);
+		int n = poll(p, 6, timeout);
 		if (n < 0 && errno == EINTR)
 			continue;
 		bool kill_now = false;
@@ -442,6 +458,14 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 		}
 		if (n == 0)
 			continue;
+		if (p[5].revents & (POLLIN | POLLHUP | POLLERR)) {
+			unsigned char sigs[64];
+			ssize_t k = read(sigin, sigs, sizeof(sigs));
+			if (k <= 0 && !(k < 0 && (errno == EINTR || errno == EAGAIN)))
+				sigin = -1; /* the caller closed it: no more signals */
+			for (ssize_t i = 0; i < k; i++)
+				relay_signal(sigs[i], master, in, out, cmdfd);
+		}
 		if (p[3].revents & (POLLIN | POLLHUP | POLLERR))
 			master_open = lc_pump(master, out);
 		if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -454,13 +478,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(sigfd, &si, sizeof(si)) == sizeof(si)) {
-				if (si.ssi_signo == SIGWINCH) {
-					struct winsize ws;
-					if (master >= 0 && (ioctl(in, TIOCGWINSZ, &ws) == 0 || ioctl(out, TIOCGWINSZ, &ws) == 0))
-						ioctl(master, TIOCSWINSZ, &ws);
-				} else if (cmdfd >= 0) {
-					syscall(SYS_pidfd_send_signal, cmdfd, (int)si.ssi_signo, NULL, 0);
-				}
+				relay_signal((int)si.ssi_signo, master, in, out, cmdfd);
 			}
 		}
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {

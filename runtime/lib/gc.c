@@ -8,6 +8,7 @@
  * namespaces, which die with it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,52 @@ int lc_sandboxes_parent_make(const char *parent, lc_error_t **err)
 	return lc_write_file_atomic(pair, text, strlen(text), 0600, err);
 }
 
+struct pair_answer {
+	pthread_once_t once;
+	char *msg; /* NULL: the pair holds */
+};
+
+static struct pair_answer pair = { PTHREAD_ONCE_INIT, NULL };
+
+static void pair_find(void)
+{
+	const char *def = "the default state directory";
+	if (!set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun")) {
+		if (set_apart("LCRUN_STATE_DIR", lc_run_dir(), "/run/lcrun"))
+			pair.msg = lc_strdup_printf("LCRUN_STATE_DIR %s with the default root %s, whose sandboxes %s records: "
+						    "set LCRUN_ROOT to a root of its own as well", lc_run_dir(),
+						    lc_lib_dir(), def);
+		return;
+	}
+	_cleanup_free_ char *file = lc_strdup_printf("%s/sandboxes/" PAIR_FILE, lc_lib_dir());
+	_cleanup_free_ char *owner = NULL;
+	if (lc_read_file(file, &owner, NULL, NULL) < 0)
+		return; /* none yet (or an older lcrun's root): this one's */
+	owner[strcspn(owner, "\n")] = '\0';
+	struct stat st;
+	if (stat(owner, &st) < 0 && errno == ENOENT) {
+		/* its state directory is gone, and the records of its
+		 * sandboxes with it: the root goes with this one now */
+		_cleanup_free_ char *text = lc_strdup_printf("%s\n", lc_run_dir());
+		lc_error_t *e = NULL;
+		if (lc_write_file_atomic(file, text, strlen(text), 0600, &e) < 0) {
+			pair.msg = strdup(e->msg);
+			lc_error_free(e);
+		}
+		return;
+	}
+	if (!same_dir(owner, lc_run_dir()))
+		pair.msg = lc_strdup_printf("LCRUN_ROOT %s keeps the sandboxes that %s records, not LCRUN_STATE_DIR %s's: "
+					    "use that state directory with it, or a root of its own", lc_lib_dir(), owner,
+					    lc_run_dir());
+}
+
+int lc_sandboxes_pair_check(lc_error_t **err)
+{
+	pthread_once(&pair.once, pair_find);
+	return pair.msg ? lc_error_set(err, LC_EXIT_USAGE, 0, "%s", pair.msg) : 0;
+}
+
 /* NULL when this state directory keeps the records of parent's sandbox
  * directories, else the one that does (to be freed).  The default root
  * has no .state-dir: it belongs to the default state directory.  A root
@@ -158,7 +205,10 @@ static char *sandboxes_owner(const char *parent)
 }
 
 /* Cgroups (rmdir of an empty one) and sandbox directories (rm -rf) whose
- * id has no state: what a crash left between the steps of a teardown. */
+ * id has no state: what a crash left between the steps of a teardown.
+ * Cgroups only where they are marked as this state directory's (another's
+ * sandbox may be between its cgroup's mkdir and its first process), or
+ * where cgroups take no marks. */
 static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
 {
 	_cleanup_dir_ DIR *d = opendir(parent);
@@ -168,6 +218,8 @@ static void gc_orphans(const char *parent, bool cgroups, json_t *removed)
 		if (!lc_id_valid(de->d_name) || has_state_dir(de->d_name) || cgroup_populated(de->d_name))
 			continue;
 		_cleanup_free_ char *path = lc_strdup_printf("%s/%s", parent, de->d_name);
+		if (cgroups && lc_cgroup_owner(path) == 0)
+			continue;
 		if (cgroups ? rmdir(path) == 0 : lc_rm_rf(path, NULL) == 0)
 			note(removed, "removed %s %s", cgroups ? "cgroup" : "directory", path);
 	}
@@ -307,7 +359,10 @@ int lc_gc_wait(int timeout_ms, lc_error_t **err)
 
 int lc_gc(json_t **removed_out, lc_error_t **err)
 {
-	(void)err;
+	/* What it reads there decides what it removes: not from a directory
+	 * another user may write. */
+	if (lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0)
+		return -1;
 	json_t *removed = json_array();
 	_cleanup_dir_ DIR *d = opendir(lc_run_dir());
 	struct dirent *de;

@@ -77,7 +77,10 @@ static int store_init(lc_error_t **err)
 	_cleanup_free_ char *blobs = lc_strdup_printf("%s/images/blobs/sha256", lc_lib_dir());
 	_cleanup_free_ char *layers = lc_image_layers_dir();
 	_cleanup_free_ char *tmp = tmp_dir();
-	if (lc_mkdir_p(blobs, 0755, err) < 0 || lc_mkdir_p(layers, 0755, err) < 0 || lc_mkdir_p(tmp, 0700, err) < 0)
+	/* Private, as the store around them (lc_lib_dir_hold): an unpacked
+	 * layer keeps a snapshot's setuid-root files as they were. */
+	if (lc_lib_dir_hold(err) < 0 || lc_mkdir_p(blobs, 0700, err) < 0 || lc_mkdir_p(layers, 0700, err) < 0 ||
+	    lc_mkdir_p(tmp, 0700, err) < 0)
 		return -1;
 	_cleanup_free_ char *layout = lc_strdup_printf("%s/images/oci-layout", lc_lib_dir());
 	_cleanup_free_ char *index = lc_strdup_printf("%s/images/index.json", lc_lib_dir());
@@ -231,10 +234,9 @@ static int make_tmp_file(char **path, lc_error_t **err)
 
 /* ---- index ---------------------------------------------------------------- */
 
-static int index_load(json_t **out, lc_error_t **err)
+/* index.json as it is now; the store must exist (store_init). */
+static int index_read(json_t **out, lc_error_t **err)
 {
-	if (store_init(err) < 0)
-		return -1;
 	_cleanup_free_ char *p = lc_strdup_printf("%s/images/index.json", lc_lib_dir());
 	json_error_t je;
 	json_t *j = json_load_file(p, 0, &je);
@@ -244,6 +246,24 @@ static int index_load(json_t **out, lc_error_t **err)
 		json_object_set_new(j, "manifests", json_array());
 	*out = j;
 	return 0;
+}
+
+/* The store made if missing, and its index.  Not under the index lock:
+ * store_init takes it (flock locks are per open file, so a second lock
+ * taken by this process would wait for the first for ever). */
+static int index_load(json_t **out, lc_error_t **err)
+{
+	if (store_init(err) < 0)
+		return -1;
+	return index_read(out, err);
+}
+
+/* The index lock, taken once the store exists. */
+static int index_lock(lc_error_t **err)
+{
+	if (store_init(err) < 0)
+		return -1;
+	return lock_named("index", LOCK_EX, err);
 }
 
 static int index_save(json_t *idx, lc_error_t **err)
@@ -311,11 +331,11 @@ static int check_new_name(const char *name, lc_error_t **err)
 /* Add a named manifest descriptor to index.json (under the index lock). */
 static int index_add(const char *name, const char *manifest_hex, size_t manifest_len, lc_error_t **err)
 {
-	_cleanup_close_ int lk = lock_named("index", LOCK_EX, err);
+	_cleanup_close_ int lk = index_lock(err);
 	if (lk < 0)
 		return -1;
 	_cleanup_json_ json_t *idx = NULL;
-	if (index_load(&idx, err) < 0)
+	if (index_read(&idx, err) < 0)
 		return -1;
 	if (index_find(idx, name) >= 0)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", name);
@@ -910,8 +930,8 @@ int lc_image_inspect(const char *name, json_t **out, lc_error_t **err)
 static ssize_t index_edit(const char *name, int *lk, json_t **idx, lc_error_t **err)
 {
 	*idx = NULL;
-	*lk = lock_named("index", LOCK_EX, err);
-	if (*lk < 0 || index_load(idx, err) < 0)
+	*lk = index_lock(err);
+	if (*lk < 0 || index_read(idx, err) < 0)
 		return -1;
 	ssize_t i = index_find(*idx, name);
 	if (i < 0)
@@ -1553,7 +1573,7 @@ int lc_image_prune(lc_prune_stats_t *stats, lc_error_t **err)
 	if (lk < 0)
 		return -1;
 	_cleanup_json_ json_t *idx = NULL, *blobs = json_object(), *diffs = json_object();
-	if (index_load(&idx, err) < 0)
+	if (index_read(&idx, err) < 0)
 		return -1;
 	size_t i;
 	json_t *d;

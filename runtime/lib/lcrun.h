@@ -21,6 +21,16 @@
 const char *lc_lib_dir(void);   /* /var/lib/lcrun */
 const char *lc_run_dir(void);   /* /run/lcrun */
 const char *lc_policy_dir(void);/* $(datadir)/lcrun/policies, or the source tree's */
+/* lc_lib_dir / lc_run_dir made if missing (0700 / 0711) and held to this
+ * user alone: a default one that others can reach is made private again;
+ * one set with LCRUN_ROOT / LCRUN_STATE_DIR that others can reach, or that
+ * belongs to another user, is refused (LC_EXIT_PERM, the message says what
+ * to do).  Checked once per process; callers before anything is written
+ * there. */
+int lc_lib_dir_hold(lc_error_t **err);
+int lc_run_dir_hold(lc_error_t **err);
+/* lc_run_dir() as realpath gives it (as given when it cannot). */
+const char *lc_run_dir_real(void);
 
 /* ---- sandbox description ------------------------------------------------ */
 
@@ -80,6 +90,9 @@ typedef struct lc_limits {
 	int cpu_weight;        /* 0: unset, else 1..10000 */
 	int io_weight;         /* 0: unset, else 1..10000 */
 	bool best_effort;      /* skip limits the host cannot enforce, and say so */
+	long long disk;        /* bytes: the upper layer on a filesystem of this size
+				  of its own (disk.h), ENOSPC past it; 0: none (the
+				  upper shares LCRUN_ROOT's filesystem).  Root only */
 } lc_limits_t;
 
 typedef struct lc_spec {
@@ -218,6 +231,12 @@ int lc_sandbox_create(const lc_spec_t *spec, char id[LC_ID_LEN + 1], lc_error_t 
  * Its "created" becomes now and the ttl counts from then.  Nothing else
  * of spec is looked at.  LC_EXIT_BUSY: the name is taken. */
 int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err);
+/* When a running or paused sandbox is removed: at expires_ms (wall clock,
+ * ms since the epoch; earlier than now: at once), or never (0).  Its ttl
+ * becomes the time from its "created" to then, so that a stop and a start
+ * keep the same end.  LC_EXIT_STATE for a stopped one, or one without a
+ * monitor. */
+int lc_sandbox_set_expiry(const char *id_or_name, long long expires_ms, lc_error_t **err);
 /* Start a stopped sandbox again on its kept upper layer. */
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err);
 /* Kill its processes, keep its files (upper layer) and state. */
@@ -258,6 +277,10 @@ typedef struct lc_exec_opts {
 	int cancel_fd;       /* > 0: once readable (or hung up) the command is
 				killed (exit 137); 0 or -1: none.  For a caller
 				that runs exec in a thread and must end it early. */
+	int signal_fd;       /* > 0: each byte read from it is a signal number
+				sent to the command (SIGWINCH: with tty, the
+				sandbox's pty takes the window size of stdio[0]
+				again); 0 or -1: none */
 	bool new_pgroup;     /* the command leads a process group of its own, so
 				that a timeout or a cancel kills its children too
 				(not with tty; not for a command that reads the
@@ -290,6 +313,12 @@ int lc_sandbox_open_file(const char *id_or_name, const char *path, int flags, mo
  * single-threaded: lcd's runner makes one per request). */
 int lc_sandbox_open_file_here(const char *id_or_name, const char *path, int flags, mode_t mode, struct stat *st,
 			      lc_error_t **err);
+/* Join a running or paused sandbox's user and mount namespaces in the
+ * calling process, for good, as the sandbox's root: paths (and symlinks)
+ * then resolve in its own root.  For a process made for this, single-
+ * threaded (lcd's runner makes one per request).  *spec (optional) gets
+ * the sandbox's spec (lc_spec_free it): its user's ids, its workdir. */
+int lc_sandbox_join_here(const char *id_or_name, lc_spec_t **spec, lc_error_t **err);
 /* A tar stream into the directory path (in) or of path out of the sandbox:
  * returns once the sandbox side has checked path, with *fd the caller's end
  * of the stream (write the tar to it, or read it), which the caller closes

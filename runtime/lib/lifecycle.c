@@ -22,6 +22,7 @@
  * only files that `lcrun gc` collects. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -692,9 +693,14 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 		if (!(h.st = lc_state_read(h.id, err)))
 			return -1;
 	}
+	/* Its disk is what it was made with: a claim cannot change it. */
+	const lc_limits_t *lim = &spec->limits;
+	long long disk = jint(json_object_get(json_object_get(h.st, "spec"), "limits"), "disk");
+	if ((lim->disk > 0 ? lim->disk : 0) != disk)
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has a disk of %lld bytes, not the %lld asked for",
+				    h.id, disk, lim->disk > 0 ? lim->disk : 0);
 	/* Limits the claim asks for (a member was made with none): written into
 	 * its cgroup before it is handed out. */
-	const lc_limits_t *lim = &spec->limits;
 	bool limited = lim->memory >= 0 || lim->memory_swap >= 0 || lim->pids >= 0 || lim->cpus > 0 ||
 		       lim->cpu_weight > 0 || lim->io_weight > 0;
 	_cleanup_free_ char *skipped = NULL;
@@ -737,6 +743,42 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 		unlink(link);
 	}
 	return r;
+}
+
+int lc_sandbox_set_expiry(const char *id_or_name, long long expires_ms, lc_error_t **err)
+{
+	_cleanup_held_ held_t h = HELD_INIT;
+	if (hold(id_or_name, &h, err) < 0)
+		return -1;
+	const char *status = lc_state_status(h.st, h.id);
+	if (strcmp(status, "running") && strcmp(status, "paused"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s: its ttl changes while it runs or is paused",
+				    h.id, status);
+	if (!json_object_get(h.st, "monitor_pid"))
+		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has no monitor to keep a ttl (lcrun run --keep)", h.id);
+	if (expires_ms < 0)
+		expires_ms = 0;
+	/* The ttl, counted from "created" as a (re)start computes it, covers
+	 * the new end; a start after a stop keeps it that way. */
+	long long created = jint(h.st, "created"), ttl = 0;
+	if (expires_ms > 0) {
+		ttl = (expires_ms - created + 999) / 1000;
+		if (ttl < 1)
+			ttl = 1;
+		if (ttl > INT_MAX)
+			return lc_error_set(err, LC_EXIT_USAGE, 0, "sandbox %s: a ttl that long does not fit", h.id);
+	}
+	json_t *sj = json_object_get(h.st, "spec");
+	json_object_set_new(sj, "ttl", json_integer(ttl));
+	json_object_set_new(h.st, "ttl", json_integer(ttl));
+	json_object_set_new(h.st, "expires", expires_ms > 0 ? json_integer(expires_ms) : json_null());
+	if (lc_state_write(h.id, h.st, err) < 0)
+		return -1;
+	pid_t m = (pid_t)jint(h.st, "monitor_pid");
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, m, 0);
+	if (pfd < 0 || !lc_state_monitor_alive(h.st, h.id) || syscall(SYS_pidfd_send_signal, pfd, SIGUSR2, NULL, 0) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot hand its new ttl to its monitor", h.id);
+	return 0;
 }
 
 int lc_sandbox_start(const char *id_or_name, lc_error_t **err)

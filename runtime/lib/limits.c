@@ -45,7 +45,8 @@ int lc_limits_load(const char *name, lc_limits_t *lim, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s: expected an object", path, name);
 	_cleanup_free_ char *where = lc_strdup_printf("%s: %s", path, name);
 	if (field_size(set, where, "memory", &lim->memory, err) < 0 ||
-	    field_size(set, where, "memory_swap", &lim->memory_swap, err) < 0)
+	    field_size(set, where, "memory_swap", &lim->memory_swap, err) < 0 ||
+	    field_size(set, where, "disk", &lim->disk, err) < 0)
 		return -1;
 	json_t *v;
 	if ((v = json_object_get(set, "pids"))) {

@@ -124,6 +124,16 @@ int lc_mounts_stage(lc_rootfs_plan_t *plan, lc_error_t **err)
 	 * on this ext4). */
 	if (mkdir(LOWER_MNT, 0700) < 0 && errno != EEXIST)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/mnt", lc_lib_dir());
+	/* The sandbox's own disk (--disk) where its uppers are: in this
+	 * namespace only, it goes with the sandbox's namespaces. */
+	if (plan->disk_fd >= 0) {
+		int r = sys_move_mount(plan->disk_fd, "", AT_FDCWD, "ovl", MOVE_MOUNT_F_EMPTY_PATH);
+		int e = errno;
+		close(plan->disk_fd);
+		plan->disk_fd = -1;
+		if (r < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot mount the sandbox's disk");
+	}
 
 	plan->idmap_ok = true;
 	/* Relative paths keep the overlay option string short. */

@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "image.h"
 #include "net.h"
 #include "netpool.h"
@@ -283,6 +284,9 @@ static void staging_main(lc_sb_t *c)
 	 * joins it below. */
 	lc_msg_t go;
 	int own = -1;
+	if (c->spec->limits.disk > 0 && !c->spec->upper_dir &&
+	    (lc_msg_recv_fd(c->sp[1], &go, &c->plan.disk_fd) != 1 || go.type != LC_MSG_DISK || c->plan.disk_fd < 0))
+		_exit(LC_EXIT_RUNTIME);
 	if (lc_msg_recv_fd(c->sp[1], &go, &own) != 1 || go.type != LC_MSG_GO)
 		_exit(LC_EXIT_RUNTIME);
 	c->joined = own >= 0; /* as lcrun's c->joined; pid 1 reads it (pid1_main) */
@@ -493,6 +497,7 @@ static int plan_root(lc_sb_t *c, lc_error_t **err)
 	c->plan.rootless = c->rootless;
 	c->plan.volatile_upper = c->throwaway && !s->upper_dir;
 	c->plan.idmap_userns_fd = -1;
+	c->plan.disk_fd = -1;
 	c->plan.rootfs_fd = c->plan.files_fd = -1;
 	/* Ids as the staging process sees them: rootless, it works inside its
 	 * own user namespace, where the caller is 0. */
@@ -542,8 +547,9 @@ static int plan_root(lc_sb_t *c, lc_error_t **err)
 
 /* A new sandbox's directories under sbdir, its uppers under upper_dir if
  * given (kept if there), with usr-upper/usr-work for a host image; a
- * spare without the uppers (upper, usr-upper), made when it is taken. */
-static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool uppers, uid_t ou, gid_t og,
+ * spare without the uppers (upper, usr-upper), made when it is taken; with
+ * a disk, none of them (they are on the disk, disk_ready). */
+static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool uppers, bool disk, uid_t ou, gid_t og,
 		     lc_error_t **err)
 {
 	_cleanup_free_ char *priv0 = lc_strdup_printf("%s/private", sbdir);
@@ -556,7 +562,7 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool u
 	if (mkdir_mode(priv0, 0711) < 0 || mkdir_mode(priv, 0700) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", priv);
 	static const char *const names[] = { "upper", "work", "usr-upper", "usr-work" };
-	for (size_t i = 0; i < (host ? 4u : 2u); i++) {
+	for (size_t i = 0; i < (disk ? 0u : host ? 4u : 2u); i++) {
 		_cleanup_free_ char *d = lc_strdup_printf("%s/%s", ud, names[i]);
 		bool owned = i % 2 == 0; /* the uppers are the sandbox's root's; the work dirs host root's */
 		if (owned && !uppers)
@@ -598,7 +604,7 @@ static char *spare_slot(bool host, uid_t ou, gid_t og, int k)
 /* Host root's sandboxes with their uppers in their own directory. */
 static bool spare_shape(const lc_sb_t *c)
 {
-	return !c->rootless && !c->spec->upper_dir && !c->reuse_dir;
+	return !c->rootless && !c->spec->upper_dir && !c->reuse_dir && c->spec->limits.disk <= 0;
 }
 
 static bool spare_claim(lc_sb_t *c, uid_t ou, gid_t og)
@@ -644,7 +650,7 @@ static void spare_refill(const lc_sb_t *c)
 		lc_random_hex(tag, 8);
 		_cleanup_free_ char *tmp = lc_strdup_printf("%s/tmp.%s", dir, tag);
 		lc_error_t *e = NULL;
-		if (make_tree(tmp, NULL, c->host_image, false, ou, og, &e) < 0) {
+		if (make_tree(tmp, NULL, c->host_image, false, false, ou, og, &e) < 0) {
 			lc_error_free(e);
 			lc_rm_rf(tmp, NULL);
 			return;
@@ -652,6 +658,37 @@ static void spare_refill(const lc_sb_t *c)
 		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, slot, RENAME_NOREPLACE) < 0)
 			lc_rm_rf(tmp, NULL);
 	}
+}
+
+static char *disk_image(const char *sbdir)
+{
+	return lc_strdup_printf("%s/private/disk.img", sbdir);
+}
+
+/* The sandbox's disk (--disk): its image made (kept, at a start) and
+ * mounted detached, with the uppers and work directories on it, as
+ * make_tree makes them elsewhere; the mount goes to the staging process
+ * (LC_MSG_DISK), which puts it on ovl/ in its own namespace. */
+static int disk_ready(lc_sb_t *c, uid_t ou, gid_t og, lc_error_t **err)
+{
+	_cleanup_free_ char *img = disk_image(c->sbdir);
+	bool create = !c->reuse_dir;
+	unsigned flags = (create ? LC_DISK_CREATE : 0) | (c->throwaway ? LC_DISK_NO_JOURNAL : 0);
+	if (lc_disk_mount(img, c->spec->limits.disk, flags, &c->plan.disk_fd, err) < 0)
+		return lc_error_wrap(err, "sandbox %s", c->id);
+	static const char *const names[] = { "upper", "work", "usr-upper", "usr-work" };
+	for (size_t i = 0; i < (c->host_image ? 4u : 2u); i++) {
+		bool owned = i % 2 == 0; /* as make_tree's */
+		if (mkdirat(c->plan.disk_fd, names[i], 0700) < 0) {
+			if (errno == EEXIST && !create)
+				continue;
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s on %s", names[i], img);
+		}
+		if (owned && (fchmodat(c->plan.disk_fd, names[i], 0755, 0) < 0 ||
+			      fchownat(c->plan.disk_fd, names[i], ou, og, 0) < 0))
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot give %s on %s to the sandbox", names[i], img);
+	}
+	return 0;
 }
 
 /* The sandbox directory and its files, while the staging process makes
@@ -669,27 +706,30 @@ static int make_dirs(lc_sb_t *c, lc_error_t **err)
 	lc_dir_spread(parent, true);
 	__attribute__((cleanup(sb_paths_free))) sb_paths_t p = { 0 };
 	sb_paths(c, &p);
+	bool disk = s->limits.disk > 0;
 	if (c->reuse_dir) {
 		/* start of a stopped sandbox: keep the uppers, remake the rest. */
 		struct stat st;
-		if (stat(p.upper, &st) < 0)
+		if (!disk && stat(p.upper, &st) < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "upper layer %s", p.upper);
 		/* files/ and etc-layer/: what an older lcrun made per sandbox */
 		_cleanup_free_ char *files = lc_strdup_printf("%s/files", c->sbdir);
 		_cleanup_free_ char *etc = lc_strdup_printf("%s/etc-layer", p.priv);
 		if (lc_rm_rf(files, err) < 0 || lc_rm_rf(etc, err) < 0)
 			return -1;
-		if (c->host_image && (keep_or_mkdir(p.usr_upper, ou, og, 0755, true, err) < 0 ||
-				      keep_or_mkdir(p.usr_work, 0, 0, 0700, true, err) < 0))
+		if (!disk && c->host_image && (keep_or_mkdir(p.usr_upper, ou, og, 0755, true, err) < 0 ||
+					       keep_or_mkdir(p.usr_work, 0, 0, 0700, true, err) < 0))
 			return -1;
 	} else if (spare_shape(c) && spare_claim(c, ou, og)) {
 		/* its uppers, made now (spare_refill) */
 		if (keep_or_mkdir(p.upper, ou, og, 0755, false, err) < 0 ||
 		    (c->host_image && keep_or_mkdir(p.usr_upper, ou, og, 0755, false, err) < 0))
 			return -1;
-	} else if (make_tree(c->sbdir, s->upper_dir, c->host_image, true, ou, og, err) < 0) {
+	} else if (make_tree(c->sbdir, s->upper_dir, c->host_image, true, disk, ou, og, err) < 0) {
 		return -1;
 	}
+	if (disk && disk_ready(c, ou, og, err) < 0)
+		return -1;
 	if (write_files(c, err) < 0)
 		return -1;
 	if (c->empty_lower && mkdir(p.empty, 0755) < 0 && errno != EEXIST)
@@ -730,6 +770,10 @@ json_t *lc_sb_state_json(lc_sb_t *c, const char *status)
 	if (c->img)
 		json_object_set_new(j, "image_digest", json_string(c->img->manifest_digest));
 	json_object_set_new(j, "keep", json_boolean(s->keep));
+	if (s->limits.disk > 0) { /* the uppers' paths are on it, as the sandbox's namespaces see them */
+		_cleanup_free_ char *img = disk_image(c->sbdir);
+		json_object_set_new(j, "disk", json_pack("{s:s, s:I}", "image", img, "size", (json_int_t)s->limits.disk));
+	}
 	/* false where the lower layers' filesystem cannot be idmapped (9p,
 	 * tmpfs before 6.3): root inside then cannot write over them. */
 	json_object_set_new(j, "idmapped", json_boolean(c->idmapped));
@@ -806,6 +850,14 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 		if (!m->tmpfs && stat(m->src, &st) < 0)
 			return lc_error_set(err, LC_EXIT_NOENT, errno, "bind source %s", m->src);
 	}
+	if (s->limits.disk > 0) {
+		if (s->upper_dir)
+			return lc_error_set(err, LC_EXIT_USAGE, 0,
+					    "--disk with --upper-dir: the upper layer is on its own disk or on %s, not both",
+					    s->upper_dir);
+		if (!c->rootless && lc_disk_check(s->limits.disk, lc_lib_dir(), err) < 0)
+			return -1;
+	}
 	if (s->upper_dir) {
 		if (s->upper_dir[0] != '/' || strpbrk(s->upper_dir, ",:\\"))
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "upper directory '%s': expected an absolute path without ',' ':' '\\'",
@@ -831,6 +883,8 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 			need = "cgroup limits (--memory, --pids, --cpus, ...)";
 		else if (s->uid != 0 || s->gid != 0)
 			need = "--user other than 0 (a rootless sandbox maps a single id)";
+		else if (s->limits.disk > 0)
+			need = "--disk (a loop device and a mount)";
 		if (need)
 			return lc_error_set(err, LC_EXIT_PERM, 0, "%s needs root; this sandbox is rootless", need);
 	}
@@ -1002,12 +1056,9 @@ static void remover_start(lc_sb_t *c)
 	if (r == 0) {
 		lc_proc_title("lcrun-rm");
 		/* This process may outlive the run (it may become the spares'
-		 * holder): not the spec's copy of the command's secrets, at
-		 * least (freed memory of the caller's may still hold some). */
-		for (char **e = c->spec->secret_env; e && *e; e++)
-			explicit_bzero(*e, strlen(*e));
-		for (char **e = c->envp; e && *e; e++) /* they are in it too */
-			explicit_bzero(*e, strlen(*e));
+		 * holder): the spec's secrets and the command's environment,
+		 * which has them too, were zeroed as it was forked
+		 * (lc_secret_note, lc_sb_begin). */
 		/* The staging process's goes at once, while the command runs:
 		 * it holds a copy of the host's mounts, which must not stay
 		 * pinned for the sandbox's life. */
@@ -1204,11 +1255,20 @@ void lc_sb_free(lc_sb_t *c)
 	lc_seccomp_prog_free(&c->prog);
 	free(c->lease);
 	c->lease = NULL;
+	if (c->secrets_noted) {
+		lc_secrets_unnote(c->spec->secret_env);
+		lc_secrets_unnote(c->envp);
+	}
+	/* freed, not zeroed, they would still be in the next fork's copy */
+	for (char **e = c->envp; e && *e; e++)
+		explicit_bzero(*e, strlen(*e));
 	lc_strv_free(c->envp);
 	lc_strv_free(c->plan.lowers);
 	lc_strv_free(c->plan.usr_lowers);
 	free(c->plan.lower_idmap);
 	lc_mounts_close_binds(&c->plan);
+	if (c->plan.disk_fd >= 0)
+		close(c->plan.disk_fd);
 	if (!c->shared || c->img != c->shared->img)
 		lc_image_resolved_free(c->img);
 	free(c->plan.sbdir);
@@ -1304,7 +1364,8 @@ static int prepare_prog(lc_sb_t *c, lc_error_t **err)
 int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 {
 	const lc_spec_t *s = c->spec;
-	if (validate(c, err) < 0)
+	if (validate(c, err) < 0 || lc_run_dir_hold(err) < 0 || lc_lib_dir_hold(err) < 0 ||
+	    lc_sandboxes_pair_check(err) < 0)
 		return -1;
 	trace("validated");
 	if (s->id)
@@ -1315,8 +1376,6 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		/* Claim the id: its state directory exists before anything
 		 * else, so lcrun gc never takes a starting sandbox for debris. */
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
-		if (lc_mkdir_p(lc_run_dir(), 0711, err) < 0)
-			return -1;
 		lc_dir_spread(lc_run_dir(), false);
 		if (mkdir(sd, 0700) < 0) {
 			if (errno == EEXIST)
@@ -1327,6 +1386,11 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
+	/* Zeroed in every helper forked from here on (the remover, which may
+	 * stay as the spares' holder, lcrun-net): the secrets are in both. */
+	lc_secrets_note(s->secret_env);
+	lc_secrets_note(c->envp);
+	c->secrets_noted = true;
 	/* The cgroup first, so that the state says it from its first
 	 * writing on (one write of state.json fewer). */
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
@@ -1425,6 +1489,11 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * first, already keeps gc away; a name taken ends the start there). */
 	if (make_dirs(c, err) < 0)
 		return -1;
+	if (c->plan.disk_fd >= 0) {
+		lc_msg_send_fd(c->sp[0], LC_MSG_DISK, 0, c->plan.disk_fd);
+		close(c->plan.disk_fd);
+		c->plan.disk_fd = -1;
+	}
 	/* Single-threaded, this process's only sandbox: its user namespace,
 	 * maps written, for the staging process to idmap with and join (no
 	 * round trip for the maps).  Otherwise one idmap namespace serves

@@ -51,6 +51,10 @@ void lc_cgroup_stats(const char *path, lc_result_t *res);
 long long lc_cgroup_read_key(const char *path, const char *file, const char *key);
 void lc_cgroup_clear(lc_cgroup_t *cg);
 char *lc_cgroup_path_for(const char *id);
+/* Whose sandbox cgroup (lcrun/ID) at path is: 1 this state directory's,
+ * 0 another's or nobody's mark (an older lcrun's, or one between its
+ * mkdir and its mark), -1 where cgroups take no marks. */
+int lc_cgroup_owner(const char *path);
 
 /* ---- hostimage.c */
 /* The cached skeleton of the host image (dirs, merged-usr links, a copy of
@@ -85,6 +89,12 @@ char *lc_spare_dir(void);
  * directories are in use (gc.c): gc collects directories without state
  * only for that state directory. */
 int lc_sandboxes_parent_make(const char *parent, lc_error_t **err);
+/* Before a sandbox is made: refused (LC_EXIT_USAGE) when this state
+ * directory is not the one that records the root's sandboxes (a private
+ * LCRUN_STATE_DIR over the default root, or a root set apart whose
+ * .state-dir names another): gc of the root's own state directory would
+ * take the new sandbox's directory for an orphan. */
+int lc_sandboxes_pair_check(lc_error_t **err);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
@@ -103,6 +113,7 @@ enum {
 	LC_MSG_ERROR,      /* any -> parent: serialized lc_error_t in text */
 	LC_MSG_EXIT,       /* pid 1 -> parent: command ended: a = code, b = signal */
 	LC_MSG_STAGING,    /* forked child -> threaded parent: host pid of the staging process */
+	LC_MSG_DISK,       /* parent -> staging, before the first GO: the disk's mount (fd) */
 			   /* it cloned into the cgroup in a (-1: none, it is the staging process) */
 };
 typedef struct lc_msg {
@@ -138,6 +149,7 @@ typedef struct lc_rootfs_plan {
 	bool idmap_ok;     /* filled by lc_mounts_stage: idmapping worked */
 	bool rootless;
 	int idmap_userns_fd;
+	int disk_fd;       /* the disk's detached mount (disk.h), moved onto ovl/; -1: none */
 	uid_t owner_uid;   /* host ids of the sandbox's root */
 	gid_t owner_gid;
 	int rootfs_fd;     /* O_PATH fds opened by the staging process */
@@ -221,6 +233,7 @@ typedef struct lc_sb {
 	lc_cgroup_t cg;
 	lc_seccomp_prog_t prog;
 	char **envp;
+	bool secrets_noted; /* spec->secret_env and envp (lc_secret_note) */
 	int sp[2];
 	pid_t staging;
 	pid_t userns_child; /* lc_userns_new's, killed, to reap */

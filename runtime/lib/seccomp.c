@@ -682,7 +682,7 @@ static int cache_store(const char *path, const char *key, size_t klen, const lc_
 	/* The lib dir is shared with the rest of lcrun: only ours is private. */
 	_cleanup_free_ char *dir = strdup(path);
 	*strrchr(dir, '/') = '\0';
-	if (lc_mkdir_p(lc_lib_dir(), 0755, err) < 0)
+	if (lc_lib_dir_hold(err) < 0)
 		return -1;
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", dir);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "image.h"
 #include "sandbox_priv.h"
 #include "util.h"
@@ -45,6 +46,14 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 	size_t n = json_array_size(ups);
 	if (!n)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has no upper layer to snapshot", id);
+	/* Uppers on the sandbox's own disk: seen through a mount of it here
+	 * (the same filesystem where the sandbox runs), never the host's. */
+	json_t *disk = json_object_get(st, "disk");
+	_cleanup_close_ int dfd = -1;
+	if (disk && lc_disk_mount(json_string_value(json_object_get(disk, "image")),
+				  json_integer_value(json_object_get(disk, "size")), 0, &dfd, err) < 0)
+		return lc_error_wrap(err, "cannot snapshot sandbox %s", id);
+	_cleanup_strv_ char **on_disk = NULL;
 	lc_upper_t *uppers = lc_xmalloc0(n * sizeof(*uppers));
 	for (size_t i = 0; i < n; i++) {
 		json_t *u = json_array_get(ups, i);
@@ -56,7 +65,13 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 			free(uppers);
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "state of sandbox %s: an upper without a path", id);
 		}
+		if (dfd >= 0) {
+			_cleanup_free_ char *p = lc_strdup_printf("/proc/self/fd/%d/%s", dfd, strrchr(uppers[i].dir, '/') + 1);
+			lc_strv_push(&on_disk, p);
+		}
 	}
+	for (size_t i = 0; i < n && on_disk; i++)
+		uppers[i].dir = on_disk[i];
 	/* the manifest it ran on (a name may have moved since), else the name */
 	const char *image = json_string_value(json_object_get(st, "image_digest"));
 	if (!image)

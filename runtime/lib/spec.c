@@ -182,12 +182,12 @@ json_t *lc_spec_to_json(const lc_spec_t *s)
 							"tmpfs", s->mounts[i].tmpfs,
 							"idmap", (unsigned)s->mounts[i].idmap < 3 ? idmap_names[s->mounts[i].idmap] : "auto"));
 	json_object_set_new(j, "mounts", mounts);
-	json_object_set_new(j, "limits", json_pack("{s:I,s:I,s:I,s:f,s:i,s:i,s:b}",
+	json_object_set_new(j, "limits", json_pack("{s:I,s:I,s:I,s:f,s:i,s:i,s:b,s:I}",
 						   "memory", (json_int_t)s->limits.memory,
 						   "memory_swap", (json_int_t)s->limits.memory_swap,
 						   "pids", (json_int_t)s->limits.pids, "cpus", s->limits.cpus,
 						   "cpu_weight", s->limits.cpu_weight, "io_weight", s->limits.io_weight,
-						   "best_effort", s->limits.best_effort));
+						   "best_effort", s->limits.best_effort, "disk", (json_int_t)s->limits.disk));
 	static const char *modes[] = { "none", "allow", "open" };
 	json_object_set_new(j, "net", json_pack("{s:s,s:o,s:o}", "mode", modes[s->net.mode],
 						"policy", JSTR(s->net.policy), "dns", JSTR(s->net.dns)));
@@ -275,6 +275,7 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 		s->limits.cpu_weight = (int)json_integer_value(json_object_get(l, "cpu_weight"));
 		s->limits.io_weight = (int)json_integer_value(json_object_get(l, "io_weight"));
 		s->limits.best_effort = json_is_true(json_object_get(l, "best_effort"));
+		s->limits.disk = json_integer_value(json_object_get(l, "disk"));
 	}
 	json_t *n = json_object_get(j, "net");
 	const char *mode = json_string_value(json_object_get(n, "mode"));

@@ -117,6 +117,59 @@ void lc_stdio_to_null(void)
 		dup2(null, i);
 }
 
+static pthread_mutex_t secrets_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **secrets;
+static size_t n_secrets, cap_secrets;
+
+void lc_secret_note(char *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&secrets_lock);
+	if (n_secrets == cap_secrets) {
+		size_t cap = cap_secrets ? 2 * cap_secrets : 16;
+		char **v = realloc(secrets, cap * sizeof(*v));
+		if (!v)
+			abort();
+		secrets = v;
+		cap_secrets = cap;
+	}
+	secrets[n_secrets++] = s;
+	pthread_mutex_unlock(&secrets_lock);
+}
+
+void lc_secret_unnote(char *s)
+{
+	pthread_mutex_lock(&secrets_lock);
+	for (size_t i = n_secrets; i-- > 0;) {
+		if (secrets[i] == s) {
+			secrets[i] = secrets[--n_secrets];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&secrets_lock);
+}
+
+void lc_secrets_note(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		lc_secret_note(v[i]);
+}
+
+void lc_secrets_unnote(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		lc_secret_unnote(v[i]);
+}
+
+/* In a detached helper, single-threaded (no lock: the thread that may
+ * have held it at the fork is not in this process). */
+static void secrets_wipe(void)
+{
+	for (size_t i = 0; i < n_secrets; i++)
+		explicit_bzero(secrets[i], strlen(secrets[i]));
+}
+
 int lc_fork_detached(const int *keep, size_t n)
 {
 	/* The middle process shares the caller's memory (vfork: the caller
@@ -132,7 +185,9 @@ int lc_fork_detached(const int *keep, size_t n)
 		pid_t g = fork();
 		if (g != 0)
 			_exit(g < 0 ? 1 : 0); /* 1: no helper; the caller does the work */
-		/* Nothing of the caller's but keep: not its stdio. */
+		/* Nothing of the caller's but keep: not its secrets, not its
+		 * stdio. */
+		secrets_wipe();
 		lc_stdio_to_null();
 		lc_close_fds_except(keep, n);
 		setsid();

@@ -87,6 +87,19 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
 int lc_fork_detached(const int *keep, size_t n);
+/* Secrets the process holds in memory (NUL-terminated strings: a
+ * sandbox's secret_env and environment, a build's --secret list, the
+ * argument or environment string it came from).  A helper forked with
+ * lc_fork_detached may outlive the caller by seconds (the remover,
+ * lcrun-net, the spare namespaces' holder one of them becomes) and needs
+ * none of them: it zeroes every string noted here before anything else.
+ * Note a string while it is in use, unnote it before it is freed (a
+ * string noted twice is unnoted twice). */
+void lc_secret_note(char *s);
+void lc_secret_unnote(char *s);
+/* Both for each string of a NULL-terminated list. */
+void lc_secrets_note(char **v);
+void lc_secrets_unnote(char **v);
 /* memfd_create(name, MFD_CLOEXEC | MFD_NOEXEC_SEAL): a memfd for data,
  * never to be executed (kernels from 6.3 warn about one made without
  * saying, and refuse it under vm.memfd_noexec=2); MFD_CLOEXEC alone on a

@@ -15,7 +15,7 @@ agents_file_store() {
 		echo "the agent-cli image cannot be built here: $(echo "$out" | tail -1)" >"$F/agent-cli.skip"
 	fi
 	export LCRUN_ROOT=$F/root
-	mkdir -p "$LCRUN_ROOT"
+	mkdir -p -m 0700 "$LCRUN_ROOT"
 	if [ ! -f "$F/agent-cli.skip" ]; then
 		if env -u LCRUN_ROOT "$LCRUN" image export agent-cli | "$LCRUN" image import --trusted - >/dev/null 2>"$F/import.err"; then
 			touch "$F/agent-cli.ok"

@@ -21,7 +21,7 @@ dbx_setup() {
 	mkdir -p /var/lib/lcrun/tests
 	R=$(mktemp -d /var/lib/lcrun/tests/devbox-bats.XXXXXX)
 	export LCRUN_ROOT="$R/root"
-	mkdir -p "$LCRUN_ROOT"
+	mkdir -p -m 0700 "$LCRUN_ROOT"
 	export HOME="$T/home"
 	mkdir -p "$HOME/.ssh"
 	chmod 700 "$HOME/.ssh"

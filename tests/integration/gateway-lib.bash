@@ -64,7 +64,8 @@ ask() { # SB BODY [CURL-ARGS]
 
 gw_share_images() {
 	local x
-	mkdir -p "$LCRUN_ROOT" /var/lib/lcrun/images /var/lib/lcrun/layers
+	mkdir -p -m 0700 "$LCRUN_ROOT"
+	mkdir -p /var/lib/lcrun/images /var/lib/lcrun/layers
 	for x in images layers .gc.lock .index.lock; do
 		[ -e "/var/lib/lcrun/$x" ] || touch "/var/lib/lcrun/$x"
 		ln -sfn "/var/lib/lcrun/$x" "$LCRUN_ROOT/$x"

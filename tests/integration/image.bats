@@ -453,6 +453,7 @@ PY
 @test "sandboxes starting together on a fresh root wait for one skeleton builder" {
 	# A builder holds the lock: a run on this fresh root waits for it and
 	# builds nothing meanwhile, then takes the skeleton it finds or builds one.
+	mkdir -p -m 0700 "$LCRUN_ROOT"
 	mkdir -p "$LCRUN_ROOT/host"
 	exec 8>"$LCRUN_ROOT/host/.build.lock"
 	flock 8

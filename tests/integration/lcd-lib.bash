@@ -159,6 +159,19 @@ start_lcd_tcp() { # NS PORT [MEMBERS]: lcd also on TCP 127.0.0.1:PORT with the t
 	start_lcd ip netns exec "$NS"
 }
 
+start_lcd_e2b() { # NS PORT [MEMBERS]: lcd's E2B listener on 127.0.0.1:PORT, the API key
+	# (token_file) in $T/token, inside a network namespace NS of the test's own
+	# (nothing leaves it; the teardown deletes $NS).  lcd enters only that
+	# network namespace (nsenter, not ip netns exec, which also mounts a /sys
+	# of its own): its sandboxes keep the host's cgroups, which pause needs.
+	NS="$1"
+	ip netns add "$NS"
+	ip -n "$NS" link set lo up
+	echo "bats-e2b-key-$RANDOM$RANDOM$RANDOM" >"$T/token"
+	printf '{"e2b_listen": "127.0.0.1:%s", "token_file": "%s"%s}\n' "$2" "$T/token" "${3:+, $3}" >"$T/lcd.json"
+	start_lcd nsenter --net="/run/netns/$NS"
+}
+
 api() { # METHOD PATH [BODY]: prints the body, then the status on its own line
 	curl -s --unix-socket "$LCD_SOCKET" -X "$1" "http://lcd/v1$2" ${3:+-H 'Content-Type: application/json' --data-binary "$3"} \
 		-w '\n%{http_code}\n'

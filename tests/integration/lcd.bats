@@ -617,6 +617,29 @@ count_fn() { # FN [STATE]
 	wait_state "$id" cancelled
 }
 
+@test "lcd: an API that cannot start ends lcd with one line, its pool and threads stopped, nothing left running" {
+	stop_lcd
+	# a TCP address someone else holds, with the pool filling and its threads up
+	python3 -c 'import socket, time; s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/port" 3>&- &
+	holder=$!
+	for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+	port=$(cat "$T/port")
+	echo "token-$RANDOM$RANDOM$RANDOM" >"$T/token"
+	jq -n --arg l "127.0.0.1:$port" --arg t "$T/token" '{listen: $l, token_file: $t, sandbox_pool: [{image: "host", size: 2}]}' >"$T/busy.json"
+	run timeout 60 "$LCD" --socket "$LCD_SOCKET" --config "$T/busy.json"
+	kill "$holder"
+	echo "$output"
+	[ "$status" -ne 0 ] && [ "$status" -ne 124 ]
+	[ "$(echo "$output" | grep -c '^lcd: ')" -eq 1 ]
+	[[ "$output" == *"lcd: cannot listen on 127.0.0.1:$port"* ]]
+	# nothing of it is left: no process carrying its socket, no sandbox, no socket file
+	[ -z "$(lcd_procs)" ]
+	[ "$("$LCRUN" ps --json | jq length)" -eq 0 ]
+	[ ! -e "$LCD_SOCKET" ]
+	start_lcd
+	"$LCCTL" status
+}
+
 @test "lcd: a function's network policy must load at deploy" {
 	jq '.functions.hello.net = "no-such-policy"' "$FIXTURES/app.json" >"$T/badnet.json"
 	run "$LCCTL" deploy "$T/badnet.json"

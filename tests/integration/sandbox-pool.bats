@@ -26,8 +26,13 @@ teardown() {
 	return $rc
 }
 
-pool_config() { # IMAGE SIZE
-	printf '{"sandbox_pool": [{"image": "%s", "size": %s}]}\n' "$1" "$2" >"$T/lcd.json"
+pool_config() { # IMAGE SIZE [DISK]: with DISK, the members' and the tasks' disk
+	if [ -n "${3:-}" ]; then
+		printf '{"sandbox_pool": [{"image": "%s", "size": %s, "disk": "%s"}], "task_disk": "%s"}\n' "$1" "$2" "$3" "$3" \
+			>"$T/lcd.json"
+	else
+		printf '{"sandbox_pool": [{"image": "%s", "size": %s}]}\n' "$1" "$2" >"$T/lcd.json"
+	fi
 }
 
 running() { "$LCRUN" ps --json | jq '[.[] | select(.state == "running")] | length'; }
@@ -74,6 +79,7 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	check '{"sandbox_pool": [{"image": "../x", "size": 1}]}' 'sandbox_pool[0].image: expected "host" or an image name'
 	check '{"sandbox_pool": [{"size": 1}]}' 'sandbox_pool[0].image: expected "host" or an image name'
 	check '{"sandbox_pool": [{"image": "host", "size": 1, "net": "open"}]}' 'sandbox_pool[0].net: unknown key'
+	check '{"sandbox_pool": [{"image": "host", "size": 1, "disk": "1M"}]}' 'sandbox_pool[0].disk: expected a size of at least 16M (like "8G")'
 	check '{"sandbox_pool": [{"image": "host", "size": 1}, {"image": "host", "size": 2}]}' \
 		'sandbox_pool[1].image: host is pooled already (sandbox_pool[0])'
 	[ ! -e "$T/bad.sock" ]
@@ -208,7 +214,9 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 }
 
 @test "sandbox pool: a task's sandboxes come from the pool and count against sandboxes.max; the members do not" {
-	pool_config host 3
+	[ -e /dev/loop-control ] && command -v mkfs.ext4 >/dev/null || skip "needs loop devices and mkfs.ext4"
+	# a task's sandbox has a disk (task_disk): the members have that one
+	pool_config host 3 64M
 	start_lcd
 	"$LCCTL" deploy "$FIXTURES/sbapp-other.json" >/dev/null # sbb: sandboxes.max 2
 	wait_pool 3
@@ -224,6 +232,11 @@ upper_of() { "$LCRUN" inspect "$1" | jq -r '.uppers[0].path'; }
 	done
 	wait_pool 3
 	[ "$("$LCCTL" sandbox ls --json | jq length)" -eq 0 ]
+	# the operator's create asks for no disk: not one of these members
+	s=$("$LCCTL" sandbox create)
+	grep -q "sandbox $s created for the operator (image host)$" "$T/lcd.log"
+	[ "$("$LCCTL" sandbox show "$s" | jq .limits.disk)" = 0 ]
+	[ "$(members | wc -l)" -eq 3 ]
 }
 
 @test "sandbox pool: lcd's stop removes the pool; after kill -9 the next start removes what was left; nothing stays on the host" {

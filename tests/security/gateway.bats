@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Attacks on lcd's model gateway from a hostile sandbox (README "The model
-# gateway", Threat model).  The sandbox holds its own gateway token and
+# Attacks on lcd's model gateway from a hostile sandbox (lcrun-security(7),
+# "The model gateway").  The sandbox holds its own gateway token and
 # speaks raw HTTP to the gateway (raw-http.py, run inside it); it wants the
 # provider's key, or model answers its budget does not pay for.  A private
 # lcd per test, its gateway verified against a test CA; the provider is a
@@ -425,4 +425,253 @@ EOF2
 	# and A is served again
 	run raw "$A" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": []}"
 	[ "${output%% *}" = 200 ]
+}
+
+@test "security/gateway: one sandbox's promised bodies cannot take the gateway's memory from the others" {
+	turns <<'EOF'
+{"turns": [{"text": "a"}], "loop": true}
+EOF
+	# lcd's defaults: max_body 32 MiB, memory_max 512 MiB, 16 connections a sandbox
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox
+	A=$SB
+	gw_sandbox
+	B=$SB
+	# A sends 16 requests' headers with its token, each promising the largest
+	# body, and then not a byte of it; Expect: 100-continue makes the gateway
+	# say, for each, whether it took it (100) or not (a final status)
+	cat >"$W/hoard.py" <<'EOF'
+import os, socket, sys, time
+base = os.environ["ANTHROPIC_BASE_URL"].split("//")[1]
+host, port = base.rsplit(":", 1)
+head = (b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n" % (os.environ["ANTHROPIC_API_KEY"].encode(), 32 << 20))
+socks = [socket.create_connection((host, int(port)), timeout=20) for _ in range(16)]
+for s in socks:
+    s.sendall(head)
+print(" ".join(sorted(s.recv(4096).split(b" ")[1].decode() for s in socks)), flush=True)
+time.sleep(float(sys.argv[1]))
+EOF
+	"$LCCTL" sandbox exec "$A" -- python3 -c "$(cat "$W/hoard.py")" 5 >"$W/hoard.out" &
+	hp=$!
+	for _ in $(seq 100); do [ -s "$W/hoard.out" ] && break; sleep 0.1; done
+	cat "$W/hoard.out"
+	# meanwhile B is served
+	run raw "$B" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": []}"
+	echo "$output"
+	[ "${output%% *}" = 200 ]
+	# A's share: max_inflight requests under way (their bodies too), the others refused at once
+	[ "$(tr ' ' '\n' <"$W/hoard.out" | sort | uniq -c | awk '{printf "%s:%s,", $2, $1}')" = "100:4,429:12," ]
+	wait "$hp"
+}
+
+@test "security/gateway: a header's value cannot carry another header past the allow list" {
+	turns <<'EOF'
+{"turns": [{"text": "a"}], "loop": true}
+EOF
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox
+	# libmicrohttpd ends a header line at LF only: a bare CR stays in the
+	# value, libcurl sends it on as it is, and a provider's parser may end
+	# the line there (the doubles' does): a header the allow list dropped
+	for h in $'User-Agent: x\ranthropic-beta: context-1m-2025-08-07' $'anthropic-version: 2023-06-01\rX-Smuggled: 1' \
+		$'Accept: */*\x0bX-Smuggled: 2' $'User-Agent: x\x01'; do
+		run raw "$SB" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": []}" -H "$h"
+		echo "$h -> $output"
+		if [ -f "$W/req.jsonl" ]; then jq -c .headers "$W/req.jsonl"; fi
+		[ "${output%% *}" = 400 ]
+		echo "${output#* }" | jq -e '.type == "error" and .error.type == "invalid_request_error"'
+	done
+	[ "$(provider_requests)" -eq 0 ]
+	# a tab is a value's own
+	run raw "$SB" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": []}" -H $'User-Agent: a\tb'
+	[ "${output%% *}" = 200 ]
+	[ "$(jq -r '.headers["user-agent"]' "$W/req.jsonl")" = $'a\tb' ]
+	[ "$(jq -r '.headers | keys | map(select(test("beta|smuggled"))) | length' "$W/req.jsonl")" -eq 0 ]
+}
+
+@test "security/gateway: a request the provider has, ended by the gateway before its answer, costs its reservation" {
+	# a whole answer slower than idle_timeout (3 s): the provider has the
+	# request and answers it (and bills it), the sandbox gets 504
+	turns <<'EOF'
+{"turns": [{"text": "slow", "stall": 6, "usage": {"input_tokens": 10, "output_tokens": 100}}], "loop": true}
+EOF
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 1
+	body="{\"model\": \"$S4\", \"max_tokens\": 100, \"messages\": []}"
+	run raw "$SB" POST /v1/messages "$body"
+	echo "$output"
+	[ "${output%% *}" = 504 ]
+	[ "$(provider_requests)" -eq 1 ]
+	ledger "sandbox_id = '$SB'"
+	# the body's bytes at the dearest input price ($3.75 per M), 100 out at $15 per M
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.cost_pusd)"')" = "timeout $(( ${#body} * 3750000 + 100 * 15000000 ))" ]
+}
+
+@test "security/gateway: connections past a sandbox's share are refused without a log line each" {
+	turns <<'EOF'
+{"turns": [{"text": "a"}], "loop": true}
+EOF
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox
+	# 16 connections held (its share), then 1,000 more, each refused
+	cat >"$W/flood.py" <<'EOF'
+import os, socket
+base = os.environ["ANTHROPIC_BASE_URL"].split("//")[1]
+host, port = base.rsplit(":", 1)
+held = [socket.create_connection((host, int(port))) for _ in range(16)]
+refused = 0
+for _ in range(1000):
+    s = socket.create_connection((host, int(port)))
+    s.settimeout(5)
+    try:
+        refused += s.recv(1) == b""
+    except socket.timeout:
+        pass
+    except OSError:
+        refused += 1
+    s.close()
+print(refused)
+EOF
+	lines_before=$(wc -l <"$T/lcd.log")
+	run "$LCCTL" sandbox exec "$SB" -- python3 -c "$(cat "$W/flood.py")"
+	echo "$output"
+	[ "$output" -eq 1000 ]
+	tail -n +"$((lines_before + 1))" "$T/lcd.log" | sort | uniq -c | sort -rn | head
+	[ "$(($(wc -l <"$T/lcd.log") - lines_before))" -lt 60 ]
+}
+
+@test "security/gateway: a model the price table does not list costs at least its provider's dearest rate" {
+	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM"
+	turns <<'EOF'
+{"turns": [{"text": "a", "usage": {"input_tokens": 1000, "output_tokens": 1000}}], "loop": true}
+EOF
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox
+	# OpenAI's dearest list price (dollars per million tokens, in and out):
+	# o1-pro, 150 and 600; and a dated snapshot dearer than its model's
+	# alias: gpt-4o-2024-05-13, 5 and 15 (gpt-4o: 2.5 and 10)
+	run raw "$SB" POST /v1/responses '{"model": "o1-pro", "max_output_tokens": 1000, "input": "x"}'
+	[ "${output%% *}" = 200 ]
+	run raw "$SB" POST /v1/chat/completions '{"model": "gpt-4o-2024-05-13", "max_tokens": 1000, "messages": []}'
+	[ "${output%% *}" = 200 ]
+	ledger "sandbox_id = '$SB'"
+	[ "$(cost_of "sandbox_id = '$SB' AND model = 'o1-pro'")" -ge $((1000 * 150000000 + 1000 * 600000000)) ]
+	[ "$(cost_of "sandbox_id = '$SB' AND model = 'gpt-4o-2024-05-13'")" -ge $((1000 * 5000000 + 1000 * 15000000)) ]
+}
+
+@test "security/gateway: an OpenAI answer's server tool calls cost their reservation (it does not count them)" {
+	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM"
+	turns <<'EOF'
+{"turns": [{"text": "a", "usage": {"input_tokens": 10, "output_tokens": 10}}], "loop": true}
+EOF
+	# a site's table that prices web search
+	export LCRUN_ETC_DIR="$T/etc"
+	mkdir -p "$LCRUN_ETC_DIR/policies"
+	jq '.server_tools = {openai: {web_search: {per_call: 0.01, max_calls: 5}}}' \
+		"$BATS_TEST_DIRNAME/../../policies/model-prices.json" >"$LCRUN_ETC_DIR/policies/model-prices.json"
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox
+	run raw "$SB" POST /v1/responses '{"model": "gpt-4o-mini", "max_output_tokens": 10, "max_tool_calls": 2, "input": "x", "tools": [{"type": "web_search"}]}'
+	[ "${output%% *}" = 200 ]
+	ledger "sandbox_id = '$SB'"
+	# 10 in at $0.15 and 10 out at $0.60 per M, and the 2 searches it may make at $0.01
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.cost_pusd)"')" = "ok $((10 * 150000 + 10 * 600000 + 2 * 10000000000))" ]
+}
+
+@test "security/gateway: what the provider would fetch from a URL, or look up by id, is refused" {
+	turns <<'EOF'
+{"turns": [{"text": "a", "usage": {"input_tokens": 1, "output_tokens": 1}}], "loop": true}
+EOF
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox
+	# the provider would GET a URL the sandbox names (anything it wants to
+	# send out in its query), and price what it got far above the body's bytes
+	url="https://$EVIL4/x.pdf?data=secret"
+	for c in "{\"type\": \"image\", \"source\": {\"type\": \"url\", \"url\": \"$url\"}}" \
+		"{\"type\": \"document\", \"source\": {\"type\": \"url\", \"url\": \"$url\"}}" \
+		"{\"type\": \"tool_result\", \"tool_use_id\": \"t\", \"content\": [{\"type\": \"image\", \"source\": {\"type\": \"url\", \"url\": \"$url\"}}]}" \
+		'{"type": "document", "source": {"type": "file", "file_id": "file_011"}}'; do
+		run raw "$SB" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [$c]}]}"
+		echo "$c -> $output"
+		[ "${output%% *}" = 400 ]
+		echo "${output#* }" | jq -e '.error.type == "invalid_request_error"'
+	done
+	[ "$(provider_requests)" -eq 0 ]
+	# what is in the body itself passes
+	run raw "$SB" POST /v1/messages "{\"model\": \"$S4\", \"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\", \"source\": {\"type\": \"base64\", \"media_type\": \"image/png\", \"data\": \"iVBORw0KGgo=\"}}]}]}"
+	[ "${output%% *}" = 200 ]
+	# OpenAI: image and file URLs, files and items kept at the provider
+	stop_lcd
+	dbl_stop model
+	rm -f "$W/req.jsonl"
+	REAL_KEY="sk-proj-REAL-$RANDOM"
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox
+	for b in "{\"model\": \"gpt-4o-mini\", \"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\", \"image_url\": {\"url\": \"$url\"}}]}]}" \
+		'{"model": "gpt-4o-mini", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}]}' \
+		"{\"model\": \"gpt-4o-mini\", \"max_output_tokens\": 5, \"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_image\", \"image_url\": \"$url\"}]}]}" \
+		"{\"model\": \"gpt-4o-mini\", \"max_output_tokens\": 5, \"input\": [{\"type\": \"message\", \"role\": \"user\", \"content\": [{\"type\": \"input_file\", \"file_url\": \"$url\"}]}]}" \
+		'{"model": "gpt-4o-mini", "max_output_tokens": 5, "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "file-1"}]}]}' \
+		'{"model": "gpt-4o-mini", "max_output_tokens": 5, "input": [{"type": "item_reference", "id": "msg_1"}]}' \
+		'{"model": "gpt-4o-mini", "max_output_tokens": 5, "input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_image", "file_id": "file-1"}]}]}'; do
+		path=/v1/responses
+		[[ "$b" != *'"messages"'* ]] || path=/v1/chat/completions
+		run raw "$SB" POST "$path" "$b"
+		echo "$b -> $output"
+		[ "${output%% *}" = 400 ]
+		echo "${output#* }" | jq -e '.error.type == "invalid_request_error"'
+	done
+	[ "$(provider_requests)" -eq 0 ]
+	# an image in the body (a data: URL) passes
+	run raw "$SB" POST /v1/chat/completions '{"model": "gpt-4o-mini", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}]}'
+	[ "${output%% *}" = 200 ]
+}
+
+@test "security/gateway: a service tier dearer than the price table's rates is refused" {
+	REAL_KEY="sk-proj-REAL-$RANDOM$RANDOM"
+	turns <<'EOF'
+{"turns": [{"text": "a", "usage": {"input_tokens": 1, "output_tokens": 1}}], "loop": true}
+EOF
+	gw_up openai-double.py "$W/turns.json"
+	gw_sandbox
+	# priority processing bills about twice the standard rate
+	for p in /v1/chat/completions /v1/responses; do
+		run raw "$SB" POST "$p" '{"model": "gpt-4o-mini", "max_tokens": 5, "max_output_tokens": 5, "messages": [], "input": "x", "service_tier": "priority"}'
+		echo "$p -> $output"
+		[ "${output%% *}" = 400 ]
+		echo "${output#* }" | jq -e '.error.type == "invalid_request_error" and (.error.message | test("service_tier"))'
+	done
+	[ "$(provider_requests)" -eq 0 ]
+	for t in auto default flex; do
+		run raw "$SB" POST /v1/chat/completions "{\"model\": \"gpt-4o-mini\", \"max_tokens\": 5, \"messages\": [], \"service_tier\": \"$t\"}"
+		[ "${output%% *}" = 200 ]
+	done
+}
+
+@test "security/gateway: cache writes kept an hour cost what the provider bills for them, twice the input" {
+	# Anthropic bills a write to a cache kept an hour ("ttl": "1h") at twice
+	# the input price, a 5-minute one at 1.25 times; the usage says which
+	# (usage.cache_creation): both were billed at the 5-minute price
+	turns <<'EOF2'
+{"turns": [{"text": "a", "usage": {"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 100000,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100000}}}], "loop": true}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 5
+	body="{\"model\": \"$S4\", \"max_tokens\": 10, \"system\": [{\"type\": \"text\", \"text\": \"s\", \"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"1h\"}}], \"messages\": []}"
+	run raw "$SB" POST /v1/messages "$body"
+	[ "${output%% *}" = 200 ]
+	ledger "sandbox_id = '$SB'"
+	# 10 in at $3, 10 out at $15, 100,000 written for an hour at $6 per M
+	[ "$(cost_of "sandbox_id = '$SB'")" -eq $((10 * 3000000 + 10 * 15000000 + 100000 * 6000000)) ]
+	# and the reservation prices the body's bytes at the hour's write price:
+	# a budget with room for them at $3.75 but not at $6 refuses it
+	stop_lcd
+	dbl_stop model
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd "$(awk -v n=${#body} 'BEGIN { printf "%.9f", (n * 5 + 10 * 15) / 1000000 }')"
+	run raw "$SB" POST /v1/messages "$body"
+	echo "$output"
+	[ "${output%% *}" = 402 ]
 }

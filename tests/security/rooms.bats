@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Attacks of one app's task on what its grant does not give it, or on
-# other apps (README "Who may do what"): a wider network than its grant, a
+# other apps (lcrun-security(7), "Who may do what"): a wider network than its grant, a
 # sandbox from another app's snapshot, an operator's image name taken, no
 # limits, the API's connections held, the shared socket's inode changed.
 # A task here is a Python function run with lcd's client (its own token,
@@ -212,6 +212,54 @@ json.dump(out, open("/run/task/result.json", "w"))
 	[ "$(echo "$res" | jq -c .default)" = '[2147483648,1024,0]' ]
 }
 
+@test "security/rooms: a task's sandbox cannot fill the host's disk: its upper layer has a size, within its grant" {
+	[ -e /dev/loop-control ] && command -v mkfs.ext4 >/dev/null || skip "needs loop devices and mkfs.ext4"
+	echo '{"task_disk": "64M"}' >"$T/lcd.json"
+	start_lcd
+	app da
+	app db '{"limits": {"disk": "32M"}}'
+	DISK_PY='
+from lcrun_client import Client, LcdError
+import json
+c = Client()
+out = {}
+for name, lim in {"default": None, "less": {"disk": "24M", "best_effort": True}, "more": {"disk": "1G", "best_effort": True},
+                  "memory": {"memory": "256M", "best_effort": True}}.items():
+    try:
+        s = c.create_sandbox(limits=lim) if lim else c.create_sandbox()
+        disk = c.request("GET", "/sandboxes/" + s.id)["limits"]["disk"]
+        r = s.run("dd if=/dev/zero of=/fill bs=1M count=200 2>&1 | grep -c \"No space left\"; stat -c %s /fill")
+        out[name] = [disk] + r.stdout.split()
+        s.destroy()
+    except LcdError as e:
+        out[name] = [e.status, str(e)]
+json.dump(out, open("/run/task/result.json", "w"))
+'
+	# before: the task wrote all 200 MiB onto the host's disk under lcd.db
+	res=$(run_py da "$DISK_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.default[0], .default[1], .memory[0], .more[0]]')" = '[67108864,"1",67108864,403]' ]
+	[ "$(echo "$res" | jq '.default[2] | tonumber')" -le $((64 << 20)) ]
+	echo "$res" | jq -e '.more[1] | test("limits.disk: 1073741824 is more than app da.s tasks may ask for \\(67108864: sandboxes.limits.disk in its manifest, else lcd.json.s task_disk\\)")'
+	# the app's grant names its own: the default and the ceiling
+	res=$(run_py db "$DISK_PY")
+	echo "$res" | jq .
+	[ "$(echo "$res" | jq -c '[.default[0], .default[1], .less[0], .less[1], .more[0]]')" = '[33554432,"1",25165824,"1",403]' ]
+	# the operator's sandboxes are as the operator asks: none unless asked
+	id=$("$LCCTL" sandbox create)
+	[ "$(api GET "/sandboxes/$id" | head -1 | jq .limits.disk)" = 0 ]
+	"$LCCTL" sandbox rm "$id" >/dev/null
+	id=$("$LCCTL" sandbox create --disk 48M)
+	[ "$(api GET "/sandboxes/$id" | head -1 | jq .limits.disk)" = $((48 << 20)) ]
+	"$LCCTL" sandbox rm "$id" >/dev/null
+	# a bad task_disk is refused in one line, and lcd does not start
+	stop_lcd
+	echo '{"task_disk": "1M"}' >"$T/lcd.json"
+	run "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *'task_disk: expected a size of at least 16M (like "8G"), or 0 for none'* ]]
+}
+
 @test "security/rooms: a task holding a thousand connections to lcd takes its share only; others are answered" {
 	echo '{"task_connections": 16, "socket_idle_timeout": 3}' >"$T/lcd.json"
 	start_lcd
@@ -326,4 +374,60 @@ json.dump(Client().whoami()["app"], open("/run/task/result.json", "w"))
 	run api -X POST -H 'Content-Type: application/json' -d '{"cmd": "echo hi"}' "http://lcd/v1/sandboxes/$sb/exec"
 	[ "${lines[-1]}" = 200 ]
 	"$LCCTL" sandbox rm "$sb"
+}
+
+# What each process lcd started holds of lcd's own, past its stdio: its
+# database, log and lock files, its listening sockets (by inode).  Prints
+# "PID PATH" lines.
+lcd_fds_held() {
+	local lcd=$1 inodes p
+	inodes=$(ss -xlpH | awk -v p="pid=$lcd," 'index($0, p) { print $6 }' | sort -u)
+	for p in $(ps -eo pid= | tr -d ' '); do
+		[ "$p" = "$lcd" ] && continue
+		[ -d "/proc/$p/fd" ] || continue
+		# lcd's own descendants, and the forks of it that outlive it
+		grep -qsF -- "$LCD_SOCKET" "/proc/$p/cmdline" || pstree -p "$lcd" 2>/dev/null | grep -q "($p)" || continue
+		for f in /proc/"$p"/fd/*; do
+			# stdio is lcd's log, which its helpers write to by design
+			case ${f##*/} in 0|1|2) continue ;; esac
+			t=$(readlink "$f" 2>/dev/null) || continue
+			case $t in
+			"$LCRUN_ROOT"/lcd.db*|"$T"/lcd.log|"$LCRUN_ROOT"/lcd/lock) echo "$p $t" ;;
+			socket:\[*\])
+				i=${t#socket:[}; i=${i%]}
+				echo "$inodes" | grep -qx "$i" && echo "$p $t (a listening socket of lcd's)"
+				;;
+			esac
+		done
+	done
+	true
+}
+
+@test "security/rooms: no process lcd starts holds lcd's database, log, lock or listening sockets, runner or not" {
+	command -v pstree >/dev/null || skip "needs pstree"
+	start_lcd
+	app fa
+	sb=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$sb" -- true
+	t=$("$LCCTL" run --detach fa:py "$(jq -cn --arg s 'import time; time.sleep(30)' '{script: $s}')")
+	for _ in $(seq 100); do [ "$("$LCCTL" task show "$t" | jq -r .state)" = running ] && break; sleep 0.1; done
+	sleep 1
+	held=$(lcd_fds_held "$LCD_PID")
+	echo "$held"
+	[ -z "$held" ]
+	# the runner gone: lcd forks the sandboxes' makers itself
+	kill -9 "$(pgrep -P "$LCD_PID" -x lcd-runner)"
+	sleep 0.5
+	sb2=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$sb2" -- true
+	t2=$("$LCCTL" run --detach fa:py "$(jq -cn --arg s 'import time; time.sleep(30)' '{script: $s}')")
+	for _ in $(seq 100); do [ "$("$LCCTL" task show "$t2" | jq -r .state)" = running ] && break; sleep 0.1; done
+	sleep 1
+	held=$(lcd_fds_held "$LCD_PID")
+	echo "$held"
+	[ -z "$held" ]
+	"$LCCTL" task cancel "$t" >/dev/null || true
+	"$LCCTL" task cancel "$t2" >/dev/null || true
+	"$LCCTL" sandbox rm "$sb"
+	"$LCCTL" sandbox rm "$sb2"
 }

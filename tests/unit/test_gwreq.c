@@ -112,6 +112,15 @@ START_TEST(test_headers_betas)
 	ck_assert_ptr_null(lcd_gw_betas("context-1m-2025-08-07", allowed));
 	ck_assert_ptr_null(lcd_gw_betas("interleaved-thinking-2025-05-14", NULL));
 	ck_assert_ptr_null(lcd_gw_betas(",,", allowed));
+	/* a value goes on only without a control byte: a bare CR would end
+	 * the header line at a lenient parser */
+	ck_assert(lcd_gw_header_value_ok("claude-cli/2.0.1 (external, cli)"));
+	ck_assert(lcd_gw_header_value_ok("a\tb \xc3\xa9"));
+	ck_assert(lcd_gw_header_value_ok(""));
+	static const char *const bad[] = { "x\ranthropic-beta: context-1m-2025-08-07", "x\nX-A: 1", "x\x0b", "\x01",
+		"x\x7f", NULL };
+	for (size_t i = 0; bad[i]; i++)
+		ck_assert_msg(!lcd_gw_header_value_ok(bad[i]), "value %zu passes", i);
 }
 END_TEST
 
@@ -147,6 +156,15 @@ START_TEST(test_reserve)
 	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
 	ck_assert_int_eq(r.in_tokens, (long long)strlen(b));
 	ck_assert_int_eq(r.out_tokens, 1000);
+	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 3750000 + 1000LL * 15000000);
+	/* a cache kept an hour: its writes at twice the input price ($6) */
+	b = "{\"model\": \"claude-sonnet-4-5\", \"max_tokens\": 1000, \"system\": [{\"type\": \"text\", \"text\": \"s\", "
+	    "\"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"1h\"}}], \"messages\": []}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
+	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 6000000 + 1000LL * 15000000);
+	b = "{\"model\": \"claude-sonnet-4-5\", \"max_tokens\": 1000, \"system\": [{\"type\": \"text\", \"text\": \"s\", "
+	    "\"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"5m\"}}], \"messages\": []}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
 	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 3750000 + 1000LL * 15000000);
 	/* no max_tokens, or more than the model gives: its max_output */
 	b = "{\"model\": \"claude-sonnet-4-5\", \"messages\": []}";
@@ -221,6 +239,57 @@ START_TEST(test_reserve)
 		"{\"model\": \"gpt-4o-mini\", \"input\": \"x\", \"tools\": [{\"type\": \"namespace\", \"tools\": "
 		"[{\"type\": \"image_generation\"}]}]}",
 		"tools[0].tools[0]: image_generation is not a tool the client runs");
+	/* input the provider would fetch from a URL, or look up by id */
+	refused(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES,
+		"{\"model\": \"claude-sonnet-4-5\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", "
+		"\"text\": \"a\"}, {\"type\": \"image\", \"source\": {\"type\": \"url\", \"url\": \"https://e/?d=1\"}}]}]}",
+		"messages[0].content[1].source: the provider would fetch it");
+	refused(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES,
+		"{\"model\": \"claude-sonnet-4-5\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+		"\"tool_result\", \"tool_use_id\": \"t\", \"content\": [{\"type\": \"document\", \"source\": {\"type\": "
+		"\"content\", \"content\": [{\"type\": \"image\", \"source\": {\"type\": \"url\", \"url\": \"https://e\"}}]}}]}]}]}",
+		"messages[0].content[0].content[0].source.content[0].source: the provider would fetch it");
+	refused(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES,
+		"{\"model\": \"claude-sonnet-4-5\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+		"\"document\", \"source\": {\"type\": \"file\", \"file_id\": \"file_1\"}}]}]}",
+		"messages[0].content[0].source: input kept at the provider");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_CHAT,
+		"{\"model\": \"gpt-4o-mini\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\", "
+		"\"image_url\": {\"url\": \"https://e/x.png\"}}]}]}",
+		"messages[0].content[0].image_url: the provider would fetch it");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_CHAT,
+		"{\"model\": \"gpt-4o-mini\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"file\", "
+		"\"file\": {\"file_id\": \"file-1\"}}]}]}",
+		"messages[0].content[0].file_id: input kept at the provider");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES,
+		"{\"model\": \"gpt-4o-mini\", \"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_file\", "
+		"\"file_url\": \"https://e/x.pdf\"}]}]}",
+		"input[0].content[0].file_url: the provider would fetch it");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES,
+		"{\"model\": \"gpt-4o-mini\", \"input\": [{\"type\": \"function_call_output\", \"call_id\": \"c\", "
+		"\"output\": [{\"type\": \"input_image\", \"image_url\": \"http://e/\"}]}]}",
+		"input[0].output[0].image_url: the provider would fetch it");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES,
+		"{\"model\": \"gpt-4o-mini\", \"input\": [{\"type\": \"item_reference\", \"id\": \"msg_1\"}]}",
+		"input[0].type: input kept at the provider");
+	/* what the body holds passes: base64, text, data: URLs */
+	b = "{\"model\": \"claude-sonnet-4-5\", \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image\", "
+	    "\"source\": {\"type\": \"base64\", \"media_type\": \"image/png\", \"data\": \"AA==\"}}, {\"type\": "
+	    "\"search_result\", \"source\": \"https://e/\", \"title\": \"t\", \"content\": [{\"type\": \"text\", "
+	    "\"text\": \"x\"}]}, {\"type\": \"document\", \"source\": {\"type\": \"text\", \"media_type\": \"text/plain\", "
+	    "\"data\": \"x\"}}]}]}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
+	b = "{\"model\": \"gpt-4o-mini\", \"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_image\", "
+	    "\"image_url\": \"data:image/png;base64,AA==\"}, {\"type\": \"input_file\", \"filename\": \"a.pdf\", "
+	    "\"file_data\": \"data:application/pdf;base64,AA==\"}]}]}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES, b, &r, &why), 0);
+	/* a service tier billed above the table's rates */
+	refused(p, LCD_PROV_OPENAI, LCD_GW_CHAT, "{\"model\": \"gpt-4o-mini\", \"messages\": [], \"service_tier\": \"priority\"}",
+		"service_tier: priority is billed above");
+	refused(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES, "{\"model\": \"gpt-4o-mini\", \"input\": \"x\", \"service_tier\": 1}",
+		"service_tier: not a string");
+	b = "{\"model\": \"gpt-4o-mini\", \"messages\": [], \"service_tier\": \"flex\"}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_OPENAI, LCD_GW_CHAT, b, &r, &why), 0);
 	/* null and false members are no request for them */
 	b = "{\"model\": \"gpt-4o-mini\", \"input\": \"x\", \"background\": false, \"previous_response_id\": null}";
 	ck_assert_int_eq(reserve(p, LCD_PROV_OPENAI, LCD_GW_RESPONSES, b, &r, &why), 0);
@@ -260,8 +329,16 @@ START_TEST(test_bill)
 	snprintf(done.tool[0], sizeof(done.tool[0]), "web_search");
 	done.calls[0] = 3;
 	done.n_tools = 1;
-	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_ANTHROPIC, &done, &price, p),
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_ANTHROPIC, &done, &r, &price, p),
 			 10 * 3000000LL + 20 * 15000000LL + 3 * 10000000000LL);
+	/* OpenAI does not count its server tool calls: an answer costs their
+	 * reservation, a refusal (no reservation given) nothing */
+	lcd_price_t mini;
+	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "gpt-4o-mini", &mini));
+	lcd_usage_t oa = { .input = 10, .output = 20, .seen = true, .final = true };
+	lcd_reservation_t ro = { .in_tokens = 100, .out_tokens = 20, .tools_pusd = 2 * 10000000000LL };
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_OPENAI, &oa, &ro, &mini, p), lcd_usage_cost(&oa, &mini) + 2 * 10000000000LL);
+	ck_assert_int_eq(lcd_gw_cost(LCD_PROV_OPENAI, &oa, NULL, &mini, p), lcd_usage_cost(&oa, &mini));
 	lcd_prices_free(p);
 }
 END_TEST

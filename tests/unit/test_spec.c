@@ -96,6 +96,7 @@ START_TEST(test_spec_wire_roundtrip)
 	s->forward_signals = true;
 	s->timeout = 7;
 	s->new_privs = true;
+	s->limits.disk = 10LL << 30;
 	lc_strv_push(&s->sysctls, "net.ipv4.ping_group_range=0 0");
 	s->net.mode = LC_NET_ALLOW;
 	s->net.n_allow = 2;
@@ -118,6 +119,7 @@ START_TEST(test_spec_wire_roundtrip)
 	ck_assert_str_eq(b->secret_env[0], "TOKEN=s3cret");
 	ck_assert(b->user_set && b->forward_signals && b->new_privs);
 	ck_assert_int_eq(b->timeout, 7);
+	ck_assert_int_eq(b->limits.disk, 10LL << 30);
 	ck_assert_str_eq(b->sysctls[0], "net.ipv4.ping_group_range=0 0");
 	ck_assert_int_eq(b->net.mode, LC_NET_ALLOW);
 	ck_assert_uint_eq(b->net.n_allow, 2);

@@ -27,6 +27,7 @@ task's scope: its app's maps and functions and the sandboxes it makes.
 """
 
 import base64
+import copy
 import http.client
 import io
 import json
@@ -38,7 +39,7 @@ import threading
 import urllib.parse
 
 __all__ = ["Client", "Sandbox", "Session", "ExecResult", "LcdError", "NotFound", "Forbidden", "Conflict",
-           "QuotaExceeded"]
+           "QuotaExceeded", "UnsafeArchive"]
 
 _CHUNK = 1 << 16
 
@@ -100,6 +101,62 @@ class ExecResult:
     def __repr__(self):
         return (f"ExecResult(exit_code={self.exit_code!r}, stdout={self.stdout!r:.80}, "
                 f"stderr={self.stderr!r:.80}, timed_out={self.timed_out})")
+
+
+class UnsafeArchive(ValueError):
+    """download_dir refused an entry of the archive (.member, its name):
+    it would be written outside the directory, or is a link that leaves
+    it, or a device, FIFO or other special file.  What came before it in
+    the archive is extracted; nothing of it or after it is."""
+
+    def __init__(self, member, why):
+        super().__init__(f"archive entry {member!r}: {why}")
+        self.member = member
+
+
+def _inside(path, root):
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _safe_members(tar, root):
+    """tar's members, each checked just before extractall takes it, against
+    the tree as extracted so far: refused (UnsafeArchive) when its name is
+    absolute or holds '..', when it would be written through a link that
+    leaves root, when it is a link whose target leaves root (a symbolic
+    link may not be absolute: the host, not the sandbox, would read it),
+    or when it is not a file, directory or link.  Each is extracted as the
+    caller's own, without setuid, setgid, sticky or group/other write
+    bits.  Checked on every Python, with tarfile's "data" filter on top
+    where there is one (3.12, and backports)."""
+    for m in tar:
+        name = m.name
+        if os.path.isabs(name) or ".." in name.split("/"):
+            raise UnsafeArchive(name, "an absolute name, or one with '..'")
+        if not (m.isfile() or m.isdir() or m.issym() or m.islnk()):
+            raise UnsafeArchive(name, "a device, FIFO or other special file")
+        target = os.path.join(root, name)
+        parent = os.path.realpath(os.path.dirname(target))
+        if not _inside(parent, root) or (not m.issym() and not _inside(os.path.realpath(target), root)):
+            raise UnsafeArchive(name, "it would be written through a link that leaves the directory")
+        if m.issym():
+            if os.path.isabs(m.linkname) or not _inside(os.path.realpath(os.path.join(parent, m.linkname)), root):
+                raise UnsafeArchive(name, f"a symbolic link to {m.linkname!r}, outside the directory")
+        if m.islnk():
+            if (os.path.isabs(m.linkname) or ".." in m.linkname.split("/")
+                    or not _inside(os.path.realpath(os.path.join(root, m.linkname)), root)):
+                raise UnsafeArchive(name, f"a hard link to {m.linkname!r}, outside the directory")
+        m = copy.copy(m)
+        m.uid, m.gid, m.uname, m.gname = os.geteuid(), os.getegid(), "", ""
+        m.mode &= 0o755
+        yield m
+
+
+def _extract(data, local_dir):
+    os.makedirs(local_dir, exist_ok=True)
+    root = os.path.realpath(local_dir)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as t:
+        kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        t.extractall(root, members=_safe_members(t, root), **kw)
 
 
 class CommandFailed(Exception):
@@ -592,14 +649,17 @@ class Sandbox(_Scoped):
         return n
 
     def download_dir(self, path, local_dir):
-        """Copy the directory (or file) path into the local directory."""
+        """Copy the directory (or file) path into the local directory.  The
+        sandbox wrote what comes back: an entry that would land outside
+        local_dir (through a name or a link), or that is not a file,
+        directory or link, raises UnsafeArchive; files are the caller's,
+        without setuid/setgid bits."""
         conn, resp = self.client._send("GET", self._path(f"/files?path={_q(path)}&tar=1"))
         try:
-            with tarfile.open(fileobj=io.BytesIO(resp.read()), mode="r:") as t:
-                kw = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-                t.extractall(local_dir, **kw)
+            data = resp.read()
         finally:
             self.client._done(conn, resp)
+        _extract(data, local_dir)
 
     # ---- sessions, images, lifecycle ----
 

@@ -83,9 +83,10 @@ int lcd_task_access(lcd_t *lcd, const char *task, const lcd_app_t *app, const lc
 		if (lcd->task_socket_open(lcd, task, &sock, err) < 0)
 			return -1;
 		lc_strv_push(&spec->env, "LCD_SOCKET=/run/lcd.sock");
-		/* not idmapped: the sandbox's root is not its owner, and cannot
-		 * chmod it; its inode is this task's alone in any case */
-		if (add_mount(spec, sock, "/run/lcd.sock", false) < 0)
+		/* This task's own socket, read-only and not idmapped: root's on
+		 * the host, nobody's inside, which the task may not chmod or
+		 * touch; connect() needs no write access to the mount. */
+		if (add_mount(spec, sock, "/run/lcd.sock", true) < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "task %s: out of memory", task);
 		spec->mounts[spec->n_mounts - 1].idmap = LC_IDMAP_OFF;
 	}

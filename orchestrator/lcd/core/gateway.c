@@ -125,6 +125,8 @@ typedef struct gw_req {
 	const char *cut_scope;
 	bool listed, finalized;
 	struct gw_req *next;
+	bool open; /* on gw->open: under way, from its headers to its end */
+	struct gw_req *next_open;
 } gw_req_t;
 
 struct gw {
@@ -141,6 +143,7 @@ struct gw {
 	token_mem_t *toks;
 	size_t n_toks;
 	gw_req_t *inflight;
+	gw_req_t *open; /* identified requests from their headers to their end (max_inflight) */
 	CURLM *pool[MULTI_POOL];
 	size_t n_pool;
 	bool stopping;
@@ -150,6 +153,8 @@ struct gw {
 	pthread_t acceptor;
 	bool acceptor_running;
 };
+
+static void refusal_log(gw_t *gw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- configuration ---- */
 
@@ -551,9 +556,18 @@ static void *acceptor(void *arg)
 				 * the sandbox's delayed ACK (40 ms) */
 				int one = 1;
 				setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-				/* libmicrohttpd owns (and closes) it from here */
-				if (MHD_add_connection(gw->d, c, (struct sockaddr *)&ss, sl) != MHD_YES)
-					lcd_log("model gateway: a connection was refused (%d connections at most)", CONN_LIMIT);
+				/* libmicrohttpd owns (and closes) it from here; a
+				 * sandbox past its share retries as often as it
+				 * likes: the log is the refusals' (rate-limited) */
+				if (MHD_add_connection(gw->d, c, (struct sockaddr *)&ss, sl) != MHD_YES) {
+					char a[INET6_ADDRSTRLEN] = "?";
+					if (ss.ss_family == AF_INET)
+						inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+					else if (ss.ss_family == AF_INET6)
+						inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
+					refusal_log(gw, "a connection from %s was refused (%d at most from one address, %d in all)",
+						    a, PER_IP_LIMIT, CONN_LIMIT);
+				}
 			}
 		}
 	}
@@ -751,8 +765,6 @@ static const char *room_text(const gw_req_t *r, const char *scope, char *buf, si
 
 /* A line in lcd's log for a refusal: LOG_BURST at once, then one a second;
  * what was left out is counted in the next line. */
-static void refusal_log(gw_t *gw, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
 static void refusal_log(gw_t *gw, const char *fmt, ...)
 {
 	long long now = lc_now_ms(), dropped = 0;
@@ -831,17 +843,23 @@ static void mem_sync(gw_req_t *r)
 
 static void req_unref(gw_req_t *r);
 
-/* What a finished request costs, by how it ended. */
-static long long bill(const gw_req_t *r, const char *outcome, int status, const lcd_usage_t *u)
+/* What a finished request costs.  Whether the provider refused it is
+ * told by the provider's own status (r->status), never by the one the
+ * sandbox got: a request that went out and that the gateway ended before
+ * the provider's answer came (a timeout, a cut, lcd stopping, a
+ * connection broken after it was sent) was the provider's to run and to
+ * bill, and costs what an answer cut short does. */
+static long long bill(const gw_req_t *r, const lcd_usage_t *u)
 {
 	gw_t *gw = r->gw;
 	if (!r->billable || !r->sent_upstream)
 		return 0; /* nothing reached the provider, or nothing it bills */
-	if (status >= 300 || (!strcmp(outcome, "ok") && u->final))
-		return u->seen ? lcd_gw_cost(r->prov, u, &r->price, gw->prices) : 0; /* done, or the provider's refusal */
+	if (r->status >= 300)
+		return u->seen ? lcd_gw_cost(r->prov, u, NULL, &r->price, gw->prices) : 0; /* the provider's refusal */
 	if (u->final)
-		return lcd_gw_cost(r->prov, u, &r->price, gw->prices);
-	/* cut, left, unmetered, broken off, too big to read: the most it may have cost */
+		return lcd_gw_cost(r->prov, u, &r->resv, &r->price, gw->prices);
+	/* cut, left, unmetered, broken off, too big to read, no answer
+	 * before the gateway ended it: the most it may have cost */
 	return lcd_gw_cost_incomplete(r->prov, &r->resv, u, &r->price, gw->prices);
 }
 
@@ -855,7 +873,7 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 	lcd_usage_t u = { 0 };
 	if (r->meter)
 		u = *lcd_meter_usage(r->meter);
-	long long cost = bill(r, outcome, status, &u);
+	long long cost = bill(r, &u);
 	long long now = lc_wall_ms();
 	pthread_mutex_lock(&gw->lock);
 	if (r->listed) {
@@ -928,10 +946,43 @@ static int cut_of(gw_req_t *r)
 	return __atomic_load_n(&r->cut, __ATOMIC_SEQ_CST);
 }
 
+/* Take r onto gw->open if its sandbox has fewer than max_inflight
+ * requests under way; false if not. */
+static bool open_add(gw_t *gw, gw_req_t *r)
+{
+	pthread_mutex_lock(&gw->lock);
+	int mine = 0;
+	for (const gw_req_t *q = gw->open; q; q = q->next_open)
+		mine += !strcmp(q->sandbox, r->sandbox);
+	bool ok = mine < gw->cfg.max_inflight;
+	if (ok) {
+		r->next_open = gw->open;
+		gw->open = r;
+		r->open = true;
+	}
+	pthread_mutex_unlock(&gw->lock);
+	return ok;
+}
+
+static void open_remove(gw_req_t *r)
+{
+	gw_t *gw = r->gw;
+	pthread_mutex_lock(&gw->lock);
+	for (gw_req_t **pp = &gw->open; *pp; pp = &(*pp)->next_open)
+		if (*pp == r) {
+			*pp = r->next_open;
+			break;
+		}
+	r->open = false;
+	pthread_mutex_unlock(&gw->lock);
+}
+
 static void req_free(gw_req_t *r)
 {
 	if (!r->finalized && r->listed)
 		finalize(r, "client_gone", 0);
+	if (r->open)
+		open_remove(r);
 	abort_upstream(r);
 	lcd_meter_free(r->meter);
 	lc_strv_free(r->resp_hdrs);
@@ -1187,6 +1238,10 @@ static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
 			memcpy(out, r->buf + r->buf_off, n);
 			r->buf_off += n;
 			r->sent += n;
+			/* the provider is read only once what it sent has gone
+			 * on: time a slow sandbox takes is not the provider's
+			 * silence (idle_timeout) */
+			r->last_rx = lc_now_ms();
 			return (ssize_t)n;
 		}
 		if (r->ended)
@@ -1344,6 +1399,25 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	return true;
 }
 
+/* A header that would go on (copy_header) with a value that may not:
+ * its name in *bad. */
+struct hdr_check {
+	int prov;
+	const char *bad;
+};
+
+static enum MHD_Result check_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
+{
+	(void)kind;
+	struct hdr_check *h = cls;
+	bool passes = lcd_gw_header_passes(h->prov, k) || (h->prov == LCD_PROV_ANTHROPIC && !strcasecmp(k, "anthropic-beta"));
+	if (passes && v && !lcd_gw_header_value_ok(v)) {
+		h->bad = k;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char *url, const char *method)
 {
 	const char *why;
@@ -1367,6 +1441,25 @@ static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, co
 		return gw_reply(c, r->prov, st, "%s %s is not served by the lcd model gateway (%s)", method, r->path,
 				lcd_provider_name(r->prov));
 	}
+	struct hdr_check hc = { r->prov, NULL };
+	MHD_get_connection_values(c, MHD_HEADER_KIND, check_header, &hc);
+	if (hc.bad) {
+		refusal(gw, r, "bad_header", 400, hc.bad);
+		return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST,
+				"the value of header %s has a control character (lcd model gateway)", hc.bad);
+	}
+	/* A request is under way from its headers: the body it promised (its
+	 * memory is taken below) or is sending counts against its sandbox's
+	 * max_inflight, so that one sandbox cannot hold lcd's gateway memory
+	 * with bodies it never sends. */
+	if (!open_add(gw, r)) {
+		char msg[256];
+		snprintf(msg, sizeof(msg),
+			 "the sandbox has %d requests under way, as many as the gateway takes at once (gateway.max_inflight)",
+			 gw->cfg.max_inflight);
+		refusal(gw, r, "busy", 429, msg);
+		return gw_reply(c, r->prov, MHD_HTTP_TOO_MANY_REQUESTS, "%s (lcd model gateway)", msg);
+	}
 	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
 	if (len > (unsigned long long)gw->cfg.max_body) {
@@ -1381,10 +1474,6 @@ static enum MHD_Result begin(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, co
 				"the gateway holds as many requests as its memory allows (gateway.memory_max): try again");
 	}
 	r->body_reserved = r->held = (long long)len;
-	/* a request with a live token is served to its end, however slow the
-	 * provider (idle_timeout): the short timeout is for connections that
-	 * have not shown one */
-	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(gw->cfg.idle_timeout + 30));
 	r->answered = false;
 	return MHD_YES;
 }
@@ -1550,6 +1639,10 @@ static int start_upstream(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const
 static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 {
 	char msg[512];
+	/* a request with a live token and its whole body is served to its
+	 * end, however slow the provider (idle_timeout): until then the short
+	 * timeout holds, for a body that stops coming as for headers */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(gw->cfg.idle_timeout + 30));
 	if (r->too_big) {
 		refusal(gw, r, "too_big", 413, "body over max_body");
 		return gw_reply(c, r->prov, 413, "request body too large (the gateway takes %lld bytes)", gw->cfg.max_body);
@@ -1612,13 +1705,8 @@ static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 	pthread_mutex_lock(&gw->lock);
 	const char *scope = NULL, *why = NULL;
 	const char *spent_out = NULL; /* a scope whose budget is spent already */
-	int mine = 0;
-	for (const gw_req_t *q = gw->inflight; q; q = q->next)
-		mine += !strcmp(q->sandbox, r->sandbox);
 	if (gw->stopping)
 		why = "stopping";
-	else if (mine >= gw->cfg.max_inflight)
-		why = "busy";
 	else if (r->billable && (scope = no_room(gw, r))) {
 		why = "budget";
 		spent_out = exhausted(gw, r, 0);
@@ -1631,13 +1719,6 @@ static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 	pthread_mutex_unlock(&gw->lock);
 	if (why && !strcmp(why, "stopping"))
 		return gw_reply(c, r->prov, MHD_HTTP_SERVICE_UNAVAILABLE, "lcd is stopping");
-	if (why && !strcmp(why, "busy")) {
-		snprintf(msg, sizeof(msg),
-			 "the sandbox has %d requests under way, as many as the gateway takes at once (gateway.max_inflight)",
-			 gw->cfg.max_inflight);
-		refusal(gw, r, "busy", 429, msg);
-		return gw_reply(c, r->prov, MHD_HTTP_TOO_MANY_REQUESTS, "%s (lcd model gateway)", msg);
-	}
 	if (why) {
 		if (spent_out)
 			budget_text(r, spent_out, msg, sizeof(msg));

@@ -154,3 +154,22 @@ json_t *lcd_images_list(lcd_t *lcd, const lcd_caller_t *who, lc_error_t **err)
 	}
 	return out;
 }
+
+int lcd_image_delete(lcd_t *lcd, const lcd_caller_t *who, const char *name, lc_error_t **err)
+{
+	_cleanup_json_ json_t *all = lcd_images_list(lcd, who, err);
+	if (!all)
+		return -1;
+	bool seen = false;
+	size_t i;
+	json_t *img;
+	json_array_foreach(all, i, img)
+		seen |= !strcmp(json_string_value(json_object_get(img, "name")), name);
+	if (!seen)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no image %s", name);
+	if (lc_image_remove(name, err) < 0)
+		return -1;
+	lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ?", "s", name);
+	lcd_log("image %s removed", name);
+	return 0;
+}

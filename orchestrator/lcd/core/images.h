@@ -20,6 +20,10 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err);
 /* The registry reference of image name (malloc'd), or NULL: none set. */
 char *lcd_image_ref(lcd_t *lcd, const char *name, const char *digest);
+/* Remove image name, from the store and from lcd's records, if who may
+ * see it (lcd_images_list's rule); LC_EXIT_UNKNOWN when it may not or the
+ * image is not there. */
+int lcd_image_delete(lcd_t *lcd, const lcd_caller_t *who, const char *name, lc_error_t **err);
 /* Remove the images whose end has come and that no sandbox uses. */
 void lcd_images_collect(lcd_t *lcd);
 /* [{"name", "digest", "size", "created", "owner", "kind", "expires"}]: the

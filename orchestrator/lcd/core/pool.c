@@ -37,6 +37,7 @@ typedef struct member {
 typedef struct shape {
 	char *image;
 	int size;
+	long long disk; /* the members' upper layer's disk (limits.disk); 0: none */
 	member_t *ready;
 	int n_ready;
 	bool failing; /* the last make failed: logged once, retried later */
@@ -70,7 +71,7 @@ static void kick(struct lcd_pool *p)
 
 int lcd_pool_config(json_t *v, const char *path, json_t **out, lc_error_t **err)
 {
-	static const char *const keys[] = { "image", "size", NULL };
+	static const char *const keys[] = { "image", "size", "disk", NULL };
 	if (!json_is_array(v))
 		return lc_error_set(err, LC_EXIT_INVALID, 0,
 				    "config %s: sandbox_pool: expected an array of {\"image\": NAME, \"size\": N}", path);
@@ -89,6 +90,10 @@ int lcd_pool_config(json_t *v, const char *path, json_t **out, lc_error_t **err)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.image: expected \"host\" or an image name", p);
 		if (!json_is_integer(size) || json_integer_value(size) < 1 || json_integer_value(size) > POOL_SIZE_MAX)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.size: expected an integer, 1 to %d", p, POOL_SIZE_MAX);
+		json_t *disk = json_object_get(e, "disk");
+		long long d = 0;
+		if (disk && lcd_config_size(disk, &d) < 0)
+			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.disk: expected a size of at least 16M (like \"8G\")", p);
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(image, json_string_value(json_object_get(json_array_get(v, k), "image"))))
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.image: %s is pooled already (sandbox_pool[%zu])",
@@ -161,6 +166,7 @@ static int make_one(lcd_t *lcd, shape_t *s, lc_error_t **err)
 	member_t *m = lc_xmalloc0(sizeof(*m));
 	lc_random_hex(m->id, LC_ID_LEN);
 	spec->id = strdup(m->id);
+	spec->limits.disk = s->disk;
 	_cleanup_free_ char *f = member_file(p, m->id);
 	char got[LC_ID_LEN + 1];
 	int r = lc_write_file_atomic(f, s->image, strlen(s->image), 0600, err);
@@ -326,6 +332,9 @@ int lcd_pool_start(lcd_t *lcd, json_t *cfg, lc_error_t **err)
 		json_t *e = json_array_get(cfg, i);
 		p->shapes[i].image = strdup(json_string_value(json_object_get(e, "image")));
 		p->shapes[i].size = (int)json_integer_value(json_object_get(e, "size"));
+		json_t *disk = json_object_get(e, "disk");
+		if (disk)
+			(void)lcd_config_size(disk, &p->shapes[i].disk);
 	}
 	int rc = pthread_create(&p->filler, NULL, filler, lcd);
 	if (rc != 0)
@@ -364,7 +373,7 @@ void lcd_pool_stop(lcd_t *lcd)
 	lcd->pool = NULL;
 }
 
-bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, char id[LC_ID_LEN + 1])
+bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, long long disk, char id[LC_ID_LEN + 1])
 {
 	struct lcd_pool *p = lcd->pool;
 	if (!p || !p->n_shapes)
@@ -373,7 +382,7 @@ bool lcd_pool_take(lcd_t *lcd, const char *image, const char *digest, char id[LC
 	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < p->n_shapes && !got; i++) {
 		shape_t *s = &p->shapes[i];
-		if (strcmp(s->image, image))
+		if (strcmp(s->image, image) || s->disk != disk)
 			continue;
 		for (member_t **pp = &s->ready; *pp; pp = &(*pp)->next) {
 			member_t *m = *pp;

@@ -46,10 +46,11 @@
 
 #include "lcd.h"
 #include "netpool.h"
+#include "sbfs.h"
 #include "util.h"
 
 #define SPEC_MAX (64 << 20) /* a spec's text larger than this is refused */
-#define MAXFDS 5            /* the request's socket, stdio, exec's cancel_fd */
+#define MAXFDS 6            /* the request's socket, stdio, exec's cancel_fd and signal_fd */
 #define RUNNER_ACK_MS 3000  /* a child silent this long: the runner takes nothing */
 
 /* The child's answer: as lc_run left res and err (an open file's fd, or
@@ -136,8 +137,8 @@ static int read_full(int fd, void *buf, size_t len)
 
 /* What the caller sends the runner with the fds: what to do, at which
  * priority, and which fds come after the request's socket (a bit each:
- * stdio 0-2, then exec's cancel_fd). */
-enum { RUN, CREATE, EXEC, START, OPEN, TAR };
+ * stdio 0-2, then exec's cancel_fd and signal_fd). */
+enum { RUN, CREATE, EXEC, START, OPEN, TAR, FS, WATCH };
 struct request {
 	int kind;
 	int nice;
@@ -198,7 +199,7 @@ static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_
 			     .interactive = jbool(j, "interactive"), .tty = jbool(j, "tty"), .detach = jbool(j, "detach"),
 			     .timeout = (int)json_integer_value(json_object_get(j, "timeout")),
 			     .stdio = { fds[0], fds[1], fds[2] }, .forward_signals = jbool(j, "forward_signals"),
-			     .cancel_fd = fds[3], .new_pgroup = jbool(j, "new_pgroup") };
+			     .cancel_fd = fds[3], .signal_fd = fds[4], .new_pgroup = jbool(j, "new_pgroup") };
 	wipe(j);
 	int rc = id && o.argv ? lc_sandbox_exec(id, &o, res, err)
 			      : lc_error_set(err, LC_EXIT_RUNTIME, 0, "the runner could not read the exec's options");
@@ -291,14 +292,45 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 	_exit(0);
 }
 
+/* An operation on a sandbox's files (sbfs.c), by this process, which
+ * joins the sandbox for it: the answer (with a file's fd for "read" and
+ * "write"), then the result as a length and JSON text.  A watch answers,
+ * then writes its events on ch, a JSON text a line, until lcd hangs up. */
+static _Noreturn void fs_child(int ch, int kind, json_t *j)
+{
+	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
+	lc_error_t *err = NULL;
+	lc_spec_t *spec = NULL;
+	json_t *out = NULL;
+	int fd = -1;
+	const char *id = jstr(j, "id");
+	if (!id)
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
+	else if (lc_sandbox_join_here(id, &spec, &err) == 0)
+		a.ran = kind == WATCH ? lcd_sbfs_watch_start(j, spec, &fd, &err) : lcd_sbfs_op(j, spec, &out, &fd, &err);
+	bool ok = a.ran == 0;
+	answer(ch, &a, err, kind == WATCH ? -1 : fd);
+	if (ok && kind == WATCH)
+		lcd_sbfs_watch_run(fd, ch, j); /* until lcd hangs up */
+	if (ok) {
+		char *text = json_dumps(out ? out : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+		uint32_t len = text ? (uint32_t)strlen(text) : 0;
+		if (lc_write_all(ch, &len, sizeof(len)) == 0 && len)
+			(void)lc_write_all(ch, text, len);
+		free(text);
+	}
+	_exit(0);
+}
+
 /* The request's own process: read the spec, run it (or create the
  * sandbox: its id comes back in res.id; or exec in one), answer, go. */
 static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid)
 {
 	signal(SIGCHLD, SIG_DFL); /* the runner's SIG_IGN would reap lc_run's children */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start", "lcd-open", "lcd-tar" };
-	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= TAR ? rq->kind : RUN], 0, 0, 0);
+	static const char *const names[] = { "lcd-task", "lcd-create", "lcd-exec", "lcd-start", "lcd-open", "lcd-tar",
+					     "lcd-fs", "lcd-watch" };
+	prctl(PR_SET_NAME, names[rq->kind >= 0 && rq->kind <= WATCH ? rq->kind : RUN], 0, 0, 0);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	uint32_t len = 0;
 	_cleanup_free_ char *text = NULL;
@@ -313,9 +345,9 @@ static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid
 	/* The command's stdio and exec's cancel_fd (fds: -1 where none came)
 	 * come with the length of the text: never queued at the runner,
 	 * where a request lcd made itself would leave a copy of them. */
-	int got[MAXFDS], fds[4] = { -1, -1, -1, -1 };
+	int got[MAXFDS], fds[5] = { -1, -1, -1, -1, -1 };
 	ssize_t r = recv_fds(ch, &len, sizeof(len), got);
-	for (int i = 0, k = 0; i < 4; i++)
+	for (int i = 0, k = 0; i < 5; i++)
 		if (rq->fds & (1u << i))
 			fds[i] = got[k++];
 	if (r <= 0 || read_full(ch, (char *)&len + r, sizeof(len) - (size_t)r) < 0 || len > SPEC_MAX ||
@@ -329,6 +361,8 @@ static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid
 		wipe(j); /* the spec has its own copies */
 	if ((rq->kind == OPEN || rq->kind == TAR) && j)
 		file_child(ch, rq->kind, j);
+	if ((rq->kind == FS || rq->kind == WATCH) && j)
+		fs_child(ch, rq->kind, j);
 	if (rq->kind == EXEC && j) {
 		a.ran = exec_from_json(j, fds, &a.res, &err);
 	} else if (rq->kind == START && jstr(j, "id")) {
@@ -351,7 +385,7 @@ static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid
 	json_decref(j);
 	/* The command's pipes see their end as the command's end, not this
 	 * process's. */
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	answer(ch, &a, err, -1);
@@ -475,17 +509,17 @@ static bool runner_stalled(lcd_t *lcd)
  * socket, to read the answer from; -1: taken, but the payload could not
  * go (*err; the child does nothing); 0: not taken, the caller does it
  * itself (the runner is gone, or could not fork this once). */
-static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd, int *chp,
-		     lc_error_t **err)
+static int hand_over(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
+		     int signal_fd, int *chp, lc_error_t **err)
 {
 	int ch[2];
 	if (lcd->runner_fd < 0 || __atomic_load_n(&lcd->runner_gone, __ATOMIC_SEQ_CST) || !payload ||
 	    runner_stalled(lcd) || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ch) < 0)
 		return 0;
 	struct request rq = { .kind = kind, .nice = nice > 19 ? 19 : nice };
-	int fds[4], given[4] = { stdio[0], stdio[1], stdio[2], cancel_fd };
+	int fds[5], given[5] = { stdio[0], stdio[1], stdio[2], cancel_fd, signal_fd };
 	size_t n = 0;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (given[i] >= 0) {
 			rq.fds |= 1u << i;
 			fds[n++] = given[i];
@@ -566,11 +600,11 @@ static void read_answer(int ch, lc_result_t *res, int *fd, int *rc, lc_error_t *
 
 /* 1: done by a child of the runner (0 or -1 in *rc, *err); 0: not, the
  * caller does it itself (the runner is gone, or could not take it). */
-static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd,
+static int ask(lcd_t *lcd, int kind, int nice, json_t *payload, const int stdio[3], int cancel_fd, int signal_fd,
 	       lc_result_t *res, int *rc, lc_error_t **err)
 {
 	int ch = -1;
-	int h = hand_over(lcd, kind, nice, payload, stdio, cancel_fd, &ch, err);
+	int h = hand_over(lcd, kind, nice, payload, stdio, cancel_fd, signal_fd, &ch, err);
 	if (h <= 0) {
 		*rc = -1;
 		return -h;
@@ -584,7 +618,7 @@ int lcd_runner_run(lcd_t *lcd, const lc_spec_t *spec, int nice, lc_result_t *res
 {
 	int rc;
 	_cleanup_json_ json_t *wire = lc_spec_to_wire(spec);
-	if (ask(lcd, RUN, nice, wire, spec->stdio, -1, res, &rc, err))
+	if (ask(lcd, RUN, nice, wire, spec->stdio, -1, -1, res, &rc, err))
 		return rc;
 	/* As lc_run's process, the worker takes the task's priority. */
 	(void)setpriority(PRIO_PROCESS, 0, nice > 19 ? 19 : nice);
@@ -601,7 +635,7 @@ int lcd_runner_create(lcd_t *lcd, const lc_spec_t *spec, char id[LC_ID_LEN + 1],
 	lc_result_t res;
 	memset(&res, 0, sizeof(res));
 	_cleanup_json_ json_t *wire = lc_spec_to_wire(spec);
-	if (ask(lcd, CREATE, caller_nice(lcd), wire, spec->stdio, -1, &res, &rc, err)) {
+	if (ask(lcd, CREATE, caller_nice(lcd), wire, spec->stdio, -1, -1, &res, &rc, err)) {
 		if (rc == 0)
 			memcpy(id, res.id, LC_ID_LEN + 1);
 		return rc;
@@ -613,8 +647,8 @@ int lcd_runner_exec(lcd_t *lcd, const char *id, const lc_exec_opts_t *opts, lc_r
 {
 	int rc;
 	_cleanup_json_ json_t *j = exec_to_json(id, opts);
-	if (ask(lcd, EXEC, caller_nice(lcd), j, opts->stdio, opts->cancel_fd > 0 ? opts->cancel_fd : -1, res, &rc,
-		err))
+	if (ask(lcd, EXEC, caller_nice(lcd), j, opts->stdio, opts->cancel_fd > 0 ? opts->cancel_fd : -1,
+		opts->signal_fd > 0 ? opts->signal_fd : -1, res, &rc, err))
 		return rc;
 	return lc_sandbox_exec(id, opts, res, err);
 }
@@ -624,7 +658,7 @@ int lcd_runner_start_sandbox(lcd_t *lcd, const char *id, lc_error_t **err)
 	int rc;
 	lc_result_t res;
 	_cleanup_json_ json_t *j = json_pack("{s:s}", "id", id);
-	if (ask(lcd, START, caller_nice(lcd), j, no_stdio, -1, &res, &rc, err))
+	if (ask(lcd, START, caller_nice(lcd), j, no_stdio, -1, -1, &res, &rc, err))
 		return rc;
 	return lc_sandbox_start(id, err);
 }
@@ -637,7 +671,7 @@ int lcd_runner_open_file(lcd_t *lcd, const char *id, const char *path, int flags
 	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:i}", "id", id, "path", hex, "write", wr, "mode",
 					     (int)mode);
 	int ch = -1, rc, fd = -1;
-	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, no_stdio, -1, &ch, err);
+	int h = hand_over(lcd, OPEN, caller_nice(lcd), j, no_stdio, -1, -1, &ch, err);
 	if (h < 0)
 		return -1;
 	if (h == 0)
@@ -673,7 +707,7 @@ int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, 
 	int ch = -1, rc;
 	*fd = -1;
 	*out = NULL;
-	int h = hand_over(lcd, TAR, caller_nice(lcd), j, no_stdio, -1, &ch, err);
+	int h = hand_over(lcd, TAR, caller_nice(lcd), j, no_stdio, -1, -1, &ch, err);
 	if (h < 0)
 		return -1;
 	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
@@ -716,4 +750,90 @@ int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 	}
 	free(t);
 	return rc;
+}
+
+/* The fs request j, made where the runner cannot: by a grandchild of lcd
+ * (its parent ends at once, so nobody must reap it) on one end of a
+ * socket pair; the other end comes back in *chp, as the runner's would. */
+static int fs_fork(int kind, json_t *j, int *chp, lc_error_t **err)
+{
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a socket pair");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sp[0]);
+		if (fork() == 0) {
+			signal(SIGPIPE, SIG_IGN);
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			fs_child(sp[1], kind, j);
+		}
+		_exit(0);
+	}
+	int e = errno;
+	close(sp[1]);
+	if (pid < 0) {
+		close(sp[0]);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot fork");
+	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	*chp = sp[0];
+	return 0;
+}
+
+static int fs_ask(lcd_t *lcd, int kind, json_t *j, int *ch, lc_error_t **err)
+{
+	int h = hand_over(lcd, kind, caller_nice(lcd), j, no_stdio, -1, -1, ch, err);
+	if (h < 0)
+		return -1;
+	if (h == 0 && fs_fork(kind, j, ch, err) < 0)
+		return -1;
+	return 0;
+}
+
+int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err)
+{
+	*out = NULL;
+	if (fd)
+		*fd = -1;
+	json_object_set_new(op, "id", json_string(id));
+	int ch = -1, rc, got = -1;
+	if (fs_ask(lcd, FS, op, &ch, err) < 0)
+		return -1;
+	read_answer(ch, NULL, &got, &rc, err);
+	uint32_t len = 0;
+	char *text = NULL;
+	if (rc == 0 && (read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX || !(text = lc_xmalloc0((size_t)len + 1)) ||
+			read_full(ch, text, len) < 0))
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation ended without a result", id);
+	close(ch);
+	if (rc == 0 && !(*out = json_loads(text, JSON_DECODE_ANY, NULL)))
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation's result is not JSON", id);
+	free(text);
+	if (rc < 0 || !fd) {
+		if (got >= 0)
+			close(got);
+		return rc < 0 ? -1 : 0;
+	}
+	*fd = got;
+	return 0;
+}
+
+int lcd_runner_watch(lcd_t *lcd, const char *id, json_t *op, int *fd, lc_error_t **err)
+{
+	*fd = -1;
+	json_object_set_new(op, "id", json_string(id));
+	int ch = -1, rc;
+	if (fs_ask(lcd, WATCH, op, &ch, err) < 0)
+		return -1;
+	read_answer(ch, NULL, NULL, &rc, err);
+	if (rc < 0) {
+		close(ch);
+		return -1;
+	}
+	*fd = ch;
+	return 0;
 }

@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
+#include "disk.h"
 #include "forward.h"
 #include "gateway.h"
 #include "grant.h"
@@ -22,6 +24,7 @@
 #include "lcd.h"
 #include "net.h"
 #include "pool.h"
+#include "procs.h"
 #include "util.h"
 
 #define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at, node"
@@ -167,6 +170,26 @@ static int parse_net(json_t *v, lc_net_spec_t *net, lc_error_t **err)
 	}
 	if (lc_net_validate(net, err) < 0)
 		return lc_error_wrap(err, "net");
+	return 0;
+}
+
+/* A task's limits within its grant (lcd_grant_limits).  A disk it did not
+ * ask for, larger than half of what the store's filesystem has free, is
+ * that half (at least LC_DISK_MIN): the default must not make every
+ * create fail on a small host, where a size asked for is held to the
+ * letter (lc_disk_check). */
+static int grant_limits(lcd_t *lcd, const lcd_grant_t *g, const char *app, bool asked, lc_limits_t *lim,
+			lc_error_t **err)
+{
+	bool default_disk = !asked || lim->disk <= 0;
+	if (lcd_grant_limits(g, app, asked ? lim : NULL, lcd->task_disk, lim, err) < 0)
+		return -1;
+	struct statvfs sv;
+	if (default_disk && lim->disk > 0 && statvfs(lc_lib_dir(), &sv) == 0) {
+		long long half = (long long)((unsigned long long)sv.f_bavail * sv.f_frsize / 2) & ~((1LL << 20) - 1);
+		if (lim->disk > half)
+			lim->disk = half > LC_DISK_MIN ? half : LC_DISK_MIN;
+	}
 	return 0;
 }
 
@@ -376,8 +399,7 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	if (grant && lcd_grant_net(grant, who->app, net, err) < 0)
 		return -1;
 	if (parse_limits(json_object_get(req, "limits"), &s->limits, err) < 0 ||
-	    (grant && lcd_grant_limits(grant, who->app, json_object_get(req, "limits") ? &s->limits : NULL, &s->limits,
-				       err) < 0) ||
+	    (grant && grant_limits(lcd, grant, who->app, json_object_get(req, "limits") != NULL, &s->limits, err) < 0) ||
 	    parse_net(net, &s->net, err) < 0 || (grant && json_is_object(net) && lcd_grant_rules(&s->net, err) < 0) ||
 	    lcd_env_parse(json_object_get(req, "env"), "env", &s->env, err) < 0 ||
 	    parse_secrets(lcd, who, json_object_get(req, "secrets"), &r->secrets, err) < 0 ||
@@ -654,7 +676,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 	 * one's would be, then it gets the request's name, env and ttl. */
 	char pooled[LC_ID_LEN + 1];
 	bool from_pool = use_pool && n == 1 && !image && !tune && pool_fits(req ? req : empty) &&
-			 lcd_pool_take(lcd, r.image, r.digest, pooled);
+			 lcd_pool_take(lcd, r.image, r.digest, r.spec->limits.disk, pooled);
 	if (reserve(lcd, who, &r, req ? req : empty, made, n, from_pool ? pooled : NULL, err) < 0) {
 		if (from_pool)
 			lcd_pool_put_back(lcd, r.image, r.digest, pooled);
@@ -895,6 +917,7 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 		return 0;
 	}
 	lcd_sessions_drop(lcd, id);
+	lcd_procs_drop(lcd, id);
 	lc_error_t *e = NULL;
 	if (lc_sandbox_remove(id, true, &e) < 0) {
 		if (!e || e->exit_code != LC_EXIT_UNKNOWN) {

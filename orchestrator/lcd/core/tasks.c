@@ -292,6 +292,14 @@ static void log_line(int fd, const char *fmt, ...)
 	(void)lc_write_all(fd, buf, (size_t)n);
 }
 
+static bool strv_has(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (!strcmp(*v, s))
+			return true;
+	return false;
+}
+
 /* Build the sandbox description.  Secrets go into spec->secret_env only,
  * which liblcrun gives to the command and never writes down. */
 static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, lc_spec_t **out, lc_error_t **err)
@@ -319,6 +327,8 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 		if (gw_secret && !strcmp(f->secrets[i], gw_secret))
 			continue;
 		_cleanup_free_ char *v = lcd_store_secret_get(j->lcd->db, f->secrets[i], err);
+		if (!v && !*err && strv_has(f->optional_secrets, f->secrets[i]))
+			continue; /* optional, and not set */
 		if (!v) {
 			lc_spec_free(spec);
 			if (*err)
@@ -465,12 +475,11 @@ static void *worker(void *arg)
 		exit_code = LC_EXIT_RUNTIME;
 		goto done;
 	}
-	/* The directory is the sandbox's /run/task, written by its root, which
-	 * maps to an unprivileged host uid: it must be writable by that uid.
-	 * Its parent (tasks_dir) is 0711: it cannot be listed, and the task id
-	 * (48 random bits) is not guessable. */
-	if (mkdir(taskdir, 0700) < 0 || chmod(taskdir, 01777) < 0 ||
-	    lc_write_file_atomic(argspath, args, strlen(args), 0644, &err) < 0) {
+	/* The directory is the sandbox's /run/task, written by its command:
+	 * it is the task's own (0700, its user's host uid, below), never
+	 * writable by anyone else.  Its parent (tasks_dir) is 0711: it cannot
+	 * be listed, and the task id (48 random bits) is not guessable. */
+	if (mkdir(taskdir, 0700) < 0 || lc_write_file_atomic(argspath, args, strlen(args), 0644, &err) < 0) {
 		error = err ? strdup(err->msg) : lc_strdup_printf("cannot make %s: %s", taskdir, strerror(errno));
 		exit_code = LC_EXIT_RUNTIME;
 		goto done;
@@ -480,6 +489,12 @@ static void *worker(void *arg)
 		 j->sandbox_id);
 	if (make_spec(j, taskdir, logfd, nullfd, &spec, &err) < 0)
 		goto failed_to_run;
+	/* The sandbox's user as the host sees it (an idmapped bind shows the
+	 * directory's owner as that user anyway; a plain one needs it). */
+	if (chown(taskdir, lc_uid_base() + spec->uid, (gid_t)lc_uid_base() + spec->gid) < 0) {
+		lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot give %s to the task's sandbox", taskdir);
+		goto failed_to_run;
+	}
 	pthread_mutex_lock(&lcd->lock);
 	lcd_running_t *me = running_find(lcd, j->id);
 	bool cancelled_early = me && me->cancel;

@@ -1,7 +1,7 @@
-/* sbexec.c — commands in a sandbox over the API: exec with its output
+/* exec.c — commands in a sandbox over the API: exec with its output
  * captured (capped), exec streamed as NDJSON lines as the output happens,
- * and sessions (a persistent shell whose working directory and exported
- * variables carry from one run to the next).
+ * and sessions (a shell's working directory and variables carried from
+ * one run to the next).
  *
  * A command runs with lc_sandbox_exec() (in a child of lcd's runner,
  * runner.c) waited for by a thread of its own; its stdout and stderr are
@@ -145,7 +145,6 @@ typedef struct xrun {
 	size_t in_len, in_off;
 	long long drain_until;   /* ms: after the end, read what is left until then */
 	bool open[2];            /* stdout, stderr not at EOF */
-	bool session;            /* stdin stays open: commands are written to it */
 } xrun_t;
 
 static void xrun_free(xrun_t *x)
@@ -288,8 +287,7 @@ static int xrun_start(xrun_t *x, lc_error_t **err)
 	if (x->in) {
 		x->in_w = i[1];
 		x->child[0] = i[0];
-		if (!x->session)
-			fcntl(x->in_w, F_SETFL, O_NONBLOCK);
+		fcntl(x->in_w, F_SETFL, O_NONBLOCK);
 		x->opts.interactive = true;
 	}
 	x->opts.argv = x->argv;
@@ -344,7 +342,7 @@ static ssize_t xrun_step(lcd_t *lcd, xrun_t *x, int conn_fd, long long deadline,
 		struct pollfd p[5] = {
 			{ x->open[0] ? x->out_r : -1, POLLIN, 0 },
 			{ x->open[1] ? x->err_r : -1, POLLIN, 0 },
-			{ !x->session && x->in_w >= 0 && x->in_off < x->in_len ? x->in_w : -1, POLLOUT, 0 },
+			{ x->in_w >= 0 && x->in_off < x->in_len ? x->in_w : -1, POLLOUT, 0 },
 			{ x->ended ? -1 : x->done[0], POLLIN, 0 },
 			{ conn_fd, POLLRDHUP, 0 },
 		};
@@ -373,7 +371,7 @@ static ssize_t xrun_step(lcd_t *lcd, xrun_t *x, int conn_fd, long long deadline,
 				x->in_w = -1;
 			}
 		}
-		if (!x->session && x->in_w >= 0 && x->in_off >= x->in_len) {
+		if (x->in_w >= 0 && x->in_off >= x->in_len) {
 			close(x->in_w); /* empty stdin: EOF at once */
 			x->in_w = -1;
 		}
@@ -626,15 +624,49 @@ enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 	return api_reply(call->c, MHD_HTTP_OK, out);
 }
 
-/* ---- sessions ---- */
+/* ---- sessions ----
+ *
+ * A session is a shell's state carried from one run to the next: its
+ * working directory and its variables, exported or not.  Each run is a
+ * command of its own, as an exec is: a fresh shell that takes the state
+ * the last run left, runs the command (stdin at EOF), then prints the
+ * state it leaves after a marker, and exits with the command's status.
+ * So a run's end and its status are that process's own, which nothing
+ * else in the sandbox can write.  (With one shell kept between runs both
+ * came in-band on its output, and anything running as the sandbox's user
+ * -- a background job of an earlier run -- could read the next run's
+ * marker from the shell's stdin and forge its end and status.)  What a
+ * forged marker can still change is the state the next run starts from:
+ * the session's own, which the command could change itself.  A run that
+ * exits the shell (exit), is killed or times out ends the session. */
+
+#define STATE_MAX (256 << 10) /* bytes of a session's state (directory, variables) */
+
+static const char SESSION_SH[] =
+	"if [ -n \"$2\" ]; then cd -- \"$2\" 2>/dev/null; fi\n"
+	"eval \"$3\" 2>/dev/null\n"
+	"__lcd_cmd=$1 __lcd_mark=$4\n"
+	"shift 4\n"
+	"command eval \"$__lcd_cmd\" </dev/null\n"
+	"__lcd_rc=$?\n"
+	"printf '\\n%s\\n' \"$__lcd_mark\"\n"
+	"unset __lcd_cmd __lcd_mark\n"
+	"pwd\n"
+	"set\n"
+	"export -p\n"
+	"exit \"$__lcd_rc\"\n";
 
 struct lcd_session {
 	char id[LC_ID_LEN + 1];
 	char sandbox[LC_ID_LEN + 1];
-	xrun_t *x;        /* the shell */
+	char *shell;
+	json_t *opts;     /* the create's env, workdir and user, for every run */
+	char *cwd;        /* where the last run left off ("": the create's workdir) */
+	char *vars;       /* the variables it left (set, export -p: shell input) */
+	xrun_t *run;      /* the run under way, or NULL */
 	int refs;         /* the list's, and a run's */
 	bool busy;        /* a run is under way */
-	bool dead;        /* deleted, or the shell ended */
+	bool dead;        /* deleted, or its last run ended it */
 	struct lcd_session *next;
 };
 typedef struct lcd_session session_t;
@@ -646,12 +678,17 @@ static void session_unref(lcd_t *lcd, session_t *s)
 	pthread_mutex_unlock(&lcd->lock);
 	if (!last)
 		return;
-	xrun_join(s->x, true);
-	xrun_free(s->x);
+	free(s->shell);
+	json_decref(s->opts);
+	free(s->cwd);
+	if (s->vars)
+		explicit_bzero(s->vars, strlen(s->vars)); /* it may hold a secret's value */
+	free(s->vars);
 	free(s);
 }
 
-/* Take it out of the list (it is dead from now on); the caller holds the lock. */
+/* Take it out of the list (it is dead from now on) and stop its run; the
+ * caller holds the lock. */
 static void session_unlink(lcd_t *lcd, session_t *s)
 {
 	for (session_t **pp = &lcd->sessions; *pp; pp = &(*pp)->next)
@@ -660,6 +697,8 @@ static void session_unlink(lcd_t *lcd, session_t *s)
 			break;
 		}
 	s->dead = true;
+	if (s->run)
+		xrun_cancel(s->run);
 }
 
 void lcd_sessions_drop(lcd_t *lcd, const char *sandbox)
@@ -674,7 +713,6 @@ void lcd_sessions_drop(lcd_t *lcd, const char *sandbox)
 		pthread_mutex_unlock(&lcd->lock);
 		if (!s)
 			return;
-		xrun_cancel(s->x);
 		lcd_log("sandbox %s: session %s ended", sandbox, s->id);
 		session_unref(lcd, s);
 	}
@@ -710,19 +748,25 @@ static enum MHD_Result h_session_new(call_t *call, json_t *row, const char *sand
 	if (have >= SESSIONS_MAX)
 		return api_fail_status(call->c, MHD_HTTP_TOO_MANY_REQUESTS, LC_EXIT_BUSY,
 				       "sandbox %s has %d sessions already (at most %d)", sandbox, have, SESSIONS_MAX);
-	xrun_t *x = xrun_new(call->lcd, sandbox);
-	/* an empty stdin pipe kept open: commands are written to it */
-	x->in = lc_xmalloc0(1);
-	x->session = true;
-	lc_strv_push(&x->argv, shell ? json_string_value(shell) : "/bin/sh");
-	if (xrun_parse(call->lcd, row, b, x, &err) < 0 || running(sandbox, &err) < 0 || xrun_start(x, &err) < 0) {
-		xrun_free(x);
+	/* what every run takes, checked now */
+	json_t *opts = json_object();
+	for (size_t i = 1; keys[i]; i++)
+		if (json_object_get(b, keys[i]))
+			json_object_set(opts, keys[i], json_object_get(b, keys[i]));
+	xrun_t *probe = xrun_new(call->lcd, sandbox);
+	int r = xrun_parse(call->lcd, row, opts, probe, &err);
+	xrun_free(probe);
+	if (r < 0 || running(sandbox, &err) < 0) {
+		json_decref(opts);
 		return api_fail_err(call->c, err);
 	}
 	session_t *s = lc_xmalloc0(sizeof(*s));
 	lc_random_hex(s->id, LC_ID_LEN);
 	snprintf(s->sandbox, sizeof(s->sandbox), "%s", sandbox);
-	s->x = x;
+	s->shell = strdup(shell ? json_string_value(shell) : "/bin/sh");
+	s->opts = opts;
+	s->cwd = strdup("");
+	s->vars = strdup("");
 	s->refs = 1;
 	pthread_mutex_lock(&call->lcd->lock);
 	s->next = call->lcd->sessions;
@@ -732,67 +776,63 @@ static enum MHD_Result h_session_new(call_t *call, json_t *row, const char *sand
 	return api_reply(call->c, MHD_HTTP_CREATED, json_pack("{s:s, s:s}", "id", s->id, "sandbox", sandbox));
 }
 
-/* One stream of a run: the output before the marker line, capped. */
+/* A run's stdout: its first bytes (the command's output, capped) and its
+ * last (where the marker and the state are).  The run's own marker line
+ * is the last in the stream: the shell prints it after the command, and
+ * only the state follows; one written earlier by anything else (it can
+ * read the marker from the shell's command line) neither cuts the output
+ * short nor ends the run. */
+#define TAIL_MAX (STATE_MAX + 64)
+
 typedef struct marked {
-	unsigned char *out;
-	size_t len, cap;
+	unsigned char *head;
+	size_t head_len, cap;
+	unsigned char *tail;
+	size_t tail_len;
 	unsigned long long total; /* bytes seen */
-	char win[512];            /* the last bytes seen, to find the marker */
-	size_t wlen;
-	bool found;
-	int rc;
-	bool truncated;
 } marked_t;
 
-static void marked_add(marked_t *m, const char *mark, bool with_rc, const char *data, size_t n)
+static void marked_add(marked_t *m, const char *data, size_t n)
 {
-	if (m->found)
-		return;
-	/* keep the stream's first bytes: up to the cap, and a little beyond
-	 * it (the marker's own bytes are cut off once it is found) */
-	size_t limit = m->cap + 600;
-	size_t keep = m->len < limit ? limit - m->len : 0;
-	if (keep > n)
-		keep = n;
+	size_t room = m->head_len < m->cap ? m->cap - m->head_len : 0;
+	size_t keep = n < room ? n : room;
 	if (keep) {
-		m->out = realloc(m->out, m->len + keep + 1);
-		memcpy(m->out + m->len, data, keep);
-		m->len += keep;
+		m->head = realloc(m->head, m->head_len + keep + 1);
+		memcpy(m->head + m->head_len, data, keep);
+		m->head_len += keep;
 	}
-	size_t ml = strlen(mark);
-	for (size_t i = 0; i < n; i++) {
-		if (m->wlen == sizeof(m->win)) {
-			memmove(m->win, m->win + 256, m->wlen - 256);
-			m->wlen -= 256;
-		}
-		m->win[m->wlen++] = data[i];
-		m->total++;
-		if (data[i] != '\n')
-			continue;
-		/* does the window end with "\nMARK[ RC]\n"? */
-		char *line_end = m->win + m->wlen - 1, *line = line_end;
-		while (line > m->win && line[-1] != '\n')
-			line--;
-		if (line == m->win || (size_t)(line_end - line) < ml || strncmp(line, mark, ml))
-			continue;
-		const char *rest = line + ml;
-		if (with_rc ? (*rest != ' ') : (rest != line_end))
-			continue;
-		m->found = true;
-		m->rc = with_rc ? atoi(rest + 1) : 0;
-		/* the output ends before the newline printed ahead of the marker */
-		unsigned long long end = m->total - (unsigned long long)(m->win + m->wlen - line) - 1;
-		if (end > m->cap) {
-			m->truncated = true;
-			end = m->cap;
-		}
-		if (m->len > end)
-			m->len = (size_t)end;
-		return;
+	/* the last TAIL_MAX bytes at least (n is a read's, CHUNK at most) */
+	if (m->tail_len + n > 2 * TAIL_MAX) {
+		size_t drop = m->tail_len + n - TAIL_MAX;
+		memmove(m->tail, m->tail + drop, m->tail_len - drop);
+		m->tail_len -= drop;
 	}
+	m->tail = realloc(m->tail, m->tail_len + n + 1);
+	memcpy(m->tail + m->tail_len, data, n);
+	m->tail_len += n;
+	m->total += n;
 }
 
-static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const char *sid)
+/* At the end: where the output ends (stream position) and the state, or
+ * false when the stream holds no marker line within its tail. */
+static bool marked_end(const marked_t *m, const char *mark, unsigned long long *out_end, const char **state,
+		       size_t *state_len)
+{
+	size_t ml = strlen(mark);
+	if (m->tail_len < ml + 2)
+		return false;
+	for (size_t i = m->tail_len - ml - 2 + 1; i-- > 0;) {
+		if (m->tail[i] != '\n' || memcmp(m->tail + i + 1, mark, ml) || m->tail[i + 1 + ml] != '\n')
+			continue;
+		*out_end = m->total - m->tail_len + i;
+		*state = (const char *)m->tail + i + ml + 2;
+		*state_len = m->tail_len - i - ml - 2;
+		return true;
+	}
+	return false;
+}
+
+static enum MHD_Result h_session_run(call_t *call, json_t *row, const char *sandbox, const char *sid)
 {
 	static const char *const keys[] = { "cmd", "timeout", "max_output", "encoding", NULL };
 	json_t *b = call->body;
@@ -820,7 +860,7 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 		session_unref(call->lcd, s);
 		return FAIL(call, LC_EXIT_STATE, "session %s is running a command already", sid);
 	}
-	long long held = 2 * (long long)cap;
+	long long held = 2 * (long long)cap + 2 * TAIL_MAX;
 	if (!exec_mem_take(call->lcd, held)) {
 		pthread_mutex_lock(&call->lcd->lock);
 		s->busy = false;
@@ -828,63 +868,102 @@ static enum MHD_Result h_session_run(call_t *call, const char *sandbox, const ch
 		session_unref(call->lcd, s);
 		return exec_mem_refused(call, cap);
 	}
-	xrun_t *x = s->x;
 	char mark[40];
 	memcpy(mark, "__LCD_", 6);
 	lc_random_hex(mark + 6, 16);
 	strcpy(mark + 22, "__");
-	/* single-quoted for `command eval`: a syntax error in it is the
-	 * command's failure, not the session's end */
-	_cleanup_free_ char *q = lc_shell_quote(json_string_value(cmd));
-	_cleanup_free_ char *script = lc_strdup_printf(
-		"command eval %s </dev/null; __lcd_rc=$?; printf '\\n%%s %%d\\n' %s \"$__lcd_rc\"; printf '\\n%%s\\n' %s >&2\n",
-		q, mark, mark);
-	bool ok = lc_write_all(x->in_w, script, strlen(script)) == 0;
-	marked_t m[2] = { { .cap = cap }, { .cap = cap } };
-	long long deadline = to ? lc_now_ms() + json_integer_value(to) * 1000 : 0;
-	bool timed_out = false;
-	int fd = conn_fd(call->c);
-	char buf[CHUNK];
-	int which;
-	while (ok && !(m[0].found && m[1].found)) {
-		ssize_t n = xrun_step(call->lcd, x, fd, deadline, buf, sizeof(buf), &which);
-		if (n < 0) {
-			timed_out = true;
-			break;
+	xrun_t *x = xrun_new(call->lcd, sandbox);
+	lc_strv_push(&x->argv, s->shell);
+	lc_strv_push(&x->argv, "-c");
+	lc_strv_push(&x->argv, SESSION_SH);
+	lc_strv_push(&x->argv, "lcd-session");
+	lc_strv_push(&x->argv, json_string_value(cmd));
+	lc_strv_push(&x->argv, s->cwd);
+	lc_strv_push(&x->argv, s->vars);
+	lc_strv_push(&x->argv, mark);
+	int rc = xrun_parse(call->lcd, row, s->opts, x, &err);
+	if (to)
+		x->opts.timeout = (int)json_integer_value(to);
+	pthread_mutex_lock(&call->lcd->lock);
+	bool dead = s->dead;
+	if (!dead)
+		s->run = x;
+	pthread_mutex_unlock(&call->lcd->lock);
+	if (rc == 0 && !dead)
+		rc = xrun_start(x, &err);
+	marked_t m = { .cap = cap };
+	capture_t c2 = { .cap = cap }; /* stderr: as an exec's */
+	if (rc == 0 && !dead) {
+		int fd = conn_fd(call->c);
+		char buf[CHUNK];
+		int which;
+		ssize_t n;
+		while ((n = xrun_step(call->lcd, x, fd, 0, buf, sizeof(buf), &which)) > 0) {
+			if (which == 1)
+				marked_add(&m, buf, (size_t)n);
+			else
+				capture_add(&c2, which, buf, (size_t)n);
 		}
-		if (n == 0)
-			break; /* the shell ended (exit), or the client went away */
-		marked_add(&m[which - 1], mark, which == 1, buf, (size_t)n);
-		if (x->cancelled)
-			break;
-	}
-	bool ended = !(m[0].found && m[1].found);
-	if (ended) {
-		/* timed out, exited, or abandoned: the session is over */
-		pthread_mutex_lock(&call->lcd->lock);
-		if (!s->dead) {
-			session_unlink(call->lcd, s);
-			s->refs--; /* the list's */
-		}
-		pthread_mutex_unlock(&call->lcd->lock);
 		xrun_join(x, true);
-		lcd_log("sandbox %s: session %s ended (%s)", sandbox, sid, timed_out ? "timeout" : "its shell exited");
 	}
-	json_t *out = json_pack("{s:i, s:b, s:b}", "exit_code",
-				ended ? (timed_out ? LC_EXIT_TIMEOUT : x->rc < 0 ? LC_EXIT_RUNTIME : x->res.exit_code) : m[0].rc,
-				"timed_out", timed_out, "session_ended", ended);
-	json_object_set_new(out, "stdout", output_json(m[0].out, m[0].len < cap ? m[0].len : cap, b64));
-	json_object_set_new(out, "stderr", output_json(m[1].out, m[1].len < cap ? m[1].len : cap, b64));
-	json_object_set_new(out, "truncated", json_boolean(m[0].truncated || m[1].truncated ||
-							   (ended && (m[0].len > cap || m[1].len > cap))));
-	free(m[0].out);
-	free(m[1].out);
+	pthread_mutex_lock(&call->lcd->lock);
+	s->run = NULL;
+	pthread_mutex_unlock(&call->lcd->lock);
+	json_t *out = NULL;
+	if (rc < 0 || dead || x->rc < 0) {
+		err = rc < 0 ? err : dead ? NULL : lc_steal(x->err);
+		if (!err)
+			lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "session %s was deleted", sid);
+	} else {
+		/* ended: the shell did not get to its marker (exit, a kill, the
+		 * timeout), or left more state than a session keeps */
+		unsigned long long out_end = m.total;
+		const char *state = NULL;
+		size_t state_len = 0;
+		bool timed_out = x->res.timed_out;
+		bool ended = !marked_end(&m, mark, &out_end, &state, &state_len) || timed_out;
+		if (!ended) {
+			const char *nl = memchr(state, '\n', state_len);
+			pthread_mutex_lock(&call->lcd->lock);
+			free(s->cwd);
+			s->cwd = nl ? strndup(state, (size_t)(nl - state)) : strdup("");
+			if (s->vars)
+				explicit_bzero(s->vars, strlen(s->vars));
+			free(s->vars);
+			s->vars = nl ? strndup(nl + 1, state_len - (size_t)(nl + 1 - state)) : strdup("");
+			pthread_mutex_unlock(&call->lcd->lock);
+		} else {
+			pthread_mutex_lock(&call->lcd->lock);
+			if (!s->dead) {
+				session_unlink(call->lcd, s);
+				s->refs--; /* the list's */
+			}
+			pthread_mutex_unlock(&call->lcd->lock);
+			lcd_log("sandbox %s: session %s ended (%s)", sandbox, sid,
+				timed_out ? "timeout" : "its shell exited, or left more state than a session keeps");
+		}
+		size_t shown = out_end < m.head_len ? (size_t)out_end : m.head_len;
+		out = json_pack("{s:i, s:b, s:b}", "exit_code", timed_out ? LC_EXIT_TIMEOUT : x->res.exit_code, "timed_out",
+				timed_out, "session_ended", ended);
+		json_object_set_new(out, "stdout", output_json(m.head, shown, b64));
+		json_object_set_new(out, "stderr", output_json(c2.buf[1], c2.len[1], b64));
+		json_object_set_new(out, "truncated", json_boolean(c2.truncated || out_end > cap));
+	}
+	free(m.head);
+	if (m.tail)
+		explicit_bzero(m.tail, m.tail_len);
+	free(m.tail);
+	free(c2.buf[0]);
+	free(c2.buf[1]);
+	for (size_t i = 0; x->argv && x->argv[i]; i++) /* the state in argv may hold a secret's value */
+		explicit_bzero(x->argv[i], strlen(x->argv[i]));
+	xrun_free(x);
 	exec_mem_give(call->lcd, held);
 	pthread_mutex_lock(&call->lcd->lock);
 	s->busy = false;
 	pthread_mutex_unlock(&call->lcd->lock);
 	session_unref(call->lcd, s);
-	return api_reply(call->c, MHD_HTTP_OK, out);
+	return out ? api_reply(call->c, MHD_HTTP_OK, out) : api_fail_err(call->c, err);
 }
 
 enum MHD_Result lcd_api_sessions(call_t *call, json_t *row)
@@ -903,7 +982,7 @@ enum MHD_Result lcd_api_sessions(call_t *call, json_t *row)
 		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "sessions", list));
 	}
 	if (call->n == 5 && !strcmp(m, "POST") && !strcmp(call->seg[4], "run"))
-		return h_session_run(call, sandbox, call->seg[3]);
+		return h_session_run(call, row, sandbox, call->seg[3]);
 	if (call->n == 4 && !strcmp(m, "DELETE")) {
 		session_t *s = session_get(call->lcd, sandbox, call->seg[3]);
 		if (!s)
@@ -915,7 +994,6 @@ enum MHD_Result lcd_api_sessions(call_t *call, json_t *row)
 			s->refs--;
 		}
 		pthread_mutex_unlock(&call->lcd->lock);
-		xrun_cancel(s->x);
 		session_unref(call->lcd, s);
 		lcd_log("sandbox %s: session %s deleted", sandbox, call->seg[3]);
 		return api_reply(call->c, MHD_HTTP_OK, json_pack("{s:s, s:b}", "id", call->seg[3], "deleted", 1));

@@ -91,16 +91,24 @@ static int ceiling(const char *app, const char *key, long long g, long long aske
 	return 0;
 }
 
-int lcd_grant_limits(const lcd_grant_t *g, const char *app, const lc_limits_t *asked, lc_limits_t *out,
-		     lc_error_t **err)
+int lcd_grant_limits(const lcd_grant_t *g, const char *app, const lc_limits_t *asked, long long disk_default,
+		     lc_limits_t *out, lc_error_t **err)
 {
 	const lc_limits_t *gl = &g->limits;
+	long long disk = gl->disk > 0 ? gl->disk : disk_default;
 	if (!asked) {
 		*out = *gl;
 		out->best_effort = true;
+		out->disk = disk;
 		return 0;
 	}
 	*out = *asked;
+	if (asked->disk <= 0)
+		out->disk = disk;
+	else if (disk > 0 && asked->disk > disk)
+		return lc_error_set(err, LC_EXIT_PERM, 0,
+				    "limits.disk: %lld is more than app %s's tasks may ask for (%lld: sandboxes.limits.disk in "
+				    "its manifest, else lcd.json's task_disk)", asked->disk, app, disk);
 	if (ceiling(app, "memory", gl->memory, asked->memory, asked->memory < 0, &out->memory, err) < 0 ||
 	    ceiling(app, "memory_swap", gl->memory_swap, asked->memory_swap, asked->memory_swap < 0, &out->memory_swap,
 		    err) < 0 ||

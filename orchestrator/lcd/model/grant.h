@@ -20,9 +20,11 @@ int lcd_grant_image(const lcd_grant_t *g, const char *app, const char *image, lc
 /* The limits of a task's sandbox: asked (what the request gave; NULL: it
  * gave none) within the grant, the grant's for what it leaves out.  A
  * sandbox that names none gets the grant's as best effort (what the host
- * cannot enforce is skipped and logged). */
-int lcd_grant_limits(const lcd_grant_t *g, const char *app, const lc_limits_t *asked, lc_limits_t *out,
-		     lc_error_t **err);
+ * cannot enforce is skipped and logged).  Its disk (the upper layer's
+ * size) is the grant's, else disk_default (lcd.json task_disk; 0: none),
+ * as default and ceiling alike. */
+int lcd_grant_limits(const lcd_grant_t *g, const char *app, const lc_limits_t *asked, long long disk_default,
+		     lc_limits_t *out, lc_error_t **err);
 /* A name a task gives a snapshot: in its app's namespace, "APP/...". */
 int lcd_grant_snapshot_name(const char *app, const char *name, lc_error_t **err);
 

@@ -107,6 +107,14 @@ bool lcd_gw_header_passes(int prov, const char *name)
 	return prov == LCD_PROV_ANTHROPIC && !strcasecmp(name, "anthropic-version");
 }
 
+bool lcd_gw_header_value_ok(const char *value)
+{
+	for (const unsigned char *c = (const unsigned char *)value; c && *c; c++)
+		if ((*c < 0x20 && *c != '\t') || *c == 0x7f)
+			return false;
+	return true;
+}
+
 char *lcd_gw_betas(const char *value, char *const *allowed)
 {
 	_cleanup_free_ char *copy = strdup(value);
@@ -188,6 +196,32 @@ static char *anthropic_server_tool(const char *type)
 }
 
 /* OpenAI tools the client runs (a "namespace" groups more of them). */
+/* Whether anything in v asks the provider to keep a cache an hour
+ * ("cache_control": {"type": "ephemeral", "ttl": "1h"}): its writes cost
+ * cache_write_1h. */
+static bool hour_cache(json_t *v, int depth)
+{
+	if (depth > 64)
+		return true; /* deeper than any real request: priced as if it did */
+	const char *k;
+	size_t i;
+	json_t *x;
+	if (json_is_object(v)) {
+		json_t *cc = json_object_get(v, "cache_control");
+		const char *ttl = json_string_value(json_object_get(cc, "ttl"));
+		if (ttl && strcmp(ttl, "5m"))
+			return true;
+		json_object_foreach(v, k, x)
+			if (hour_cache(x, depth + 1))
+				return true;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			if (hour_cache(x, depth + 1))
+				return true;
+	}
+	return false;
+}
+
 static bool openai_client_tool(const char *type)
 {
 	static const char *const client[] = { "function", "custom", "local_shell", "computer_use_preview", "apply_patch",
@@ -248,6 +282,121 @@ static int check_tools(int prov, lcd_gw_api_t api, json_t *body, const lcd_price
 	return 0;
 }
 
+/* ---- what the provider would fetch, or look up ---- */
+
+/* Input the provider takes from somewhere other than the body: a URL it
+ * would fetch (an address the sandbox names, whatever its query carries
+ * sent out by the provider; a document priced far above the URL's bytes)
+ * or a file or item kept at the provider (no bound on its price).  Only
+ * what the body holds passes: base64 and text sources, data: URLs. */
+
+static bool data_url(json_t *v)
+{
+	const char *s = json_string_value(v);
+	return s && !strncmp(s, "data:", 5);
+}
+
+static int fetched(const char *what, const char *member, char **why)
+{
+	*why = lc_strdup_printf("%s.%s: the provider would fetch it from a URL the request names: the gateway serves "
+				"only input the body holds (base64, a data: URL)", what, member);
+	return -1;
+}
+
+static int kept(const char *what, const char *member, char **why)
+{
+	*why = lc_strdup_printf("%s.%s: input kept at the provider has no bound the gateway can price: send it in the "
+				"body", what, member);
+	return -1;
+}
+
+/* Anthropic content blocks (a message's, a tool result's, a content
+ * source's). */
+static int anthropic_blocks(json_t *list, const char *path, char **why)
+{
+	size_t i;
+	json_t *b;
+	json_array_foreach(list, i, b) {
+		_cleanup_free_ char *what = lc_strdup_printf("%s[%zu]", path, i);
+		if (has(b, "file_id"))
+			return kept(what, "file_id", why);
+		json_t *src = json_object_get(b, "source");
+		if (json_is_object(src)) {
+			const char *t = json_string_value(json_object_get(src, "type"));
+			if (t && !strcmp(t, "url"))
+				return fetched(what, "source", why);
+			if (!t || (strcmp(t, "base64") && strcmp(t, "text") && strcmp(t, "content")))
+				return kept(what, "source", why);
+			_cleanup_free_ char *sub = lc_strdup_printf("%s.source.content", what);
+			if (anthropic_blocks(json_object_get(src, "content"), sub, why) < 0)
+				return -1;
+		}
+		_cleanup_free_ char *sub = lc_strdup_printf("%s.content", what);
+		if (anthropic_blocks(json_object_get(b, "content"), sub, why) < 0) /* a tool result's */
+			return -1;
+	}
+	return 0;
+}
+
+/* OpenAI content parts (a chat message's, a responses item's, a function
+ * call's output). */
+static int openai_parts(json_t *list, const char *path, char **why)
+{
+	size_t i;
+	json_t *part;
+	json_array_foreach(list, i, part) {
+		_cleanup_free_ char *what = lc_strdup_printf("%s[%zu]", path, i);
+		json_t *img = json_object_get(part, "image_url"); /* chat: {"url"}; responses: the URL */
+		json_t *file = json_object_get(part, "file");     /* chat: {"file_id" or "file_data"} */
+		if (has(part, "file_id") || has(file, "file_id"))
+			return kept(what, "file_id", why);
+		if (img && !json_is_null(img) && !data_url(json_is_object(img) ? json_object_get(img, "url") : img))
+			return fetched(what, "image_url", why);
+		if (has(part, "file_url"))
+			return fetched(what, "file_url", why);
+	}
+	return 0;
+}
+
+static int check_inputs(int prov, lcd_gw_api_t api, json_t *body, char **why)
+{
+	size_t i;
+	json_t *m;
+	if (prov == LCD_PROV_ANTHROPIC) {
+		if (anthropic_blocks(json_object_get(body, "system"), "system", why) < 0)
+			return -1;
+		json_array_foreach(json_object_get(body, "messages"), i, m) {
+			_cleanup_free_ char *what = lc_strdup_printf("messages[%zu].content", i);
+			if (anthropic_blocks(json_object_get(m, "content"), what, why) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	if (api == LCD_GW_CHAT) {
+		json_array_foreach(json_object_get(body, "messages"), i, m) {
+			_cleanup_free_ char *what = lc_strdup_printf("messages[%zu]", i);
+			_cleanup_free_ char *content = lc_strdup_printf("%s.content", what);
+			if (has(json_object_get(m, "audio"), "id"))
+				return kept(what, "audio.id", why);
+			if (openai_parts(json_object_get(m, "content"), content, why) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	json_array_foreach(json_object_get(body, "input"), i, m) {
+		_cleanup_free_ char *what = lc_strdup_printf("input[%zu]", i);
+		const char *type = json_string_value(json_object_get(m, "type"));
+		if (type && !strcmp(type, "item_reference"))
+			return kept(what, "type", why);
+		_cleanup_free_ char *content = lc_strdup_printf("%s.content", what);
+		_cleanup_free_ char *output = lc_strdup_printf("%s.output", what);
+		if (openai_parts(json_object_get(m, "content"), content, why) < 0 ||
+		    openai_parts(json_object_get(m, "output"), output, why) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int lcd_gw_reserve(int prov, lcd_gw_api_t api, json_t *body, size_t body_len, const lcd_price_t *price,
 		   const lcd_prices_t *prices, lcd_reservation_t *out, char **why)
 {
@@ -278,7 +427,18 @@ int lcd_gw_reserve(int prov, lcd_gw_api_t api, json_t *body, size_t body_len, co
 				return -1;
 			}
 	}
-	if (check_tools(prov, api, body, prices, &out->tools_pusd, why) < 0)
+	if (prov == LCD_PROV_OPENAI) {
+		/* priority processing is billed above the table's rates */
+		json_t *t = json_object_get(body, "service_tier");
+		const char *tier = json_string_value(t);
+		if (t && !json_is_null(t) &&
+		    (!tier || (strcmp(tier, "auto") && strcmp(tier, "default") && strcmp(tier, "flex")))) {
+			*why = lc_strdup_printf("service_tier: %.40s is billed above the rates of the gateway's price table "
+						"(auto, default and flex pass)", tier ? tier : "not a string");
+			return -1;
+		}
+	}
+	if (check_inputs(prov, api, body, why) < 0 || check_tools(prov, api, body, prices, &out->tools_pusd, why) < 0)
 		return -1;
 	long long max_out = price->max_output ? price->max_output : LCD_GW_MAX_OUTPUT_DEFAULT;
 	long long asked = api == LCD_GW_MESSAGES    ? pos_int(body, "max_tokens")
@@ -295,6 +455,8 @@ int lcd_gw_reserve(int prov, lcd_gw_api_t api, json_t *body, size_t body_len, co
 		in_price = price->cache_read;
 	if (price->cache_write > in_price)
 		in_price = price->cache_write;
+	if (prov == LCD_PROV_ANTHROPIC && price->cache_write_1h > in_price && hour_cache(body, 0))
+		in_price = price->cache_write_1h;
 	out->pusd = add_sat(add_sat(mul_sat(out->in_tokens, in_price), mul_sat(out->out_tokens, price->output)),
 			    out->tools_pusd);
 	return 0;
@@ -311,9 +473,13 @@ static long long tools_cost(int prov, const lcd_usage_t *u, const lcd_prices_t *
 	return c;
 }
 
-long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_price_t *price, const lcd_prices_t *prices)
+long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_reservation_t *resv, const lcd_price_t *price,
+		      const lcd_prices_t *prices)
 {
-	return add_sat(lcd_usage_cost(u, price), tools_cost(prov, u, prices));
+	long long tools = tools_cost(prov, u, prices);
+	if (resv && prov == LCD_PROV_OPENAI && resv->tools_pusd > tools)
+		tools = resv->tools_pusd;
+	return add_sat(lcd_usage_cost(u, price), tools);
 }
 
 long long lcd_gw_cost_incomplete(int prov, const lcd_reservation_t *r, const lcd_usage_t *u, const lcd_price_t *price,

@@ -31,6 +31,12 @@ int lcd_gw_target_parse(const char *raw, char **path, char **query, const char *
  * betas through lcd_gw_betas); the key, the organisation and project,
  * cookies, forwarding headers and everything unknown are dropped. */
 bool lcd_gw_header_passes(int prov, const char *name);
+/* Whether a header's value may go to the provider as it is: visible
+ * ASCII, space, tab and bytes past ASCII; no control byte (libmicrohttpd
+ * keeps a bare CR in a value, libcurl sends it on, and a provider's
+ * parser may end the header line there: a header the allow list did not
+ * pass). */
+bool lcd_gw_header_value_ok(const char *value);
 /* The members of an anthropic-beta list (comma-separated) that allowed
  * (NULL-terminated) names, comma-joined; NULL when none is. */
 char *lcd_gw_betas(const char *value, char *const *allowed);
@@ -54,8 +60,11 @@ int lcd_gw_reserve(int prov, lcd_gw_api_t api, json_t *body, size_t body_len, co
 		   const lcd_prices_t *prices, lcd_reservation_t *out, char **why);
 
 /* What an answer cost: its usage at the price, and the server tool calls
- * it reports at theirs. */
-long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_price_t *price, const lcd_prices_t *prices);
+ * it reports at theirs.  OpenAI's answers do not count their server tool
+ * calls: with resv (an answer the provider gave), those cost their
+ * reservation; without (a refusal), nothing. */
+long long lcd_gw_cost(int prov, const lcd_usage_t *u, const lcd_reservation_t *resv, const lcd_price_t *price,
+		      const lcd_prices_t *prices);
 /* What an answer that did not end with its final usage costs (a stream
  * cut or left by its client, an answer without usage or too big to read):
  * the reservation, but with the input the provider already reported (an

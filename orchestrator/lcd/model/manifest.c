@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "disk.h"
 #include "image.h"
 #include "ledger.h"
 #include "manifest.h"
@@ -113,10 +114,23 @@ static int parse_size_value(json_t *v, const char *path, long long *out, lc_erro
 	return bad(err, path, "expected a size (bytes, or like \"512M\")");
 }
 
+int lcd_config_size(json_t *v, long long *out)
+{
+	long long n = -1;
+	if (json_is_integer(v))
+		n = json_integer_value(v);
+	else if (json_is_string(v) && lc_parse_size(json_string_value(v), &n) < 0)
+		return -1;
+	if (n != 0 && n < LC_DISK_MIN)
+		return -1;
+	*out = n;
+	return 0;
+}
+
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err)
 {
 	static const char *const keys[] = { "memory", "memory_swap", "pids", "cpus", "cpu_weight",
-		"io_weight", "best_effort", NULL };
+		"io_weight", "best_effort", "disk", NULL };
 	l->memory = -1;
 	l->memory_swap = -1;
 	l->pids = -1;
@@ -158,6 +172,13 @@ int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **e
 	if (get_int(v, "io_weight", path, 1, 10000, &n, err) < 0)
 		return -1;
 	l->io_weight = (int)n;
+	if ((m = json_object_get(v, "disk"))) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.disk", path);
+		if (parse_size_value(m, p, &l->disk, err) < 0)
+			return -1;
+		if (l->disk < LC_DISK_MIN)
+			return bad(err, p, "at least 16M (room for the filesystem's own tables)");
+	}
 	if ((m = json_object_get(v, "best_effort"))) {
 		if (!json_is_boolean(m)) {
 			_cleanup_free_ char *p = lc_strdup_printf("%s.best_effort", path);
@@ -312,7 +333,7 @@ static int parse_gateway(json_t *v, const char *path, lc_error_t **err)
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
-		"concurrency", "queue", "secrets", "mounts", "budget_usd", "model_gateway", "description",
+		"concurrency", "queue", "secrets", "optional_secrets", "mounts", "budget_usd", "model_gateway", "description",
 		"retry_on_node_loss", NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
@@ -394,6 +415,23 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 		if (get_strv(sec, p, lcd_secret_name_valid,
 			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->secrets, err) < 0)
 			return -1;
+	}
+	/* optional_secrets: given when set, left out when not (one of two
+	 * ways to authenticate, say); they join secrets for every check */
+	json_t *opt = json_object_get(v, "optional_secrets");
+	if (opt) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.optional_secrets", path);
+		if (get_strv(opt, p, lcd_secret_name_valid,
+			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->optional_secrets, err) < 0)
+			return -1;
+		for (size_t i = 0; f->optional_secrets[i]; i++) {
+			for (char **s = f->secrets; s && *s; s++)
+				if (!strcmp(*s, f->optional_secrets[i])) {
+					_cleanup_free_ char *pi = lc_strdup_printf("%s[%zu]", p, i);
+					return bad(err, pi, "also in secrets");
+				}
+			lc_strv_push(&f->secrets, f->optional_secrets[i]);
+		}
 	}
 
 	json_t *mounts = json_object_get(v, "mounts");
@@ -703,6 +741,7 @@ static int parse_sandboxes(json_t *m, lcd_app_t *app, lc_error_t **err)
 		g->limits.cpus = l.cpus;
 		g->limits.cpu_weight = l.cpu_weight;
 		g->limits.io_weight = l.io_weight;
+		g->limits.disk = l.disk;
 		if (l.best_effort)
 			return bad(err, "sandboxes.limits.best_effort", "not here: a task's sandbox gets what the host enforces of "
 				   "these (the rest is logged)");
@@ -900,6 +939,7 @@ void lcd_app_unref(lcd_app_t *app)
 		free(f->image);
 		free(f->net);
 		lc_strv_free(f->secrets);
+		lc_strv_free(f->optional_secrets);
 		json_decref(f->model_gateway);
 		json_decref(f->gateway_raw);
 		free(f->gateway_access_key);

@@ -22,7 +22,8 @@ typedef struct lcd_function {
 	bool retry_on_node_loss; /* a task of its that was running on a node that died is queued again */
 	int concurrency; /* at most this many running */
 	int queue;       /* at most this many waiting */
-	char **secrets;  /* names of the secrets it sees as environment */
+	char **secrets;  /* names of the secrets it sees as environment (optional ones too) */
+	char **optional_secrets; /* those of them it runs without when they are not set */
 	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
 	size_t n_mounts;
 	long long budget_pusd; /* budget_usd: what a task may spend through the model gateway (0: no cap) */
@@ -71,6 +72,8 @@ typedef struct lcd_grant {
 
 /* The limits of a task's sandbox when the manifest says none. */
 #define LCD_GRANT_MEMORY_DEFAULT (2LL << 30)
+/* lcd.json task_disk's default: a task-made sandbox's upper layer. */
+#define LCD_TASK_DISK_DEFAULT (8LL << 30)
 #define LCD_GRANT_PIDS_DEFAULT 1024
 
 typedef struct lcd_app {
@@ -123,6 +126,9 @@ int lcd_idmap_value(json_t *v);
 /* A "limits" object (memory, memory_swap, pids, cpus, cpu_weight,
  * io_weight, best_effort) into l; errors name path.  v NULL: no limits. */
 int lcd_limits_parse(json_t *v, const char *path, lc_limits_t *l, lc_error_t **err);
+/* A disk size in lcd.json (bytes, or like "8G"): 0 for 0, else at least
+ * LC_DISK_MIN; -1 for anything else. */
+int lcd_config_size(json_t *v, long long *out);
 
 const lcd_function_t *lcd_app_function(const lcd_app_t *app, const char *name);
 const lcd_schedule_t *lcd_app_schedule(const lcd_app_t *app, const char *name);
