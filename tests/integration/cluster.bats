@@ -178,6 +178,7 @@ two" ]
 }
 
 @test "cluster: images between nodes through a registry: a fork made on node 2 is pulled by node 3 for a create placed there" {
+	command -v skopeo >/dev/null || skip "no skopeo (the Debian package)"
 	registry_start "$CL_NS" "$T/registry"
 	reg='"registry": "127.0.0.1:5000/lcrun"'
 	node_start 1 "\"node_slots\": 1, $reg"

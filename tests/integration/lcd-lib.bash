@@ -44,6 +44,8 @@ lcd_pg_dir() {
 	LCD_PG_DIR=$(cat "$rec")
 }
 lcd_pg_start() {
+	compgen -G "${PGBIN:-/usr/lib/postgresql/*/bin}/initdb" >/dev/null ||
+		skip "no PostgreSQL server (the postgresql package)"
 	lcd_pg_dir
 	[ -f "$LCD_PG_DIR/data/postmaster.pid" ] && return 0
 	"$BATS_TEST_DIRNAME/../pg-cluster" start "$LCD_PG_DIR" >/dev/null

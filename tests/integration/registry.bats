@@ -26,6 +26,7 @@ teardown() {
 REF=127.0.0.1:5000/lcrun/base
 
 @test "registry: push and pull an image: same digest, skopeo reads it, known blobs are not moved again" {
+	command -v skopeo >/dev/null || skip "no skopeo (the Debian package)"
 	run reg_ns $A "$LCRUN" image push base "$REF:v1" --json
 	echo "$output"
 	[ "$status" -eq 0 ]
