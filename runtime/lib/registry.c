@@ -16,8 +16,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <curl/curl.h>
 
+#include "curllib.h"
 #include "image.h"
 #include "lcrun.h"
 #include "registry.h"
@@ -316,7 +316,7 @@ int lc_image_push(const char *name, const char *ref, lc_registry_stats_t *st, lc
 		return lc_error_set(err, LC_EXIT_USAGE, 0, "push %s: give a tag, not a digest (the manifest names its digest)",
 				    ref);
 	_cleanup_close_ int gc = lc_image_store_hold(err);
-	if (gc < 0)
+	if (gc < 0 || lc_curllib_load(err) < 0)
 		return -1;
 	char mhex[LC_HEX_LEN + 1];
 	_cleanup_json_ json_t *manifest = NULL;
@@ -502,7 +502,7 @@ int lc_image_pull(const char *name, const char *ref, unsigned flags, lc_registry
 	if (have)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", name);
 	_cleanup_close_ int gc = lc_image_store_hold(err);
-	if (gc < 0)
+	if (gc < 0 || lc_curllib_load(err) < 0)
 		return -1;
 	_cleanup_free_ char *layout = lc_strdup_printf("%s/tmp/pull-XXXXXX", lc_lib_dir());
 	_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
