@@ -56,6 +56,22 @@ count_fn() { # FN [STATE]
 	api GET "/tasks/$id2/result?wait=5" | head -1 | jq -e '.result.args.n == 2'
 }
 
+@test "lcd: one lcd on SQLite without node_slots runs tasks however many sandboxes it holds" {
+	[ "${LCD_TEST_DB:-sqlite}" = sqlite ] || skip "one lcd on SQLite only"
+	# as many sandboxes as a node's default slots (16 per core)
+	slots=$("$LCCTL" node ls --json | jq '.[0].slots')
+	[ "$slots" -eq $((16 * $(nproc))) ]
+	sbs=()
+	for _ in $(seq "$slots"); do sbs+=("$("$LCCTL" sandbox create)"); done
+	# (node ls counts them at the next heartbeat, every 5 s)
+	for _ in $(seq 100); do [ "$("$LCCTL" node ls --json | jq '.[0].free')" = 0 ] && break; sleep 0.1; done
+	"$LCCTL" node ls --json | jq -e '.[0].free == 0'
+	# a task still runs, as before there were nodes
+	id=$("$LCCTL" run --detach demo:hello '{"who": "full"}')
+	wait_state "$id" succeeded 60
+	"$LCCTL" sandbox rm "${sbs[@]}" >/dev/null
+}
+
 @test "lcd: failures, timeouts and retries end in the right state and exit code" {
 	run "$LCCTL" run demo:fail
 	[ "$status" -eq 3 ]

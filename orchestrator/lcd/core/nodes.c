@@ -21,6 +21,7 @@ struct lcd_node {
 	char *address;
 	char *token; /* the cluster's (forward.h) */
 	int slots;
+	bool bounded; /* slots hold this node's tasks back (has_room) */
 	int cores;
 	long long memory;
 	char host[65]; /* this host and state directory, hashed */
@@ -231,6 +232,8 @@ static void unconfirmed(lcd_t *lcd)
 
 bool lcd_node_has_room(lcd_t *lcd)
 {
+	if (!lcd->node || !lcd->node->bounded)
+		return true;
 	long long used = lcd_node_used(lcd);
 	return used >= 0 && used < lcd_node_slots(lcd);
 }
@@ -257,6 +260,10 @@ int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err)
 	n->cores = cores > 0 ? (int)cores : 1;
 	n->memory = (long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
 	n->slots = cfg->slots > 0 ? cfg->slots : 16 * n->cores;
+	/* One lcd on SQLite takes tasks as it always did (each function's
+	 * concurrency alone), unless lcd.json sets node_slots: its default
+	 * counts its sandboxes too, and an lcd holding many would run none. */
+	n->bounded = cfg->slots > 0 || strcmp(lcd_db_engine(lcd->db), "sqlite");
 	host_id(n->host);
 	lcd->node = n;
 	if (!lcd_node_name_valid(n->name))

@@ -38,7 +38,8 @@ void *lcd_node_thread(void *arg);
  * SQLite. */
 int lcd_node_listen_start(lcd_t *lcd, lc_error_t **err);
 void lcd_node_listen_stop(lcd_t *lcd);
-/* Has this node room for one more sandbox or task? */
+/* Has this node room for one more task?  Always, for one lcd on SQLite
+ * without node_slots (its functions' concurrency alone holds it back). */
 bool lcd_node_has_room(lcd_t *lcd);
 /* Does this node lead: run the scheduler (schedules, map expiry) and
  * judge the other nodes?  One node at a time holds the leader's session
