@@ -451,6 +451,34 @@ static int v_image(struct opts *o)
 	return 0;
 }
 
+static int v_node(struct opts *o)
+{
+	if (o->n < 1 || (strcmp(o->pos[0], "ls") && strcmp(o->pos[0], "list")))
+		return usage_error("usage: lcctl node ls [--json]");
+	if (only(o, 1u << O_JSON, "node ls") || npos(o, 1, 1, "node ls [--json]"))
+		return LC_EXIT_USAGE;
+	_cleanup_json_ json_t *out = NULL;
+	int code;
+	json_t *list = get_list(o, "/nodes", "nodes", &out, &code);
+	if (!list)
+		return code;
+	printf("%-20s %-8s %-22s %5s %8s %11s %6s %-20s\n", "NAME", "STATE", "ADDRESS", "CORES", "MEMORY", "SLOTS FREE",
+	       "IMAGES", "HEARTBEAT");
+	size_t i;
+	json_t *n;
+	json_array_foreach(list, i, n) {
+		char beat[32], mem[32], slots[32];
+		lcctl_fmt_time(json_object_get(n, "heartbeat"), beat, sizeof(beat));
+		snprintf(mem, sizeof(mem), "%.1fG", (double)json_integer_value(json_object_get(n, "memory")) / (1 << 30));
+		snprintf(slots, sizeof(slots), "%lld/%lld", (long long)json_integer_value(json_object_get(n, "free")),
+			 (long long)json_integer_value(json_object_get(n, "slots")));
+		printf("%-20s %-8s %-22s %5lld %8s %11s %6zu %-20s\n", lcctl_str(n, "name"), lcctl_str(n, "state"),
+		       lcctl_str(n, "address"), (long long)json_integer_value(json_object_get(n, "cores")), mem, slots,
+		       json_array_size(json_object_get(n, "images")), beat);
+	}
+	return 0;
+}
+
 static int v_task(struct opts *o)
 {
 	if (o->n < 1)
@@ -754,6 +782,7 @@ static void usage(FILE *f)
 	      "  secret ls [--json] | secret delete NAME\n"
 	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
 	      "  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
+	      "  node ls [--json]                     the lcd nodes sharing this one's store, their room\n"
 	      "  status                               is lcd up?\n"
 	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
 	      "                                       sandboxes through lcd (lcctl sandbox --help)\n"
@@ -833,6 +862,8 @@ int main(int argc, char **argv)
 		r = v_secret(&o);
 	else if (!strcmp(verb, "image"))
 		r = v_image(&o);
+	else if (!strcmp(verb, "node"))
+		r = v_node(&o);
 	else if (!strcmp(verb, "deployment"))
 		r = v_deployment(&o);
 	else if (!strcmp(verb, "status"))

@@ -29,6 +29,9 @@
 #include "lcd.h"
 #include "pool.h"
 #include "netlibs.h"
+#include "registry.h"
+#include "nodes.h"
+#include "seal.h"
 #include "util.h"
 
 #define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
@@ -111,6 +114,12 @@ struct config {
 	long long max_upload, exec_memory_max;
 	long long task_disk;
 	char *workloads_dir, *apps_dir;
+	char *database; /* an SQLite path or a PostgreSQL URL (db.h); NULL: lcd.db */
+	char *secret_key_file; /* seal.h; NULL: lcd.key beside lcd.db (SQLite only) */
+	char *node_name, *node_address; /* nodes.h */
+	char *cluster_token_file;       /* forward.h; NULL: token_file */
+	char *registry;                 /* images.h */
+	long long node_slots;
 	char *e2b_listen, *e2b_base_image;
 	lcd_gateway_cfg_t gateway;
 	json_t *sandbox_pool;
@@ -195,6 +204,20 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 			s = &c->workloads_dir;
 		else if (!strcmp(key, "apps_dir"))
 			s = &c->apps_dir;
+		else if (!strcmp(key, "database"))
+			s = &c->database;
+		else if (!strcmp(key, "secret_key_file"))
+			s = &c->secret_key_file;
+		else if (!strcmp(key, "node_name"))
+			s = &c->node_name;
+		else if (!strcmp(key, "node_address"))
+			s = &c->node_address;
+		else if (!strcmp(key, "node_slots"))
+			n = &c->node_slots;
+		else if (!strcmp(key, "cluster_token_file"))
+			s = &c->cluster_token_file;
+		else if (!strcmp(key, "registry"))
+			s = &c->registry;
 		else if (!strcmp(key, "e2b_listen"))
 			s = &c->e2b_listen;
 		else if (!strcmp(key, "e2b_base_image"))
@@ -235,7 +258,8 @@ static int config_load(const char *path, bool must_exist, struct config *c, lc_e
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: expected a positive integer", path, key);
 			*n = json_integer_value(v);
 			bool secs = n == &c->listen_idle_timeout || n == &c->socket_idle_timeout;
-			bool conns = n == &c->listen_per_ip || n == &c->task_connections || n == &c->operator_connections;
+			bool conns = n == &c->listen_per_ip || n == &c->task_connections || n == &c->operator_connections ||
+				     n == &c->node_slots;
 			if ((secs && *n > 86400) || (conns && *n > 65535))
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "config %s: %s: at most %d", path, key,
 						    conns ? 65535 : 86400);
@@ -475,6 +499,17 @@ int main(int argc, char **argv)
 	lcd.max_upload = (unsigned long long)cfg.max_upload;
 	lcd.exec_memory_max = cfg.exec_memory_max;
 	lcd.fork_image_ttl = cfg.fork_image_ttl;
+	if (cfg.registry) {
+		/* REGISTRY/REPOSITORY, no tag: lcd tags each image by its name */
+		_cleanup_free_ char *b = NULL, *r = NULL, *t = NULL;
+		if (lc_registry_ref(cfg.registry, &b, &r, &t, &err) < 0 || strchr(cfg.registry + strcspn(cfg.registry, "/"), ':') ||
+		    strchr(cfg.registry, '@')) {
+			lc_error_free(err);
+			fprintf(stderr, "lcd: config: registry: expected REGISTRY/REPOSITORY (no tag), e.g. 127.0.0.1:5000/lcrun\n");
+			return LC_EXIT_INVALID;
+		}
+		lcd.registry = cfg.registry;
+	}
 	lcd.snapshot_image_ttl = cfg.snapshot_image_ttl;
 	lcd.task_disk = cfg.task_disk;
 	lcd.catchup_max = (int)cfg.catchup_max;
@@ -492,7 +527,11 @@ int main(int argc, char **argv)
 	lcd.state_dir = lc_strdup_printf("%s/lcd", lc_lib_dir());
 	lcd.tasks_dir = lc_strdup_printf("%s/tasks", lcd.state_dir);
 	lcd.logs_dir = lc_strdup_printf("%s/logs", lcd.state_dir);
-	_cleanup_free_ char *dbpath = lc_strdup_printf("%s/lcd.db", lc_lib_dir());
+	if (cfg.database && !lcd_db_is_url(cfg.database) && cfg.database[0] != '/') {
+		fprintf(stderr, "lcd: config: database: expected a postgresql:// URL or an absolute path\n");
+		return LC_EXIT_INVALID;
+	}
+	_cleanup_free_ char *dbpath = cfg.database ? strdup(cfg.database) : lc_strdup_printf("%s/lcd.db", lc_lib_dir());
 	/* lc_lib_dir() is shared with liblcrun (images, sandboxes) and held
 	 * to root alone as it holds it (lc_lib_dir_hold), the state directory
 	 * (the sockets' by default) too.  lcd/ and lcd/tasks/ are 0711, but
@@ -526,6 +565,40 @@ int main(int argc, char **argv)
 			return LC_EXIT_INVALID;
 		}
 	}
+	/* The token the nodes of a cluster present to each other (and take
+	 * as the operator's): its own file, else the listener's. */
+	_cleanup_free_ char *cluster_token = NULL;
+	if (cfg.cluster_token_file) {
+		if (lc_read_file(cfg.cluster_token_file, &cluster_token, NULL, &err) < 0)
+			return fail(err);
+		cluster_token[strcspn(cluster_token, "\r\n")] = '\0';
+		if (strlen(cluster_token) < 16) {
+			fprintf(stderr, "lcd: token in %s is too short (at least 16 characters)\n", cfg.cluster_token_file);
+			return LC_EXIT_INVALID;
+		}
+	} else if (token) {
+		cluster_token = strdup(token);
+	}
+
+	/* The key secrets are sealed with.  With SQLite lcd makes one beside
+	 * lcd.db the first time; nodes sharing a PostgreSQL store must be
+	 * given the same one. */
+	unsigned char seal_key[LCD_SEAL_KEY_LEN];
+	_cleanup_free_ char *key_default = lc_strdup_printf("%s/lcd.key", lc_lib_dir());
+	const char *key_path = cfg.secret_key_file ? cfg.secret_key_file : key_default;
+	if (!cfg.secret_key_file && lcd_db_is_url(dbpath)) {
+		fprintf(stderr, "lcd: config: database is PostgreSQL: secret_key_file is needed (the same key on every "
+				"node; openssl rand -hex 32 makes one)\n");
+		return LC_EXIT_USAGE;
+	}
+	if (!cfg.secret_key_file && access(key_path, F_OK) < 0 && errno == ENOENT) {
+		if (lcd_seal_key_create(key_path, &err) < 0)
+			return fail(err);
+	}
+	if (lcd_seal_key_read(key_path, seal_key, &err) < 0) {
+		lc_error_wrap(&err, "config: secret_key_file");
+		return fail(err);
+	}
 
 	/* One lcd per state directory: a second one must not "recover" the
 	 * first one's running tasks.  The lock lives as long as the process. */
@@ -554,8 +627,23 @@ int main(int argc, char **argv)
 	    task_dir("apps_dir", cfg.apps_dir, LC_PKGDATADIR "/apps", LC_SRCDIR "/contrib/apps", &lcd.apps_dir, &err) < 0)
 		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
-	if (lcd_db_open(dbpath, &lcd.db, &err) < 0 || lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 ||
-	    lcd_sandboxes_recover(&lcd, &err) < 0)
+	if (lcd_db_open(dbpath, &lcd.db, &err) < 0)
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	lcd_db_set_seal_key(lcd.db, seal_key);
+	explicit_bzero(seal_key, sizeof(seal_key));
+	int sealed = lcd_store_secrets_seal(lcd.db, &err);
+	if (sealed < 0) {
+		lc_error_wrap(&err, "secret key %s", key_path);
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	}
+	if (sealed > 0)
+		lcd_log("%d secret(s) stored before secrets were sealed are sealed now", sealed);
+	/* Before recovery: what this node recovers is what names it. */
+	lcd_node_cfg_t ncfg = { cfg.node_name, cfg.node_address ? cfg.node_address : cfg.listen, (int)cfg.node_slots };
+	if (lcd_node_start(&lcd, &ncfg, &err) < 0)
+		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	lcd_node_set_token(&lcd, cluster_token);
+	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, e2b, sock, err);
 
 	/* Every thread started below inherits this mask; main waits for them. */
@@ -587,7 +675,8 @@ int main(int argc, char **argv)
 	 * started and no thread of ours to stop.  (A spawn answered before
 	 * the dispatcher runs waits in the queue for it.) */
 	lcd_api_cfg_t acfg = { cfg.listen, token, (unsigned)cfg.listen_idle_timeout, (unsigned)cfg.listen_per_ip,
-			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections };
+			       (unsigned)cfg.socket_idle_timeout, (int)cfg.task_connections, (int)cfg.operator_connections,
+			       cluster_token };
 	if (lcd_api_start(&lcd, fd, &acfg, &api, &err) < 0 ||
 	    lcd_devboxes_start(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, e2b, sock, err);
@@ -597,14 +686,23 @@ int main(int argc, char **argv)
 		if (lcd_e2b_start(&lcd, &ec, &e2b, &err) < 0)
 			return start_failed(&lcd, hooks, api, e2b, sock, err);
 	}
-	pthread_t disp, sched;
+	pthread_t disp, sched, node;
 	pthread_create(&disp, NULL, lcd_dispatcher, &lcd);
 	pthread_create(&sched, NULL, lcd_scheduler, &lcd);
+	pthread_create(&node, NULL, lcd_node_thread, &lcd);
+	if (lcd_node_listen_start(&lcd, &err) < 0) {
+		/* the heartbeat and the dispatcher's 1 s look do without it */
+		lcd_log("%s", err->msg);
+		lc_error_free(err);
+		err = NULL;
+	}
 	if (token)
 		explicit_bzero(token, strlen(token));
+	if (cluster_token)
+		explicit_bzero(cluster_token, strlen(cluster_token));
 
-	lcd_log("serving on %s%s%s (database %s, %zu apps)", sock, cfg.listen ? " and " : "",
-		cfg.listen ? cfg.listen : "", dbpath, lcd.n_apps);
+	lcd_log("serving on %s%s%s (database %s, node %s with %d slots, %zu apps)", sock, cfg.listen ? " and " : "",
+		cfg.listen ? cfg.listen : "", lcd_db_where(lcd.db), lcd_db_node(lcd.db), lcd_node_slots(&lcd), lcd.n_apps);
 	notify("READY=1");
 
 	int sig = 0;
@@ -627,6 +725,8 @@ int main(int argc, char **argv)
 	lcd_pool_stop(&lcd); /* no create can take from it now */
 	pthread_join(disp, NULL);
 	pthread_join(sched, NULL);
+	pthread_join(node, NULL);
+	lcd_node_listen_stop(&lcd);
 	/* Running tasks end now: failed (or queued again, per retries).  Kill
 	 * again while waiting: a sandbox still being made was not there yet. */
 	int left;
@@ -650,6 +750,7 @@ int main(int argc, char **argv)
 	/* Last: the tasks' sandboxes (the gateway's clients) are gone now. */
 	lcd_gateway_stop(&lcd);
 	lcd_apps_free(&lcd);
+	lcd_node_stop(&lcd);
 	lcd_db_close(lcd.db);
 	free(lcd.state_dir);
 	free(lcd.tasks_dir);

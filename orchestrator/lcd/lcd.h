@@ -45,6 +45,7 @@ typedef struct lcd {
 	long long exec_memory_max;     /* bytes of exec output lcd holds for all execs at once */
 	long long exec_memory;         /* ... held now (atomic; http/exec.c) */
 	long long fork_image_ttl;     /* s a fork's image is kept (images.c) */
+	char *registry;               /* REGISTRY/REPOSITORY images go through between nodes, or NULL */
 	long long snapshot_image_ttl; /* s a snapshot's image is kept; 0: until removed */
 	long long task_disk;          /* bytes of a task-made sandbox's upper layer (its default and ceiling,
 					 unless its app's grant names one); 0: unbounded */
@@ -71,6 +72,7 @@ typedef struct lcd {
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */
+	struct lcd_node *node;        /* nodes.c: this lcd as a node of its store */
 	struct lcd_procs *procs;      /* procs.c: the E2B listener's commands, or NULL */
 
 	/* queue.c: spawns waiting to be committed as one group */
@@ -128,6 +130,10 @@ int lcd_runner_watch(lcd_t *lcd, const char *id, json_t *op, int *fd, lc_error_t
 
 /* ---- app.c ---- */
 int lcd_apps_load(lcd_t *lcd, lc_error_t **err);
+/* The channel on which a deploy or a delete is told to the other nodes,
+ * and what they do then: take the apps as the store has them now. */
+#define LCD_APPS_CHANNEL "lcd_apps"
+void lcd_apps_sync(lcd_t *lcd);
 void lcd_apps_free(lcd_t *lcd);
 /* A counted reference (lcd_app_unref it) or NULL. */
 lcd_app_t *lcd_app_get(lcd_t *lcd, const char *name);
@@ -151,6 +157,8 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err);
 /* Wait until the task has ended or timeout_ms passed; returns the task. */
 json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err);
 bool lcd_state_final(const char *state);
+/* Does a worker of this lcd run the task now? */
+bool lcd_task_runs_here(lcd_t *lcd, const char *id);
 /* Wait on cond (with lcd->lock) for at most ms unless lcd is stopping;
  * returns true when it is stopping. */
 bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms);
@@ -253,6 +261,11 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 /* At start: tokens are dropped, sandboxes of tasks (none runs now) and
  * half-made ones are removed, records of vanished ones forgotten. */
 int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err);
+/* A node removes what another marked for removal on it (a task of that
+ * node ended, lcd_sandbox_delete there): told on this channel, and at
+ * each heartbeat. */
+#define LCD_SANDBOXES_CHANNEL "lcd_sandboxes"
+void lcd_sandboxes_sweep(lcd_t *lcd);
 
 /* ---- sbexec.c: sessions (persistent shells) ---- */
 /* End the sessions of a sandbox (it is being removed). */
@@ -270,6 +283,7 @@ typedef struct lcd_api_cfg {
 	unsigned idle_timeout, per_ip;
 	unsigned unix_idle_timeout;
 	int task_connections, operator_connections;
+	const char *cluster_token; /* the other nodes' (forward.h): the operator's on TCP too */
 } lcd_api_cfg_t;
 #define LCD_TCP_IDLE_TIMEOUT_S 60
 #define LCD_TCP_PER_IP 64

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "image.h"
+#include "registry.h"
 #include "util.h"
 
 static void human_size(long long n, char *buf, size_t len)
@@ -195,6 +196,59 @@ static int cmd_export(int argc, char **argv)
 	return 0;
 }
 
+/* lcrun image push|pull NAME REF [--json] [--trusted (pull)] */
+static int cmd_registry(int argc, char **argv, bool push)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "trusted", no_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *verb = push ? "push" : "pull";
+	bool json = false;
+	unsigned flags = 0;
+	int c;
+	reset_getopt();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'j')
+			json = true;
+		else if (c == 't' && !push)
+			flags |= LC_LAYER_TRUSTED;
+		else
+			return bad_option(verb, argv);
+	}
+	if (optind != argc - 2)
+		return lc_cli_usage_error("usage: lcrun image %s NAME REGISTRY/REPOSITORY[:TAG]%s [--json]", verb,
+					  push ? "" : " [--trusted]");
+	const char *name = argv[optind], *ref = argv[optind + 1];
+	lc_error_t *err = NULL;
+	lc_registry_stats_t st;
+	if ((push ? lc_image_push(name, ref, &st, &err) : lc_image_pull(name, ref, flags, &st, &err)) < 0)
+		return lc_cli_fail(err);
+	if (json) {
+		_cleanup_json_ json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", name, "ref", ref, "digest", st.digest,
+						     "blobs", (json_int_t)st.blobs, push ? "sent" : "fetched", (json_int_t)st.moved);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+	} else {
+		printf("%s %s %s %s: %zu of %zu blobs %s, the rest %s\n", push ? "pushed" : "pulled", push ? name : ref,
+		       push ? "to" : "as", push ? ref : name, st.moved, st.blobs, push ? "sent" : "fetched",
+		       push ? "were there already" : "were here already");
+		printf("%s\n", st.digest);
+	}
+	return 0;
+}
+
+static int cmd_push(int argc, char **argv)
+{
+	return cmd_registry(argc, argv, true);
+}
+
+static int cmd_pull(int argc, char **argv)
+{
+	return cmd_registry(argc, argv, false);
+}
+
 static int cmd_prune(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -305,6 +359,8 @@ static const struct {
 	{ "tag", cmd_tag, "SRC NEW: a second name for an image" },
 	{ "import", cmd_import, "FILE.tar|DIR|- [--name NAME] [--trusted]: rootfs tarball, directory or OCI archive" },
 	{ "export", cmd_export, "NAME > FILE.tar: write an OCI archive" },
+	{ "push", cmd_push, "NAME REGISTRY/REPO[:TAG] [--json]: send an image to an OCI registry" },
+	{ "pull", cmd_pull, "NAME REGISTRY/REPO[:TAG|@DIGEST] [--trusted] [--json]: fetch one as NAME" },
 	{ "prune", cmd_prune, "[--cache] remove blobs and unpacked layers nothing uses (--cache: and the build cache)" },
 	{ "build", cmd_build, "FILE.json [--name NAME] [--secret NAME=VALUE] [--trusted]: build an image" },
 	{ NULL, NULL, NULL },

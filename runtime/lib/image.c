@@ -1261,6 +1261,35 @@ out:
 	return ret;
 }
 
+int lc_image_import_layout(const char *layout, json_t *desc, const char *name, unsigned flags, lc_error_t **err)
+{
+	_cleanup_close_ int gc = store_hold(err);
+	if (gc < 0 || check_new_name(name, err) < 0)
+		return -1;
+	return import_oci_image(layout, desc, name, flags, err);
+}
+
+char *lc_image_blob_path(const char *hex)
+{
+	return blob_path(hex);
+}
+
+int lc_image_manifest(const char *name, char *hex, json_t **manifest, lc_error_t **err)
+{
+	struct img im;
+	if (img_load(name, &im, err) < 0)
+		return -1;
+	strcpy(hex, im.manifest_hex);
+	*manifest = json_incref(im.manifest);
+	img_clear(&im);
+	return 0;
+}
+
+int lc_image_store_hold(lc_error_t **err)
+{
+	return store_hold(err);
+}
+
 static char *default_name(const char *src)
 {
 	_cleanup_free_ char *copy = strdup(src);

@@ -114,6 +114,17 @@ typedef struct lc_prune_stats {
  * a sandbox (lc_run_dir()/ID/state.json "layers") uses. */
 int lc_image_prune(lc_prune_stats_t *stats, lc_error_t **err);
 
+/* For registry.c.  The store held (the descriptor of the shared lock:
+ * prune waits while it is open); a blob's path (HEX: sha256 in hex); an
+ * image's manifest (its digest's hex, and the manifest); one image (the
+ * manifest or index descriptor desc) of an unpacked OCI layout imported
+ * as name, its blobs checked against their digests, those the store has
+ * already left out of the layout. */
+int lc_image_store_hold(lc_error_t **err);
+char *lc_image_blob_path(const char *hex);
+int lc_image_manifest(const char *name, char *hex, json_t **manifest, lc_error_t **err);
+int lc_image_import_layout(const char *layout, json_t *desc, const char *name, unsigned flags, lc_error_t **err);
+
 /* Where the store lives (lc_lib_dir()/images) and unpacked layers
  * (lc_lib_dir()/layers). */
 char *lc_image_store_dir(void);

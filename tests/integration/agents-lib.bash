@@ -28,6 +28,7 @@ agents_file_store() {
 
 teardown_file() {
 	[ -n "${BATS_FILE_TMPDIR:-}" ] && rm -rf "$BATS_FILE_TMPDIR/root"
+	! declare -F lcd_pg_stop >/dev/null || lcd_pg_stop
 	true
 }
 

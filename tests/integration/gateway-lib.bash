@@ -73,5 +73,5 @@ gw_share_images() {
 }
 
 ledger() { # SQL WHERE clause: the ledger's rows as JSON lines
-	sqlite3 -json "$LCRUN_ROOT/lcd.db" "SELECT * FROM gateway_ledger WHERE $1 ORDER BY seq" | jq -c '.[]'
+	lcd_sql_json "SELECT * FROM gateway_ledger WHERE $1 ORDER BY seq" | jq -c '.[]'
 }

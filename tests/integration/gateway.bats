@@ -170,7 +170,7 @@ EOF
 	"$LCCTL" sandbox rm "$A"
 	run call "$B" "x-api-key: $tokA" "$urlB/v1/messages" -d "$body"
 	[ "${lines[-1]}" = 401 ]
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" "select count(*) from gateway_sandboxes where sandbox_id = '$A'")" -eq 0 ]
+	[ "$(lcd_sql "select count(*) from gateway_sandboxes where sandbox_id = '$A'")" -eq 0 ]
 	# nothing of it reached the provider
 	[ "$(jq -s length "$W/req.jsonl")" -eq "$n" ]
 	# a site price table without "*": a model it does not list is refused
@@ -267,7 +267,8 @@ EOF2
 	turns <<'EOF2'
 {"turns": [{"text": "dear", "usage": {"input_tokens": 100000, "output_tokens": 100}}, {"text": "never"}]}
 EOF2
-	rm -f "$LCRUN_ROOT/lcd.db"* "$W/req.jsonl"
+	lcd_store_forget
+	rm -f "$W/req.jsonl"
 	gw_up openai-double.py "$W/turns.json"
 	gw_sandbox --budget-usd 0.01
 	run ask "$SB" '{"model": "gpt-4o-mini", "max_tokens": 100, "messages": []}'

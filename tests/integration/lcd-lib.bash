@@ -3,6 +3,12 @@
 #
 #   load lcd-lib
 #   setup() { lcd_setup; start_lcd; … }     teardown() { lcd_teardown; }
+#
+# LCD_TEST_DB=postgresql: the lcds keep their state in PostgreSQL instead
+# of lcd.db: a private cluster per bats file (tests/pg-cluster, started by
+# the file's first lcd_setup, stopped by teardown_file: a file with a
+# teardown_file of its own calls lcd_pg_stop there), a database of its own
+# per test.  Tests read the store with lcd_sql, whichever it is.
 
 lcd_setup() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
@@ -12,15 +18,88 @@ lcd_setup() {
 	T="$(mktemp -d /tmp/lcd-bats.XXXXXX)"
 	export LCRUN_ROOT="$T/root" LCRUN_STATE_DIR="$T/state"
 	export LCD_SOCKET="$T/lcd.sock"
+	LCD_DATABASE=
+	if [ "${LCD_TEST_DB:-sqlite}" = postgresql ]; then
+		lcd_pg_start
+		LCD_DATABASE_NAME="t$BATS_TEST_NUMBER"
+		lcd_pg_psql postgres -c "DROP DATABASE IF EXISTS $LCD_DATABASE_NAME" -c "CREATE DATABASE $LCD_DATABASE_NAME"
+		LCD_DATABASE="postgresql://lcd@/$LCD_DATABASE_NAME?host=$LCD_PG_DIR&port=5432"
+	fi
 }
 
 lcd_teardown() {
 	stop_lcd
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		lcd_pg_psql postgres -c "DROP DATABASE IF EXISTS $LCD_DATABASE_NAME WITH (FORCE)" || true
+	fi
 	[ -n "${T:-}" ] && rm -rf "$T"
+}
+
+# ---- the store, SQLite's or PostgreSQL's ----
+# The cluster's directory: one per file, outside bats' own temp dirs (the
+# postgres user, who runs it, cannot reach those); its name is kept there.
+lcd_pg_dir() {
+	local rec="$BATS_FILE_TMPDIR/lcd-pg-dir"
+	[ -s "$rec" ] || mktemp -d /tmp/lcd-pg.XXXXXX >"$rec"
+	LCD_PG_DIR=$(cat "$rec")
+}
+lcd_pg_start() {
+	compgen -G "${PGBIN:-/usr/lib/postgresql/*/bin}/initdb" >/dev/null ||
+		skip "no PostgreSQL server (the postgresql package)"
+	lcd_pg_dir
+	[ -f "$LCD_PG_DIR/data/postmaster.pid" ] && return 0
+	"$BATS_TEST_DIRNAME/../pg-cluster" start "$LCD_PG_DIR" >/dev/null
+}
+lcd_pg_stop() {
+	[ -s "$BATS_FILE_TMPDIR/lcd-pg-dir" ] || return 0
+	lcd_pg_dir
+	"$BATS_TEST_DIRNAME/../pg-cluster" stop "$LCD_PG_DIR"
+	rm -rf "$LCD_PG_DIR" "$BATS_FILE_TMPDIR/lcd-pg-dir"
+}
+teardown_file() { lcd_pg_stop; }
+lcd_pg_psql() { # DB ARGS…
+	local db=$1
+	shift
+	PGOPTIONS='-c client_min_messages=warning' psql -X -q -v ON_ERROR_STOP=1 -h "$LCD_PG_DIR" -p 5432 -U lcd -d "$db" "$@"
+}
+lcd_sql() { # SQL: the rows as sqlite3 prints them (columns joined by |)
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		lcd_pg_psql "$LCD_DATABASE_NAME" -At -F '|' -c "$1"
+	else
+		sqlite3 "$LCRUN_ROOT/lcd.db" "$1"
+	fi
+}
+lcd_sql_json() { # SQL: the rows as a JSON array of objects
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		lcd_pg_psql "$LCD_DATABASE_NAME" -At -c "SELECT coalesce(json_agg(q), '[]') FROM ($1) q"
+	else
+		sqlite3 -json "$LCRUN_ROOT/lcd.db" "$1"
+	fi
+}
+lcd_sql_dump() { # TABLE: every row, every column, as text
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		lcd_pg_psql "$LCD_DATABASE_NAME" -At -c "SELECT * FROM $1"
+	else
+		sqlite3 "$LCRUN_ROOT/lcd.db" ".dump $1"
+	fi
+}
+lcd_store_forget() { # the store emptied (lcd stopped): the next lcd starts afresh
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		lcd_pg_psql postgres -c "DROP DATABASE IF EXISTS $LCD_DATABASE_NAME WITH (FORCE)" \
+			-c "CREATE DATABASE $LCD_DATABASE_NAME"
+	else
+		rm -f "$LCRUN_ROOT/lcd.db"*
+	fi
 }
 
 start_lcd() { # [PREFIX…]: e.g. ip netns exec NS
 	[ -f "$T/lcd.json" ] || echo '{}' >"$T/lcd.json" # not the host's /etc/lcrun/lcd.json
+	if [ -n "${LCD_DATABASE:-}" ]; then
+		[ -s "$T/lcd.key" ] || (umask 077 && openssl rand -hex 32 >"$T/lcd.key")
+		jq --arg db "$LCD_DATABASE" --arg key "$T/lcd.key" '.database = $db | .secret_key_file //= $key' \
+			"$T/lcd.json" >"$T/lcd.json.new"
+		mv "$T/lcd.json.new" "$T/lcd.json"
+	fi
 	"$@" "$LCD" --socket "$LCD_SOCKET" --config "$T/lcd.json" ${CLOCK:+--clock-file "$CLOCK"} \
 		>>"$T/lcd.log" 2>&1 &
 	LCD_PID=$!
@@ -113,6 +192,22 @@ wait_state() { # ID STATE [SECONDS]
 
 count() { # ARGS for task list: how many tasks
 	"$LCCTL" task list --json "$@" | jq length
+}
+
+# Does procs_holding find TEXT where it is?  In a process made to hold it
+# (in its environment, not on its command line).
+probe_works() { # TEXT
+	local decoy out
+	(
+		export LCD_PROBE_DECOY="$1"
+		exec sleep 600
+	) &
+	decoy=$!
+	for _ in $(seq 100); do [ "$(cat "/proc/$decoy/comm" 2>/dev/null)" = sleep ] && break; sleep 0.05; done
+	out=$(procs_holding "$1" "$decoy")
+	kill "$decoy"
+	wait "$decoy" 2>/dev/null || true
+	[ "$out" = "held $decoy sleep" ]
 }
 
 # What each process under the PIDs (the PIDs too) holds: "held PID NAME"

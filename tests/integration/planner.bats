@@ -433,7 +433,7 @@ $(good_calc)")")"
 	# the key is in no log or record; the task's token died with it: no lease, no sandbox left
 	if grep -q -- "$KEY" "$T/lcd.log"; then false; fi
 	if "$LCCTL" task logs "$pt" | grep -q -- "$KEY"; then false; fi
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
+	[ "$(lcd_sql 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
 	no_lease_left
 	no_sandbox_left
 	seed_unchanged
@@ -483,7 +483,7 @@ PY
 	[ "$(auth_of)" = "Bearer $KEY" ]
 	# the token is dead once the task ended
 	tok=$(echo "$res" | jq -r .env.OPENAI_API_KEY)
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
+	[ "$(lcd_sql 'SELECT count(*) FROM gateway_sandboxes')" -eq 0 ]
 	grep -q "model gateway: sandbox $(echo "$output" | jq -r .sandbox_id) task $(echo "$output" | jq -r .id) openai /v1/chat/completions" "$T/lcd.log"
 	if grep -q -- "$tok" "$T/lcd.log"; then false; fi
 	no_lease_left

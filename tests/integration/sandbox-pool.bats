@@ -39,7 +39,7 @@ running() { "$LCRUN" ps --json | jq '[.[] | select(.state == "running")] | lengt
 
 members() { # the runtime's sandboxes lcd has no record of: the pool's
 	"$LCRUN" ps --json | jq -r '.[].id' | sort >"$T/all"
-	sqlite3 "$LCRUN_ROOT/lcd.db" 'select id from sandboxes' | sort >"$T/rows"
+	lcd_sql 'select id from sandboxes' | sort >"$T/rows"
 	comm -23 "$T/all" "$T/rows"
 }
 

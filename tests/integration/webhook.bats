@@ -90,7 +90,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	if grep -q -- "$HOOK_SECRET" "$T/lcd.log"; then false; fi
 	if grep -q -- "${sig#sha256=}" "$T/lcd.log"; then false; fi
 	if grep -rq -- "$HOOK_SECRET" "$LCRUN_ROOT/lcd/logs"; then false; fi
-	if sqlite3 "$LCRUN_ROOT/lcd.db" '.dump tasks' | grep -q -- "$HOOK_SECRET"; then false; fi
+	if lcd_sql_dump tasks | grep -q -- "$HOOK_SECRET"; then false; fi
 	[ "$(tasks)" -eq 1 ]
 }
 
@@ -120,7 +120,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(status_of unset issues d-12 "$PAYLOAD" "$(sign "$PAYLOAD" anything)")" = 401 ]
 	grep -q 'secret NEVER_SET is not set' "$T/lcd.log"
 	[ "$(tasks)" -eq 0 ]
-	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'SELECT count(*) FROM webhook_deliveries')" -eq 0 ]
+	[ "$(lcd_sql 'SELECT count(*) FROM webhook_deliveries')" -eq 0 ]
 	[ "$(grep -c 'webhook hooks/.* 401 ' "$T/lcd.log")" -eq 12 ]
 	if grep -q -- "$HOOK_SECRET" "$T/lcd.log"; then false; fi
 }
@@ -153,7 +153,7 @@ tasks() { "$LCCTL" task list --app hooks --json | jq length; }
 	[ "$(tasks)" -eq 2 ]
 	# ids older than 7 days are forgotten: the same id is handed on again
 	stop_lcd
-	sqlite3 "$LCRUN_ROOT/lcd.db" "UPDATE webhook_deliveries SET received_at = received_at - 8 * 86400 * 1000 WHERE delivery = '$id'"
+	lcd_sql "UPDATE webhook_deliveries SET received_at = received_at - 8 * 86400 * 1000 WHERE delivery = '$id'"
 	start_lcd
 	[ "$(status_of github issues "$id" "$PAYLOAD")" = 202 ]
 	[ "$(tasks)" -eq 3 ]

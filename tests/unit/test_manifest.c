@@ -128,6 +128,26 @@ START_TEST(test_webhook_events_optional)
 }
 END_TEST
 
+/* retry_on_node_loss: off unless a function says so; a boolean */
+START_TEST(test_retry_on_node_loss)
+{
+	lcd_app_t *app = parse_ok(good);
+	ck_assert(!app->functions[0].retry_on_node_loss);
+	lcd_app_unref(app);
+	char *text = mutate("\"retries\": 1,", "\"retries\": 1, \"retry_on_node_loss\": true,");
+	app = parse_ok(text);
+	ck_assert(lcd_app_function(app, app->functions[0].name)->retry_on_node_loss ||
+		  lcd_app_function(app, app->functions[1].name)->retry_on_node_loss);
+	lcd_app_unref(app);
+	free(text);
+	text = mutate("\"retries\": 1,", "\"retries\": 1, \"retry_on_node_loss\": \"yes\",");
+	char *msg = parse_err(text);
+	ck_assert_msg(strstr(msg, "retry_on_node_loss: expected true or false"), "%s", msg);
+	free(msg);
+	free(text);
+}
+END_TEST
+
 START_TEST(test_config_errors)
 {
 	expect("{\"REPOSITORY\": \"https://example.test/r.git\", \"LABEL\": \"agent\", \"EMPTY\": \"\"}", "[\"REPOSITORY=x\"]",
@@ -547,6 +567,7 @@ int main(void)
 	Suite *s = suite_create("manifest");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_good);
+	tcase_add_test(tc, test_retry_on_node_loss);
 	tcase_add_test(tc, test_paths);
 	tcase_add_test(tc, test_sandboxes_max);
 	tcase_add_test(tc, test_grant);

@@ -1,16 +1,24 @@
-/* Unit tests for lcd's store (orchestrator/lcd/model/db.c, store.c) on a temp db. */
+/* Unit tests for lcd's store (orchestrator/lcd/model/db*.c, store.c) on a
+ * temp SQLite db, and again on a private PostgreSQL cluster (dbtest.h). */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "dbtest.h"
+#include "seal.h"
 #include "store.h"
 #include "util.h"
 
 static char dir[] = "/tmp/lcd-store-XXXXXX";
 static char *path;
 static lcd_db_t *db;
+static const unsigned char key1[LCD_SEAL_KEY_LEN] = "0123456789abcdef0123456789abcdef";
+static const unsigned char key2[LCD_SEAL_KEY_LEN] = "fedcba9876543210fedcba9876543210";
 
 /* One request alone, as a lone spawn is committed: 0, or -1 with *err. */
 static int add_one(lcd_db_t *d, const char *app, const char *fn, const char *schedule, json_t *args_list,
@@ -31,9 +39,12 @@ static void setup(void)
 {
 	strcpy(dir, "/tmp/lcd-store-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	path = lc_strdup_printf("%s/lcd.db", dir);
+	path = dbtest_where(dir);
+	ck_assert_ptr_nonnull(path);
 	lc_error_t *err = NULL;
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
+	lcd_db_set_seal_key(db, key1);
+	ck_assert_int_eq(lcd_store_secrets_seal(db, &err), 0);
 	char *scheds[] = { "nightly", NULL };
 	ck_assert_int_eq(lcd_store_app_put(db, "demo", "{}", scheds, 1000, NULL, &err), 0);
 }
@@ -48,19 +59,25 @@ static void teardown(void)
 START_TEST(test_schema_version)
 {
 	lc_error_t *err = NULL;
-	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA user_version", ""), LCD_DB_SCHEMA_VERSION);
-	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA foreign_keys", ""), 1);
-	json_t *mode = lcd_db_query(db, &err, "PRAGMA journal_mode", "");
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mode, 0), "journal_mode")), "wal");
-	json_decref(mode);
+	ck_assert_int_eq(lcd_db_schema_version(db, &err), LCD_DB_SCHEMA_VERSION);
+	if (!strcmp(lcd_db_engine(db), "sqlite")) {
+		ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "PRAGMA foreign_keys", ""), 1);
+		json_t *mode = lcd_db_query(db, &err, "PRAGMA journal_mode", "");
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(mode, 0), "journal_mode")), "wal");
+		json_decref(mode);
+	}
 	/* Reopening migrates nothing and keeps the data. */
 	lcd_db_close(db);
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), 0);
+	lcd_db_set_seal_key(db, key1);
 	json_t *apps = lcd_store_apps(db, &err);
 	ck_assert_int_eq(json_array_size(apps), 1);
 	json_decref(apps);
 	/* A db from a newer lcd is refused, not downgraded. */
-	lcd_db_exec(db, &err, "PRAGMA user_version = 99", "");
+	if (!strcmp(lcd_db_engine(db), "sqlite"))
+		lcd_db_exec(db, &err, "PRAGMA user_version = 99", "");
+	else
+		lcd_db_exec(db, &err, "UPDATE lcd_schema SET version = 99", "");
 	lcd_db_close(db);
 	db = NULL;
 	ck_assert_int_eq(lcd_db_open(path, &db, &err), -1);
@@ -171,6 +188,88 @@ START_TEST(test_claim_race)
 	}
 	ck_assert_int_eq(won, 1);
 	ck_assert_int_eq(lost, 19);
+}
+END_TEST
+
+/* The same race between handles of their own (on PostgreSQL: nodes, each
+ * with its connection): still exactly one claim wins. */
+static void *claimer_own(void *arg)
+{
+	long n = (long)arg;
+	char v[16];
+	snprintf(v, sizeof(v), "w%ld", n);
+	lcd_db_t *mine = NULL;
+	lc_error_t *err = NULL;
+	int r = -1;
+	if (lcd_db_open(path, &mine, &err) == 0)
+		r = lcd_store_map_set(mine, "demo", "claims", "issue-2", v, 0, true, 1000, &err);
+	lc_error_free(err);
+	lcd_db_close(mine);
+	return (void *)(long)r;
+}
+
+START_TEST(test_claim_race_handles)
+{
+	pthread_t th[8];
+	for (long i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, claimer_own, (void *)i);
+	int won = 0, lost = 0;
+	for (int i = 0; i < 8; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		if ((long)r == 1)
+			won++;
+		else if ((long)r == 0)
+			lost++;
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert_int_eq(lost, 7);
+}
+END_TEST
+
+/* Starts racing from handles of their own never pass the function's
+ * concurrency: a check-then-write in one transaction holds across them. */
+static void *starter_own(void *arg)
+{
+	(void)arg;
+	lcd_db_t *mine = NULL;
+	lc_error_t *err = NULL;
+	long started = 0;
+	if (lcd_db_open(path, &mine, &err) == 0)
+		for (int k = 0; k < 5; k++) {
+			json_t *t = lcd_store_task_start(mine, "demo", "race", 3, "cccccccccccc", 2000, &err);
+			if (t)
+				started++;
+			json_decref(t);
+			if (err)
+				started = -100;
+		}
+	lc_error_free(err);
+	lcd_db_close(mine);
+	return (void *)started;
+}
+
+START_TEST(test_start_race_handles)
+{
+	lc_error_t *err = NULL;
+	json_t *ids = json_array(), *list = json_array();
+	for (int i = 0; i < 10; i++)
+		json_array_append_new(list, json_pack("{s:i}", "i", i));
+	ck_assert_int_eq(add_one(db, "demo", "race", NULL, list, 3, 20, 1000, ids, &err), 0);
+	pthread_t th[6];
+	for (long i = 0; i < 6; i++)
+		pthread_create(&th[i], NULL, starter_own, NULL);
+	long started = 0;
+	for (int i = 0; i < 6; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		started += (long)r;
+	}
+	ck_assert_int_eq(started, 3);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "race", "running", &err), 3);
+	ck_assert_int_eq(lcd_store_task_count(db, "demo", "race", "queued", &err), 7);
+	json_decref(list);
+	json_decref(ids);
 }
 END_TEST
 
@@ -318,21 +417,139 @@ START_TEST(test_secrets)
 }
 END_TEST
 
-int main(void)
+/* At rest a secret is sealed: the store holds no plain value, another
+ * key opens nothing (and a node with it is refused at start), a sealed
+ * value moved to another name does not open; rows from before sealing
+ * are sealed at start. */
+START_TEST(test_secrets_sealed)
 {
-	Suite *s = suite_create("store");
-	TCase *tc = tcase_create("core");
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(lcd_store_secret_set(db, "KEY", "s3cr3t-plain", 1, &err), 1);
+	json_t *rows = lcd_db_query(db, &err, "SELECT value, sealed FROM secrets", "");
+	const char *stored = json_string_value(json_object_get(json_array_get(rows, 0), "value"));
+	ck_assert_ptr_nonnull(stored);
+	ck_assert_ptr_null(strstr(stored, "s3cr3t"));
+	ck_assert_int_eq(strncmp(stored, "v1:", 3), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(rows, 0), "sealed")), 1);
+	/* moved to another name: does not open */
+	ck_assert_int_eq(lcd_db_exec(db, &err, "INSERT INTO secrets (name, value, sealed, updated_at) VALUES ('OTHER', ?, 1, 1)",
+				     "s", stored), 1);
+	json_decref(rows);
+	ck_assert_ptr_null(lcd_store_secret_get(db, "OTHER", &err));
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->exit_code, LC_EXIT_INVALID);
+	lc_error_free(err);
+	err = NULL;
+	/* a second handle with another key: refused at start, opens nothing */
+	lcd_db_t *other = NULL;
+	ck_assert_int_eq(lcd_db_open(path, &other, &err), 0);
+	lcd_db_set_seal_key(other, key2);
+	ck_assert_int_eq(lcd_store_secrets_seal(other, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err->msg, "same secret_key_file"));
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_ptr_null(lcd_store_secret_get(other, "KEY", &err));
+	ck_assert_ptr_nonnull(strstr(err->msg, "does not open"));
+	lc_error_free(err);
+	err = NULL;
+	lcd_db_close(other);
+	/* a row from before sealing: sealed by the next start, still readable */
+	ck_assert_int_eq(lcd_db_exec(db, &err, "INSERT INTO secrets (name, value, updated_at) VALUES ('OLD', 'old-plain', 1)",
+				     ""), 1);
+	ck_assert_ptr_null(lcd_store_secret_get(db, "OLD", &err));
+	ck_assert_ptr_nonnull(strstr(err->msg, "not sealed"));
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(lcd_store_secrets_seal(db, &err), 1);
+	ck_assert_int_eq(lcd_db_query_int(db, &err, -1, "SELECT count(*) FROM secrets WHERE value LIKE '%plain%'", ""), 0);
+	char *v = lcd_store_secret_get(db, "OLD", &err);
+	ck_assert_str_eq(v, "old-plain");
+	free(v);
+	ck_assert_int_eq(lcd_store_secrets_seal(db, &err), 0);
+	/* no key: nothing is set */
+	lcd_db_t *nokey = NULL;
+	ck_assert_int_eq(lcd_db_open(path, &nokey, &err), 0);
+	ck_assert_int_eq(lcd_store_secret_set(nokey, "X", "y", 1, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err->msg, "secret_key_file"));
+	lc_error_free(err);
+	lcd_db_close(nokey);
+}
+END_TEST
+
+/* The key file: made 0600 with 64 hex digits, read back; one others may
+ * read, or of the wrong length, is refused. */
+START_TEST(test_seal_key_file)
+{
+	char kdir[] = "/tmp/lcd-key-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(kdir));
+	_cleanup_free_ char *k = lc_strdup_printf("%s/lcd.key", kdir);
+	lc_error_t *err = NULL;
+	unsigned char key[LCD_SEAL_KEY_LEN], again[LCD_SEAL_KEY_LEN];
+	ck_assert_int_eq(lcd_seal_key_create(k, &err), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(k, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+	ck_assert_int_eq(lcd_seal_key_read(k, key, &err), 0);
+	ck_assert_int_eq(lcd_seal_key_create(k, &err), -1); /* never overwritten */
+	ck_assert_int_eq(err->exit_code, LC_EXIT_BUSY);
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(lcd_seal_key_read(k, again, &err), 0);
+	ck_assert_int_eq(memcmp(key, again, sizeof(key)), 0);
+	char *sealed = lcd_seal(key, "N", "value", &err);
+	char *plain = lcd_unseal(key, "N", sealed, &err);
+	ck_assert_str_eq(plain, "value");
+	free(plain);
+	/* a byte changed: does not open */
+	sealed[10] = sealed[10] == 'A' ? 'B' : 'A';
+	ck_assert_ptr_null(lcd_unseal(key, "N", sealed, &err));
+	lc_error_free(err);
+	err = NULL;
+	free(sealed);
+	ck_assert_int_eq(chmod(k, 0644), 0);
+	ck_assert_int_eq(lcd_seal_key_read(k, key, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err->msg, "chmod 600"));
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_int_eq(chmod(k, 0600), 0);
+	ck_assert_int_eq(lc_write_file_atomic(k, "abcd\n", 5, 0600, &err), 0);
+	ck_assert_int_eq(lcd_seal_key_read(k, key, &err), -1);
+	ck_assert_ptr_nonnull(strstr(err->msg, "64 hex digits"));
+	lc_error_free(err);
+	lc_rm_rf(kdir, NULL);
+}
+END_TEST
+
+static TCase *store_tcase(const char *name, void (*engine)(void))
+{
+	TCase *tc = tcase_create(name);
+	tcase_set_timeout(tc, 60);
+	tcase_add_unchecked_fixture(tc, engine, NULL);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_schema_version);
 	tcase_add_test(tc, test_queue_admission);
 	tcase_add_test(tc, test_spawn_map_all_or_nothing);
 	tcase_add_test(tc, test_spawn_group);
 	tcase_add_test(tc, test_claim_race);
+	tcase_add_test(tc, test_claim_race_handles);
+	tcase_add_test(tc, test_start_race_handles);
 	tcase_add_test(tc, test_map_ttl);
 	tcase_add_test(tc, test_app_delete_cascades);
 	tcase_add_test(tc, test_redeploy_keeps_schedule_state);
 	tcase_add_test(tc, test_secrets);
-	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_secrets_sealed);
+	return tc;
+}
+
+int main(void)
+{
+	Suite *s = suite_create("store");
+	TCase *seal = tcase_create("seal");
+	tcase_add_test(seal, test_seal_key_file);
+	suite_add_tcase(s, seal);
+	suite_add_tcase(s, store_tcase("sqlite", dbtest_on_sqlite));
+	if (dbtest_pg_url())
+		suite_add_tcase(s, store_tcase("postgresql", dbtest_on_pg));
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -8,11 +8,26 @@
 #include "lcd.h"
 #include "util.h"
 
-int lcd_apps_load(lcd_t *lcd, lc_error_t **err)
+/* The apps as the store has them: "name@deployed_at;…", to see whether
+ * another node deployed or deleted one (lcd_apps_sync). */
+static char *apps_seen;
+
+static char *signature(json_t *rows)
 {
-	_cleanup_json_ json_t *rows = lcd_store_apps(lcd->db, err);
-	if (!rows)
-		return -1;
+	size_t len = 1, i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+		len += strlen(json_string_value(json_object_get(row, "name"))) + 24;
+	char *s = lc_xmalloc0(len), *p = s;
+	json_array_foreach(rows, i, row)
+		p += sprintf(p, "%s@%lld;", json_string_value(json_object_get(row, "name")),
+			     (long long)json_integer_value(json_object_get(row, "deployed_at")));
+	return s;
+}
+
+/* Parse rows into apps appended to *apps (a bad one is said and left out). */
+static void parse_rows(json_t *rows, lcd_app_t ***apps, size_t *n)
+{
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
@@ -26,10 +41,56 @@ int lcd_apps_load(lcd_t *lcd, lc_error_t **err)
 			lcd_log("app %s: stored manifest no longer valid: %s", name, perr ? perr->msg : "bad JSON");
 			continue;
 		}
-		lcd->apps = realloc(lcd->apps, (lcd->n_apps + 1) * sizeof(*lcd->apps));
-		lcd->apps[lcd->n_apps++] = app;
+		*apps = realloc(*apps, (*n + 1) * sizeof(**apps));
+		(*apps)[(*n)++] = app;
 	}
+}
+
+int lcd_apps_load(lcd_t *lcd, lc_error_t **err)
+{
+	_cleanup_json_ json_t *rows = lcd_store_apps(lcd->db, err);
+	if (!rows)
+		return -1;
+	parse_rows(rows, &lcd->apps, &lcd->n_apps);
+	free(apps_seen);
+	apps_seen = signature(rows);
 	return 0;
+}
+
+void lcd_apps_sync(lcd_t *lcd)
+{
+	/* Under the apps' lock, as a deploy stores and keeps an app: a deploy
+	 * here cannot slip between this read and the swap below. */
+	pthread_mutex_lock(&lcd->lock);
+	lc_error_t *err = NULL;
+	_cleanup_json_ json_t *rows = lcd_store_apps(lcd->db, &err);
+	_cleanup_free_ char *sig = rows ? signature(rows) : NULL;
+	if (!rows || (apps_seen && !strcmp(sig, apps_seen))) {
+		pthread_mutex_unlock(&lcd->lock);
+		if (err)
+			lcd_log("apps: cannot read them to follow the other nodes: %s", err->msg);
+		lc_error_free(err);
+		return;
+	}
+	lcd_app_t **old = lcd->apps;
+	size_t n_old = lcd->n_apps;
+	lcd->apps = NULL;
+	lcd->n_apps = 0;
+	parse_rows(rows, &lcd->apps, &lcd->n_apps);
+	free(apps_seen);
+	apps_seen = lc_steal(sig);
+	pthread_cond_broadcast(&lcd->wake);
+	pthread_mutex_unlock(&lcd->lock);
+	/* an app another node deleted: what of it runs here ends */
+	for (size_t i = 0; i < n_old; i++) {
+		lcd_app_t *app = lcd_app_get(lcd, old[i]->name);
+		if (!app) {
+			lcd_log("app %s was deleted on another node", old[i]->name);
+			lcd_cancel_app(lcd, old[i]->name);
+		}
+		lcd_app_unref(app);
+	}
+	lcd_apps_release(old, n_old);
 }
 
 void lcd_apps_free(lcd_t *lcd)
@@ -172,6 +233,7 @@ int lcd_deploy(lcd_t *lcd, json_t *manifest, bool *replaced, lcd_app_t **out, lc
 		*out = lcd_app_ref(app);
 	pthread_cond_broadcast(&lcd->wake);
 	pthread_mutex_unlock(&lcd->lock);
+	lcd_db_notify(lcd->db, LCD_APPS_CHANNEL, app->name, NULL);
 	lcd_devboxes_sync_app(lcd, app);
 	lcd_log("deployed app %s (%zu functions, %zu schedules, %zu devboxes)", app->name, app->n_functions,
 		app->n_schedules, app->n_devboxes);
@@ -207,6 +269,7 @@ int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err)
 			unlink(lcd_task_log_path(lcd, id, buf, sizeof(buf)));
 		}
 		lcd_log("deleted app %s", name);
+		lcd_db_notify(lcd->db, LCD_APPS_CHANNEL, name, NULL);
 	}
 	lcd_app_unref(app);
 	return r < 0 ? -1 : 0;

@@ -704,7 +704,8 @@ static void *reaper(void *arg)
 int lcd_devboxes_start(lcd_t *lcd, lc_error_t **err)
 {
 	struct lcd_devboxes *r = reg(lcd);
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " ROW_COLUMNS " FROM devboxes", "");
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err,
+		"SELECT " ROW_COLUMNS " FROM devboxes WHERE node IS NULL OR node = ?", "s", lcd_db_node(lcd->db));
 	if (!rows)
 		return -1;
 	size_t i;
@@ -720,7 +721,8 @@ int lcd_devboxes_start(lcd_t *lcd, lc_error_t **err)
 	_cleanup_json_ json_t *sbs = lcd_db_query(lcd->db, err,
 		"SELECT s.id, json_extract(s.labels, '$.\"lcrun.devbox\"') AS box FROM sandboxes s "
 		"WHERE json_extract(s.labels, '$.\"lcrun.devbox\"') IS NOT NULL AND NOT EXISTS "
-		"(SELECT 1 FROM devboxes d WHERE d.sandbox_id = s.id)", "");
+		"(SELECT 1 FROM devboxes d WHERE d.sandbox_id = s.id) AND (s.node IS NULL OR s.node = ?)", "s",
+		lcd_db_node(lcd->db));
 	json_array_foreach(sbs, i, row) {
 		lc_error_t *e = NULL;
 		if (lcd_sandbox_delete(lcd, jstr(row, "id"), &e) == 0)
@@ -861,8 +863,8 @@ static int insert(lcd_t *lcd, const char *app, const lcd_devbox_def_t *def, lc_e
 {
 	_cleanup_json_ json_t *j = lcd_devbox_def_json(def);
 	_cleanup_free_ char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-	return lcd_db_exec(lcd->db, err, "INSERT INTO devboxes (name, app, def, created_at) VALUES (?, ?, ?, ?)", "sssi",
-			   def->name, app, text, lc_wall_ms());
+	return lcd_db_exec(lcd->db, err, "INSERT INTO devboxes (name, app, def, created_at, node) VALUES (?, ?, ?, ?, ?)",
+			   "sssis", def->name, app, text, lc_wall_ms(), lcd_db_node(lcd->db));
 }
 
 int lcd_devbox_create(lcd_t *lcd, json_t *req, json_t **out, lc_error_t **err)

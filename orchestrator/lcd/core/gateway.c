@@ -803,8 +803,8 @@ static void refusal(gw_t *gw, const gw_req_t *r, const char *reason, int status,
 	lc_error_t *e = NULL;
 	if (lcd_db_exec(gw->lcd->db, &e,
 			"INSERT INTO gateway_refusals (sandbox_id, reason, task_id, app, count, first_at, last_at) "
-			"VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (sandbox_id, reason) DO UPDATE SET count = count + 1, "
-			"last_at = excluded.last_at",
+			"VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT (sandbox_id, reason) DO UPDATE SET "
+			"count = gateway_refusals.count + 1, last_at = excluded.last_at",
 			"ssssii", r->sandbox, reason, r->task[0] ? r->task : NULL, r->app[0] ? r->app : NULL, lc_wall_ms(),
 			lc_wall_ms()) < 0) {
 		lcd_log("model gateway: sandbox %s: cannot count a refusal: %s", r->sandbox, e->msg);
@@ -2083,7 +2083,9 @@ static void recover(gw_t *gw)
 	lcd_t *lcd = gw->lcd;
 	lcd_db_exec(lcd->db, NULL,
 		    "DELETE FROM gateway_sandboxes WHERE sandbox_id NOT IN (SELECT id FROM sandboxes WHERE state = 'live')", "");
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT sandbox_id FROM gateway_sandboxes", "");
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL,
+		"SELECT g.sandbox_id FROM gateway_sandboxes g JOIN sandboxes s ON s.id = g.sandbox_id "
+		"WHERE s.node IS NULL OR s.node = ?", "s", lcd_db_node(lcd->db));
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {

@@ -1,9 +1,83 @@
-/* images.c — owners and ends of the images lcd makes (images.h). */
+/* images.c — owners and ends of the images lcd makes, and their way
+ * between the nodes of a cluster through a registry (images.h). */
+#include <ctype.h>
 #include <string.h>
 
 #include "image.h"
 #include "images.h"
+#include "registry.h"
 #include "util.h"
+
+/* A tag for an image name: the characters a tag takes ([A-Za-z0-9_.-],
+ * the others as '-'), and 8 hex of the name's hash (two names never
+ * share one). */
+static char *tag_of(const char *name)
+{
+	char hex[LC_HEX_LEN + 1];
+	lc_sha256_buf(name, strlen(name), hex);
+	char t[100];
+	size_t n = 0;
+	for (const char *p = name; *p && n < 80; p++)
+		t[n++] = (isalnum((unsigned char)*p) || *p == '_' || *p == '.' || *p == '-') ? *p : '-';
+	t[n] = '\0';
+	return lc_strdup_printf("%s%s-%.8s", isalnum((unsigned char)t[0]) ? "" : "x", t, hex);
+}
+
+char *lcd_image_ref(lcd_t *lcd, const char *name, const char *digest)
+{
+	if (!lcd->registry)
+		return NULL;
+	if (digest)
+		return lc_strdup_printf("%s@%s", lcd->registry, digest);
+	_cleanup_free_ char *tag = tag_of(name);
+	return lc_strdup_printf("%s:%s", lcd->registry, tag);
+}
+
+/* Push an image lcd made, for the other nodes; a failure is said, and
+ * the image stays this node's only. */
+static void share(lcd_t *lcd, const char *name)
+{
+	_cleanup_free_ char *ref = lcd_image_ref(lcd, name, NULL);
+	if (!ref)
+		return;
+	lc_registry_stats_t st;
+	lc_error_t *err = NULL;
+	if (lc_image_push(name, ref, &st, &err) < 0) {
+		lcd_log("image %s: cannot push it to %s (other nodes cannot use it): %s", name, ref, err->msg);
+		lc_error_free(err);
+		return;
+	}
+	lcd_log("image %s: pushed to %s (%s, %zu of %zu blobs sent)", name, ref, st.digest, st.moved, st.blobs);
+}
+
+int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err)
+{
+	if (!lcd->registry || !strcmp(name, LC_IMAGE_HOST) || !strncmp(name, "sha256:", 7))
+		return 0;
+	int have = lc_image_exists(name, err);
+	if (have != 0)
+		return have < 0 ? -1 : 0;
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT digest FROM images WHERE name = ?", "s", name);
+	if (!rows)
+		return -1;
+	const char *digest = json_string_value(json_object_get(json_array_get(rows, 0), "digest"));
+	if (!digest)
+		return 0; /* not one lcd made: as before, "no image" */
+	_cleanup_free_ char *ref = lcd_image_ref(lcd, name, digest);
+	lc_registry_stats_t st;
+	lc_error_t *e = NULL;
+	if (lc_image_pull(name, ref, 0, &st, &e) < 0) {
+		/* a create beside this one pulled it meanwhile */
+		if (e->exit_code == LC_EXIT_BUSY && lc_image_exists(name, NULL) > 0) {
+			lc_error_free(e);
+			return 0;
+		}
+		*err = e;
+		return lc_error_wrap(err, "image %s (made on another node)", name);
+	}
+	lcd_log("image %s: pulled from %s (%zu of %zu blobs fetched)", name, ref, st.moved, st.blobs);
+	return 0;
+}
 
 int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
 		     lc_error_t **err)
@@ -17,12 +91,14 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 	long long now = lc_wall_ms();
 	long long ttl = !strcmp(kind, "fork") ? lcd->fork_image_ttl : lcd->snapshot_image_ttl;
 	return lcd_db_exec(lcd->db, err,
-			   "INSERT OR REPLACE INTO images (name, digest, app, task_id, kind, sandbox_id, created_at, expires_at) "
-			   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			   "INSERT INTO images (name, digest, app, task_id, kind, sandbox_id, created_at, expires_at) "
+			   "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET digest = excluded.digest, "
+			   "app = excluded.app, task_id = excluded.task_id, kind = excluded.kind, sandbox_id = excluded.sandbox_id, "
+			   "created_at = excluded.created_at, expires_at = excluded.expires_at",
 			   "ssssssii", name, digest, who->operator ? NULL : who->app, who->operator ? NULL : who->task, kind,
 			   sandbox, now, ttl > 0 ? now + ttl * 1000 : 0) < 0
 		       ? -1
-		       : 0;
+		       : (share(lcd, name), 0);
 }
 
 void lcd_images_collect(lcd_t *lcd)

@@ -12,6 +12,14 @@
 /* Record image name (kind "snapshot" or "fork", of sandbox) as who's. */
 int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
 		     lc_error_t **err);
+/* With lcd.json "registry" (REGISTRY/REPOSITORY): the images lcd makes
+ * are pushed there, tagged by name, when made (lcd_image_record), and a
+ * node that is asked for one it lacks, made elsewhere in the cluster,
+ * pulls it by the digest its record names (lcd_image_fetch: 0 when the
+ * image is here after it, or lcd knows nothing to fetch). */
+int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err);
+/* The registry reference of image name (malloc'd), or NULL: none set. */
+char *lcd_image_ref(lcd_t *lcd, const char *name, const char *digest);
 /* Remove image name, from the store and from lcd's records, if who may
  * see it (lcd_images_list's rule); LC_EXIT_UNKNOWN when it may not or the
  * image is not there. */

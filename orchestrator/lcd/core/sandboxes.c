@@ -15,6 +15,7 @@
 #include <sys/statvfs.h>
 
 #include "disk.h"
+#include "forward.h"
 #include "gateway.h"
 #include "grant.h"
 #include "image.h"
@@ -26,7 +27,7 @@
 #include "procs.h"
 #include "util.h"
 
-#define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at"
+#define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at, node"
 #define FORK_MAX 64
 #define TTL_MAX (30 * 86400)
 #define LABELS_MAX 64
@@ -377,9 +378,12 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 	if (strcmp(image, LC_IMAGE_HOST) != 0) {
 		if (strncmp(image, "sha256:", 7) && !lc_image_name_valid(image))
 			return bad(err, LC_EXIT_INVALID, "image", "not a valid image name");
-		/* Resolving unpacks its layers now, once, for every later create. */
+		/* An image another node made comes through the registry first;
+		 * resolving unpacks its layers now, once, for every later create. */
 		lc_image_resolved_t *ir = NULL;
-		int rc = lc_image_resolve(image, &ir, err);
+		int rc = lcd_image_fetch(lcd, image, err);
+		if (rc == 0)
+			rc = lc_image_resolve(image, &ir, err);
 		if (rc == 0)
 			rc = lc_image_apply_config(s, ir, err);
 		if (rc == 0)
@@ -458,10 +462,13 @@ static int forget(lcd_t *lcd, const char *id, const char *only_state, const char
 {
 	long long now = lc_wall_ms();
 	lcd_db_exec(lcd->db, NULL,
-		    "INSERT OR REPLACE INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
-		    "ended_at, end_reason) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
-		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END "
-		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)",
+		    "INSERT INTO sandbox_history (id, name, app, task_id, function, image, labels, created_at, "
+		    "ended_at, end_reason, node) SELECT id, name, app, task_id, function, image, labels, created_at, ?, "
+		    "CASE WHEN ? IS NOT NULL THEN ? WHEN state = 'deleting' THEN 'its task ended' ELSE 'deleted' END, node "
+		    "FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?) ON CONFLICT (id) DO UPDATE SET "
+		    "name = excluded.name, app = excluded.app, task_id = excluded.task_id, function = excluded.function, "
+		    "image = excluded.image, labels = excluded.labels, created_at = excluded.created_at, "
+		    "ended_at = excluded.ended_at, end_reason = excluded.end_reason, node = excluded.node",
 		    "isssss", now, reason, reason, id, only_state, only_state);
 	int r = lcd_db_exec(lcd->db, err, "DELETE FROM sandboxes WHERE id = ? AND (? IS NULL OR state = ?)", "sss", id,
 			    only_state, only_state);
@@ -475,7 +482,8 @@ static int forget(lcd_t *lcd, const char *id, const char *only_state, const char
 static void prune_vanished(lcd_t *lcd, const char *app)
 {
 	_cleanup_json_ json_t *rows =
-		lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE app = ? AND state = 'live'", "s", app);
+		lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE app = ? AND state = 'live' AND "
+			     "(node IS NULL OR node = ?)", "ss", app, lcd_db_node(lcd->db));
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
@@ -530,7 +538,8 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 		}
 	}
 	/* names are an app's own (the operator's among the operator's) */
-	if (r->name && lcd_db_query_int(lcd->db, err, 0, "SELECT count(*) FROM sandboxes WHERE name = ? AND app IS ?", "ss",
+	if (r->name && lcd_db_query_int(lcd->db, err, 0,
+					"SELECT count(*) FROM sandboxes WHERE name = ? AND app IS NOT DISTINCT FROM ?", "ss",
 					r->name, who->operator ? NULL : who->app) != 0) {
 		lc_error_set(err, LC_EXIT_BUSY, 0, "name: a sandbox named '%s' exists already", r->name);
 		goto fail;
@@ -542,10 +551,10 @@ static int reserve(lcd_t *lcd, const lcd_caller_t *who, const sbreq_t *r, json_t
 			lc_random_hex(ids[i], LC_ID_LEN);
 		if (lcd_db_exec(lcd->db, err,
 				"INSERT INTO sandboxes (id, name, app, task_id, function, state, image, request, labels, secrets, "
-				"created_at) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?)",
-				"sssssssssi", ids[i], r->name, who->operator ? NULL : who->app,
+				"created_at, node) VALUES (?, ?, ?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?)",
+				"sssssssssis", ids[i], r->name, who->operator ? NULL : who->app,
 				who->operator ? NULL : who->task, who->operator ? NULL : who->function, r->image, reqtext, labels,
-				secrets, lc_wall_ms()) < 0)
+				secrets, lc_wall_ms(), lcd_db_node(lcd->db)) < 0)
 			goto fail;
 	}
 	return lcd_db_commit(lcd->db, err);
@@ -755,9 +764,57 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 	return json_incref(row);
 }
 
+/* The view of a sandbox another node holds: that node's, or (it cannot
+ * be reached) what the record says, "unreachable"; NULL when the node
+ * says it is gone. */
+static json_t *record_view(json_t *row);
+
+static json_t *view_elsewhere(lcd_t *lcd, json_t *row)
+{
+	lc_error_t *err = NULL;
+	json_t *out = NULL;
+	_cleanup_free_ char *path = lc_strdup_printf("/sandboxes/%s", jstr(row, "id"));
+	int st = lcd_node_call(lcd, jstr(row, "node"), "GET", path, NULL, &out, &err);
+	if (st == 200 && json_is_object(out))
+		return out;
+	json_decref(out);
+	if (st == 404)
+		return NULL;
+	lc_error_free(err);
+	return record_view(row);
+}
+
+static json_t *record_view(json_t *row)
+{
+	const char *task = jstr(row, "task_id");
+	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", jstr(row, "id"), "state",
+			      !strcmp(jstr(row, "state"), "creating") ? "creating"
+			      : !strcmp(jstr(row, "state"), "lost")   ? "lost"
+								      : "unreachable",
+			      "name",
+			      json_object_get(row, "name"), "image", json_object_get(row, "image"), "created",
+			      json_object_get(row, "created_at"), "node", jstr(row, "node"), "labels",
+			      json_loads(jstr(row, "labels"), 0, NULL), "secrets", json_loads(jstr(row, "secrets"), 0, NULL),
+			      "owner",
+			      task ? json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", jstr(row, "app"), "task", task,
+					       "function", jstr(row, "function"))
+				   : json_pack("{s:s}", "kind", "operator"));
+	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	return v;
+}
+
+/* Does another node hold the sandbox of this row? */
+static bool elsewhere(lcd_t *lcd, json_t *row)
+{
+	const char *node = jstr(row, "node"), *me = lcd_db_node(lcd->db);
+	return node && me && strcmp(node, me);
+}
+
 json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 {
 	const char *id = jstr(row, "id");
+	if (elsewhere(lcd, row))
+		return view_elsewhere(lcd, row);
 	lc_error_t *e = NULL;
 	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
 	bool creating = !strcmp(jstr(row, "state"), "creating");
@@ -781,6 +838,7 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 	else
 		json_object_set_new(v, "owner", json_pack("{s:s}", "kind", "operator"));
 	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	json_object_set_new(v, "node", jstr(row, "node") ? json_string(jstr(row, "node")) : json_null());
 	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
 	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
 	lcd_gateway_view(lcd, id, v);
@@ -850,6 +908,14 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 
 int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 {
+	/* another node's: marked, and that node removes it (lcd_sandboxes_sweep),
+	 * now if it hears, else at its next beat or start */
+	if (lcd_db_node(lcd->db) &&
+	    lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'deleting' WHERE id = ? AND node IS NOT NULL AND node != ?",
+			"ss", id, lcd_db_node(lcd->db)) > 0) {
+		lcd_db_notify(lcd->db, LCD_SANDBOXES_CHANNEL, id, NULL);
+		return 0;
+	}
 	lcd_sessions_drop(lcd, id);
 	lcd_procs_drop(lcd, id);
 	lc_error_t *e = NULL;
@@ -989,11 +1055,31 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	return 0;
 }
 
+void lcd_sandboxes_sweep(lcd_t *lcd)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE node = ? AND state = 'deleting'",
+						   "s", lcd_db_node(lcd->db));
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		lc_error_t *e = NULL;
+		if (lcd_sandbox_delete(lcd, jstr(row, "id"), &e) < 0) {
+			lcd_log("sandbox %s: cannot remove it: %s", jstr(row, "id"), e->msg);
+			lc_error_free(e);
+		}
+	}
+}
+
 int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 {
-	if (lcd_db_exec(lcd->db, err, "DELETE FROM tokens", "") < 0)
+	/* the tokens of tasks that no node runs (lcd_recover ended this
+	 * node's); the sandboxes this node held */
+	if (lcd_db_exec(lcd->db, err, "DELETE FROM tokens WHERE task_id NOT IN (SELECT id FROM tasks WHERE state = 'running')",
+			"") < 0)
 		return -1;
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " SB_COLUMNS " FROM sandboxes", "");
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err,
+						   "SELECT " SB_COLUMNS " FROM sandboxes WHERE node IS NULL OR node = ?", "s",
+						   lcd_db_node(lcd->db));
 	if (!rows)
 		return -1;
 	size_t i;
@@ -1002,6 +1088,17 @@ int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 		const char *id = jstr(row, "id");
 		const char *task = jstr(row, "task_id");
 		lc_error_t *e = NULL;
+		if (!task && !strcmp(jstr(row, "state"), "lost")) {
+			/* judged lost while this node was away: still here, it is live again */
+			_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
+			lc_error_free(e);
+			e = NULL;
+			if (st) {
+				lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'lost'", "s", id);
+				lcd_log("sandbox %s is back (this node was judged dead meanwhile)", id);
+				continue;
+			}
+		}
 		if (task || strcmp(jstr(row, "state"), "live")) {
 			/* No task runs now, and a half-made sandbox was never handed out. */
 			if (lcd_sandbox_delete(lcd, id, &e) < 0) {

@@ -13,6 +13,7 @@
 
 #include "images.h"
 #include "lcd.h"
+#include "nodes.h"
 #include "util.h"
 
 #define TICK_MS 500
@@ -140,9 +141,12 @@ void *lcd_scheduler(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	long long last_gc = 0, last_image_gc = 0;
 	for (;;) {
-		tick(lcd);
+		/* one node of a cluster runs the schedules and the map expiry */
+		bool leads = lcd_node_leads(lcd);
+		if (leads)
+			tick(lcd);
 		lcd_kill_running(lcd, true);
-		if (lc_now_ms() - last_gc >= MAP_GC_EVERY_MS) {
+		if (leads && lc_now_ms() - last_gc >= MAP_GC_EVERY_MS) {
 			lc_error_t *err = NULL;
 			int n = lcd_store_map_gc(lcd->db, lc_wall_ms(), &err);
 			if (n > 0)

@@ -19,6 +19,7 @@
 #include "gateway.h"
 #include "image.h"
 #include "lcd.h"
+#include "nodes.h"
 #include "util.h"
 
 #define RESULT_MAX (1 << 20) /* result.json larger than this is refused */
@@ -139,6 +140,14 @@ static void kill_sandbox(const char *sandbox_id)
 	}
 }
 
+bool lcd_task_runs_here(lcd_t *lcd, const char *id)
+{
+	pthread_mutex_lock(&lcd->lock);
+	bool here = running_find(lcd, id) != NULL;
+	pthread_mutex_unlock(&lcd->lock);
+	return here;
+}
+
 int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err)
 {
 	/* A task the dispatcher has just marked running may not have its
@@ -173,6 +182,9 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err)
 		const char *state = json_string_value(json_object_get(t, "state"));
 		if (strcmp(state, "running") != 0)
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s has already ended (%s)", id, state);
+		const char *node = json_string_value(json_object_get(t, "node"));
+		if (node && strcmp(node, lcd_db_node(lcd->db)))
+			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s runs on node %s: it cancels it", id, node);
 		if (tries >= 40)
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s is starting; try again", id);
 		usleep(50 * 1000);
@@ -410,15 +422,26 @@ static void finish(struct job *j, const char *state, const char *result, int exi
 	bool cancelled = !strcmp(state, "cancelled");
 	bool retry = !cancelled && strcmp(state, "succeeded") && attempts <= j->fn->retries;
 	int r;
+	_cleanup_free_ char *why = NULL;
 	if (retry) {
-		_cleanup_free_ char *why = lc_strdup_printf("attempt %lld %s%s%s; retrying", attempts, state,
-							    error ? ": " : "", error ? error : "");
+		why = lc_strdup_printf("attempt %lld %s%s%s; retrying", attempts, state, error ? ": " : "", error ? error : "");
 		r = lcd_store_task_requeue(lcd->db, j->id, why, &err);
 		lcd_log("task %s (%s:%s): %s", j->id, j->app->name, j->fn->name, why);
 	} else {
 		r = lcd_store_task_finish(lcd->db, j->id, state, result, exit_code, error, lc_wall_ms(), &err);
 		lcd_log("task %s (%s:%s): %s, exit %d%s%s", j->id, j->app->name, j->fn->name, state, exit_code,
 			error ? ": " : "", error ? error : "");
+	}
+	/* A store that is away (a restart of the server) is waited for: the
+	 * end is recorded once it is back, else the task would stay running. */
+	for (int tries = 0; r < 0 && err && err->exit_code == LC_EXIT_BUSY && tries < 600; tries++) {
+		if (tries == 0)
+			lcd_log("task %s: cannot record its end yet (%s); trying again each second", j->id, err->msg);
+		lc_error_free(err);
+		err = NULL;
+		sleep(1);
+		r = retry ? lcd_store_task_requeue(lcd->db, j->id, why, &err)
+			  : lcd_store_task_finish(lcd->db, j->id, state, result, exit_code, error, lc_wall_ms(), &err);
 	}
 	if (r < 0) {
 		lcd_log("task %s: cannot record its end: %s", j->id, err->msg);
@@ -660,6 +683,9 @@ static void dispatch_once(lcd_t *lcd)
 			pthread_mutex_unlock(&lcd->lock);
 			if (stop)
 				break;
+			/* the node takes a task only when it has room for it */
+			if (!lcd_node_has_room(lcd))
+				break;
 			char sandbox[LC_ID_LEN + 1];
 			lc_random_hex(sandbox, LC_ID_LEN);
 			json_t *task = lcd_store_task_start(lcd->db, appname, fname, fn->concurrency, sandbox, lc_wall_ms(), &err);
@@ -703,6 +729,9 @@ int lcd_recover(lcd_t *lcd, lc_error_t **err)
 		const char *appname = json_string_value(json_object_get(t, "app"));
 		const char *fname = json_string_value(json_object_get(t, "function"));
 		long long attempts = json_integer_value(json_object_get(t, "attempts"));
+		const char *node = json_string_value(json_object_get(t, "node"));
+		if (node && strcmp(node, lcd_db_node(lcd->db)))
+			continue; /* another node's to run */
 		if (sandbox)
 			kill_sandbox(sandbox);
 		lcd_app_t *app = lcd_app_get(lcd, appname);
@@ -727,6 +756,19 @@ int lcd_recover(lcd_t *lcd, lc_error_t **err)
 			close(fd);
 		}
 	}
+	/* What this node ran when it was judged dead (nodes.c): the other
+	 * nodes ended those tasks; their sandboxes may still run here. */
+	_cleanup_json_ json_t *left = lcd_db_query(lcd->db, err, "SELECT sandbox_id, task_id FROM node_leftovers WHERE node = ?",
+						   "s", lcd_db_node(lcd->db));
+	if (!left)
+		return -1;
+	json_array_foreach(left, i, t) {
+		const char *sb = json_string_value(json_object_get(t, "sandbox_id"));
+		kill_sandbox(sb);
+		lcd_log("sandbox %s of task %s killed: this node was judged dead while it ran", sb,
+			json_string_value(json_object_get(t, "task_id")));
+	}
+	lcd_db_exec(lcd->db, NULL, "DELETE FROM node_leftovers WHERE node = ?", "s", lcd_db_node(lcd->db));
 	/* Nothing runs yet: every task directory is left over. */
 	_cleanup_dir_ DIR *d = opendir(lcd->tasks_dir);
 	struct dirent *de;

@@ -23,6 +23,7 @@
 #include "api.h"
 #include "gateway.h"
 #include "images.h"
+#include "nodes.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)
@@ -69,6 +70,7 @@ struct lcd_api {
 	lcd_t *lcd;
 	struct MHD_Daemon *unix_d, *task_d, *tcp_d;
 	char *token;
+	char *cluster_token; /* the other nodes' (forward.c), on TCP */
 	unsigned tcp_idle_timeout; /* s: a TCP connection idle or half-sent */
 	unsigned unix_idle_timeout; /* s: a unix socket's connection before (and between) its requests */
 	int task_share, operator_share; /* connections one task, one local uid may hold */
@@ -682,6 +684,11 @@ static enum MHD_Result route(call_t *call)
 		json_t *list = lcd_images_list(call->lcd, call->who, &err);
 		return list ? api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "images", list)) : api_fail_err(call->c, err);
 	}
+	if (is(call, "GET", 1, "nodes")) {
+		lc_error_t *err = NULL;
+		json_t *list = lcd_nodes_list(call->lcd, &err);
+		return list ? api_reply(call->c, MHD_HTTP_OK, json_pack("{s:o}", "nodes", list)) : api_fail_err(call->c, err);
+	}
 	if (is(call, "GET", 1, "apps"))
 		return h_apps(call);
 	if (is(call, "POST", 1, "apps"))
@@ -743,7 +750,8 @@ static bool authenticate(struct listener *l, struct MHD_Connection *c, lcd_calle
 	if (strncmp(h, "Bearer ", 7) != 0)
 		return false;
 	const char *got = h + 7;
-	if (l->api->token && same_secret(got, l->api->token)) {
+	if ((l->api->token && same_secret(got, l->api->token)) ||
+	    (l->kind == L_TCP && l->api->cluster_token && same_secret(got, l->api->cluster_token))) {
 		who->operator = true;
 		return true;
 	}
@@ -815,6 +823,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 						       "a task's token is taken on its own socket only");
 		}
 		working(l, c);
+		enum MHD_Result fr = MHD_NO;
+		int fw = lcd_forward_begin(c, lcd, &rq->who, method, url, &rq->fwd, &fr);
+		if (fw != 0)
+			return fw > 0 ? MHD_YES : fr;
 		if (lcd_upload_wanted(method, url)) {
 			enum MHD_Result r;
 			if (!lcd_upload_begin(c, lcd, &rq->who, url, &rq->upload, &r))
@@ -826,6 +838,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 			return api_fail_status(c, HTTP_TOO_LARGE, LC_EXIT_INVALID,
 					   "request body too large (limit %zu bytes)", lcd->max_body);
 		return MHD_YES;
+	}
+	if (rq->fwd) {
+		if (*upload_size) {
+			lcd_forward_data(rq->fwd, upload, *upload_size);
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		lcd_fwd_t *f = rq->fwd;
+		return lcd_forward_end(c, f, rq);
 	}
 	if (rq->upload) {
 		if (*upload_size) {
@@ -886,6 +907,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 	if (rq) {
 		if (rq->on_done)
 			rq->on_done(rq->on_done_arg);
+		lcd_forward_free(rq->fwd);
 		lcd_upload_free(rq->upload);
 		free(rq->body);
 		free(rq);
@@ -1233,6 +1255,8 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t *
 			return lc_error_set(err, LC_EXIT_USAGE, 0, "tcp listener %s needs a bearer token (token_file)", tcp_addr);
 		}
 		api->token = strdup(token);
+		if (cfg->cluster_token)
+			api->cluster_token = strdup(cfg->cluster_token);
 		struct addrinfo *ai = lcd_listen_addr(tcp_addr, "tcp listener", err);
 		if (!ai) {
 			lcd_api_stop(api);
@@ -1290,6 +1314,10 @@ void lcd_api_stop(lcd_api_t *api)
 		close(api->wake[1]);
 	free(api->sockets_dir);
 	pthread_mutex_destroy(&api->lock);
+	if (api->cluster_token) {
+		explicit_bzero(api->cluster_token, strlen(api->cluster_token));
+		free(api->cluster_token);
+	}
 	if (api->token) {
 		explicit_bzero(api->token, strlen(api->token));
 		free(api->token);

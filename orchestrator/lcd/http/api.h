@@ -19,6 +19,7 @@ typedef struct lcd_req {
 	bool too_big;
 	lcd_caller_t who;      /* set once the headers are in */
 	lcd_upload_t *upload;  /* PUT …/files: the body goes to the sandbox as it arrives */
+	struct lcd_fwd *fwd;   /* a request another node answers (forward.c) */
 	void (*on_done)(void *); /* run when the request completes (a devbox
 				    connection MHD never handed over) */
 	void *on_done_arg;
@@ -63,6 +64,23 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len);
 enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
 void lcd_upload_free(lcd_upload_t *u);
+
+/* ---- forward.c: one API over the cluster ---- */
+typedef struct lcd_fwd lcd_fwd_t;
+/* When the request's headers are in: does another node answer it (what
+ * it is about is there)?  1: yes, *out the request with its head sent on:
+ * pass its body with lcd_forward_data and answer with lcd_forward_end;
+ * 0: answer here; -1: the node could not be reached, *r is the answer. */
+int lcd_forward_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *who, const char *method,
+		       const char *url, lcd_fwd_t **out, enum MHD_Result *r);
+void lcd_forward_data(lcd_fwd_t *f, const char *data, size_t len);
+/* The body is all sent: answer with the node's answer, as it comes.  rq
+ * gives f up here (rq->fwd is cleared when the answer takes it). */
+enum MHD_Result lcd_forward_end(struct MHD_Connection *c, lcd_fwd_t *f, lcd_req_t *rq);
+void lcd_forward_free(lcd_fwd_t *f);
+/* POST /v1/sandboxes: true when placement puts the sandbox on another
+ * node, *r its answer from there. */
+bool lcd_forward_create(call_t *call, enum MHD_Result *r);
 
 /* ---- api_devbox.c ---- */
 /* Everything under /v1/devboxes and /v1/disks (the operator's). */

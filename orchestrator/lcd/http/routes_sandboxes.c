@@ -74,6 +74,9 @@ static enum MHD_Result h_list(call_t *call)
 
 static enum MHD_Result h_create(call_t *call)
 {
+	enum MHD_Result fr;
+	if (lcd_forward_create(call, &fr))
+		return fr; /* placed on another node */
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *ids = json_array();
 	if (lcd_sandbox_make(call->lcd, call->who, call->body, 1, NULL, ids, &err) < 0)

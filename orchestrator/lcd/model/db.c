@@ -1,21 +1,11 @@
-/* db.c — SQLite access for lcd: schema, migrations, small query helpers. */
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <pthread.h>
+/* db.c — lcd's store: the interface over the engines (db_sqlite.c,
+ * db_pg.c), the schema's migrations, the parameter lists. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sqlite3.h>
 
-#include "db.h"
+#include "db_engine.h"
 #include "util.h"
-
-struct lcd_db {
-	sqlite3 *conn;
-	pthread_mutex_t lock;
-};
 
 /* migrations[i] brings the schema from version i to i + 1.  Never edit a
  * shipped step: add a new one. */
@@ -213,50 +203,126 @@ static const char *const migrations[] = {
 	"ALTER TABLE webhook_deliveries ADD COLUMN body_sha256 TEXT;"
 	"CREATE UNIQUE INDEX webhook_deliveries_body ON webhook_deliveries(app, hook, body_sha256) "
 	"WHERE body_sha256 IS NOT NULL;",
+	/* 8 -> 9: secrets sealed (seal.c): value holds the sealed text where
+	 * sealed is 1 (lcd seals older rows when it starts); meta keeps what
+	 * the nodes sharing a store must agree on (the key's check value). */
+	"ALTER TABLE secrets ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL);",
+	/* 9 -> 10: nodes (nodes.c): every lcd sharing the store has a row,
+	 * its heartbeat renewed; a task's and a sandbox's rows name the node
+	 * that runs or holds them, a devbox's the node its disk is on. */
+	"CREATE TABLE nodes ("
+	"  name TEXT PRIMARY KEY,"
+	"  address TEXT,"
+	"  host TEXT NOT NULL,"
+	"  cores INTEGER NOT NULL,"
+	"  memory INTEGER NOT NULL,"
+	"  slots INTEGER NOT NULL,"
+	"  used INTEGER NOT NULL,"
+	"  images TEXT NOT NULL,"
+	"  version TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  heartbeat_at INTEGER NOT NULL,"
+	"  stopped_at INTEGER);"
+	"ALTER TABLE tasks ADD COLUMN node TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN node TEXT;"
+	"ALTER TABLE sandbox_history ADD COLUMN node TEXT;"
+	"ALTER TABLE devboxes ADD COLUMN node TEXT;"
+	"CREATE INDEX tasks_node ON tasks(node, state);"
+	"CREATE INDEX sandboxes_node ON sandboxes(node);",
+	/* 10 -> 11: a node that died (nodes.c): its sandboxes are "lost"
+	 * until it is back, and what it was running is left for it to kill
+	 * then (the sandboxes of its tasks that were failed or queued again). */
+	"CREATE TABLE sandboxes_new ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT,"
+	"  app TEXT,"
+	"  task_id TEXT,"
+	"  function TEXT,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating','live','deleting','lost')),"
+	"  image TEXT NOT NULL,"
+	"  request TEXT NOT NULL,"
+	"  labels TEXT NOT NULL,"
+	"  secrets TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL,"
+	"  node TEXT);"
+	"INSERT INTO sandboxes_new SELECT id, name, app, task_id, function, state, image, request, labels, secrets, "
+	"created_at, node FROM sandboxes;"
+	"DROP TABLE sandboxes;"
+	"ALTER TABLE sandboxes_new RENAME TO sandboxes;"
+	"CREATE INDEX sandboxes_task ON sandboxes(task_id);"
+	"CREATE INDEX sandboxes_app ON sandboxes(app);"
+	"CREATE INDEX sandboxes_node ON sandboxes(node);"
+	"CREATE UNIQUE INDEX sandboxes_name ON sandboxes(coalesce(app, ''), name) WHERE name IS NOT NULL;"
+	"CREATE TABLE node_leftovers ("
+	"  node TEXT NOT NULL,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  task_id TEXT,"
+	"  PRIMARY KEY (node, sandbox_id));",
 };
 
-static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)
+bool lcd_db_is_url(const char *where)
 {
-	int code = sqlite3_errcode(db->conn);
-	int exit_code = (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? LC_EXIT_BUSY : LC_EXIT_RUNTIME;
-	return lc_error_set(err, exit_code, 0, "database: %s: %s", what, sqlite3_errmsg(db->conn));
+	return where && (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11));
 }
 
-static int exec_plain(lcd_db_t *db, const char *sql, lc_error_t **err)
+/* The URL as messages show it: its password (user:PASSWORD@, or a
+ * password= parameter) replaced by "***". */
+static char *url_for_messages(const char *url)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(db->conn, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: %s", msg ? msg : "error");
-		sqlite3_free(msg);
-		return -1;
+	char *out = strdup(url);
+	char *rest = strstr(out, "://");
+	if (rest) {
+		rest += 3;
+		char *at = strchr(rest, '@'), *slash = strchr(rest, '/');
+		char *colon = strchr(rest, ':');
+		if (at && (!slash || at < slash) && colon && colon < at) {
+			char *fixed = lc_strdup_printf("%.*s:***%s", (int)(colon - out), out, at);
+			free(out);
+			out = fixed;
+		}
 	}
-	return 0;
+	char *pw = strstr(out, "password=");
+	if (pw) {
+		pw += 9;
+		size_t len = strcspn(pw, "&");
+		char *fixed = lc_strdup_printf("%.*s***%s", (int)(pw - out), out, pw + len);
+		free(out);
+		out = fixed;
+	}
+	return out;
 }
 
-static int migrate(lcd_db_t *db, const char *path, lc_error_t **err)
+static int migrate(lcd_db_t *db, lc_error_t **err)
 {
 	const int target = (int)(sizeof(migrations) / sizeof(migrations[0]));
-	long long v = lcd_db_query_int(db, err, 0, "PRAGMA user_version", "");
-	if (v < 0)
+	if (db->ops->migration_lock(db, true, err) < 0)
 		return -1;
-	if (v > target)
-		return lc_error_set(err, LC_EXIT_INVALID, 0,
-				    "%s has schema version %lld, newer than this lcd knows (%d)", path, v, target);
-	for (int i = (int)v; i < target; i++) {
-		if (lcd_db_begin(db, err) < 0)
-			return -1;
-		_cleanup_free_ char *bump = lc_strdup_printf("PRAGMA user_version = %d", i + 1);
-		if (exec_plain(db, migrations[i], err) < 0 || exec_plain(db, bump, err) < 0) {
-			lcd_db_rollback(db);
-			return lc_error_wrap(err, "%s: migration to schema version %d", path, i + 1);
+	int r = 0;
+	long long v = db->ops->version(db, err);
+	if (v < 0)
+		r = -1;
+	else if (v > target)
+		r = lc_error_set(err, LC_EXIT_INVALID, 0, "schema version %lld is newer than this lcd knows (%d)", v, target);
+	for (int i = (int)v; r == 0 && i < target; i++) {
+		if (lcd_db_begin(db, err) < 0) {
+			r = -1;
+			break;
 		}
-		if (lcd_db_commit(db, err) < 0)
-			return -1;
+		if (db->ops->step(db, migrations[i], i + 1, err) < 0) {
+			lcd_db_rollback(db);
+			r = lc_error_wrap(err, "migration to schema version %d", i + 1);
+			break;
+		}
+		r = lcd_db_commit(db, err);
 	}
-	return 0;
+	db->ops->migration_lock(db, false, NULL);
+	return r;
 }
 
-int lcd_db_open(const char *path, lcd_db_t **out, lc_error_t **err)
+int lcd_db_open(const char *where, lcd_db_t **out, lc_error_t **err)
 {
 	lcd_db_t *db = lc_xmalloc0(sizeof(*db));
 	pthread_mutexattr_t attr;
@@ -264,30 +330,14 @@ int lcd_db_open(const char *path, lcd_db_t **out, lc_error_t **err)
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&db->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
-	/* Secrets live here: create it 0600 before SQLite does (its -wal and
-	 * -shm files take the database file's mode). */
-	int pfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (pfd < 0 || fchmod(pfd, 0600) < 0) {
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create database %s", path);
-		if (pfd >= 0)
-			close(pfd);
-		lcd_db_close(db);
-		return -1;
-	}
-	close(pfd);
-	int rc = sqlite3_open_v2(path, &db->conn,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot open database %s: %s", path,
-			     db->conn ? sqlite3_errmsg(db->conn) : sqlite3_errstr(rc));
-		lcd_db_close(db);
-		return -1;
-	}
-	sqlite3_busy_timeout(db->conn, 5000);
-	if (exec_plain(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-		       err) < 0 ||
-	    migrate(db, path, err) < 0) {
-		lc_error_wrap(err, "database %s", path);
+	bool pg = lcd_db_is_url(where);
+	db->ops = pg ? &lcd_db_pg_ops : &lcd_db_sqlite_ops;
+	db->where = pg ? url_for_messages(where) : strdup(where);
+	int r = pg ? lcd_db_pg_open(db, where, err) : lcd_db_sqlite_open(db, where, err);
+	if (r == 0)
+		r = migrate(db, err);
+	if (r < 0) {
+		lc_error_wrap(err, "database %s", db->where);
 		lcd_db_close(db);
 		return -1;
 	}
@@ -300,9 +350,52 @@ void lcd_db_close(lcd_db_t *db)
 	if (!db)
 		return;
 	if (db->conn)
-		sqlite3_close(db->conn);
+		db->ops->close(db);
 	pthread_mutex_destroy(&db->lock);
+	explicit_bzero(db->seal_key, sizeof(db->seal_key));
+	free(db->where);
+	free(db->node);
 	free(db);
+}
+
+const char *lcd_db_engine(const lcd_db_t *db)
+{
+	return db->ops->name;
+}
+
+void lcd_db_set_seal_key(lcd_db_t *db, const unsigned char *key)
+{
+	memcpy(db->seal_key, key, LCD_SEAL_KEY_LEN);
+	db->has_seal_key = true;
+}
+
+const unsigned char *lcd_db_seal_key(const lcd_db_t *db)
+{
+	return db->has_seal_key ? db->seal_key : NULL;
+}
+
+void lcd_db_set_node(lcd_db_t *db, const char *name)
+{
+	free(db->node);
+	db->node = name ? strdup(name) : NULL;
+}
+
+const char *lcd_db_node(const lcd_db_t *db)
+{
+	return db->node;
+}
+
+const char *lcd_db_where(const lcd_db_t *db)
+{
+	return db->where;
+}
+
+long long lcd_db_schema_version(lcd_db_t *db, lc_error_t **err)
+{
+	lcd_db_lock(db);
+	long long v = db->ops->version(db, err);
+	lcd_db_unlock(db);
+	return v;
 }
 
 void lcd_db_lock(lcd_db_t *db)
@@ -317,145 +410,120 @@ void lcd_db_unlock(lcd_db_t *db)
 
 int lcd_db_begin(lcd_db_t *db, lc_error_t **err)
 {
+	return lcd_db_begin_on(db, NULL, err);
+}
+
+int lcd_db_begin_on(lcd_db_t *db, const char *lock, lc_error_t **err)
+{
 	lcd_db_lock(db);
-	if (exec_plain(db, "BEGIN IMMEDIATE", err) < 0) {
+	if (db->ops->begin(db, lock, err) < 0) {
 		lcd_db_unlock(db);
 		return -1;
 	}
+	db->txn++;
 	return 0;
 }
 
 int lcd_db_commit(lcd_db_t *db, lc_error_t **err)
 {
-	int r = exec_plain(db, "COMMIT", err);
+	int r = db->ops->script(db, "COMMIT", err);
 	if (r < 0)
-		exec_plain(db, "ROLLBACK", NULL);
+		db->ops->script(db, "ROLLBACK", NULL);
+	db->txn--;
 	lcd_db_unlock(db);
 	return r;
 }
 
 void lcd_db_rollback(lcd_db_t *db)
 {
-	exec_plain(db, "ROLLBACK", NULL);
+	db->ops->script(db, "ROLLBACK", NULL);
+	db->txn--;
 	lcd_db_unlock(db);
 }
 
-static sqlite3_stmt *prepare(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, va_list ap)
+int lcd_db_notify(lcd_db_t *db, const char *channel, const char *payload, lc_error_t **err)
 {
-	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db->conn, sql, -1, &st, NULL) != SQLITE_OK) {
-		sql_fail(db, err, "prepare");
-		return NULL;
+	if (db->ops != &lcd_db_pg_ops)
+		return 0;
+	return lcd_db_exec(db, err, "SELECT pg_notify(?, ?)", "ss", channel, payload ? payload : "") < 0 ? -1 : 0;
+}
+
+int lcd_db_listen(lcd_db_t *db, const char *const *channels, lcd_db_listener_t **out, lc_error_t **err)
+{
+	*out = NULL;
+	if (db->ops != &lcd_db_pg_ops)
+		return 0;
+	return lcd_db_pg_listen(db, channels, out, err);
+}
+
+/* The arguments after types, as a list (at most 64: no statement of lcd's
+ * has more). */
+#define MAX_PARAMS 64
+
+static int params(const char *types, va_list ap, lcd_db_param_t *p, size_t *n, lc_error_t **err)
+{
+	size_t k = 0;
+	for (const char *t = types; *t; t++, k++) {
+		if (k == MAX_PARAMS)
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: more than %d parameters", MAX_PARAMS);
+		p[k] = (lcd_db_param_t){ .type = *t };
+		if (*t == 's')
+			p[k].s = va_arg(ap, const char *);
+		else if (*t == 'i')
+			p[k].i = va_arg(ap, long long);
+		else if (*t != 'n')
+			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: bad parameter type '%c'", *t);
 	}
-	int idx = 1;
-	for (const char *t = types; *t; t++, idx++) {
-		int rc;
-		if (*t == 's') {
-			const char *s = va_arg(ap, const char *);
-			rc = s ? sqlite3_bind_text(st, idx, s, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, idx);
-		} else if (*t == 'i') {
-			rc = sqlite3_bind_int64(st, idx, va_arg(ap, long long));
-		} else {
-			rc = sqlite3_bind_null(st, idx);
-		}
-		if (rc != SQLITE_OK) {
-			sql_fail(db, err, "bind");
-			sqlite3_finalize(st);
-			return NULL;
-		}
-	}
-	return st;
+	*n = k;
+	return 0;
+}
+
+static int run_v(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, va_list ap, lcd_db_sink_t *out)
+{
+	lcd_db_param_t p[MAX_PARAMS];
+	size_t n = 0;
+	if (params(types, ap, p, &n, err) < 0)
+		return -1;
+	lcd_db_lock(db);
+	int r = db->ops->run(db, sql, p, n, out, err);
+	lcd_db_unlock(db);
+	return r;
 }
 
 int lcd_db_exec(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, ...)
 {
 	va_list ap;
-	lcd_db_lock(db);
 	va_start(ap, types);
-	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
+	lcd_db_sink_t out = { 0 };
+	int r = run_v(db, err, sql, types, ap, &out);
 	va_end(ap);
-	int r = -1;
-	if (st) {
-		int rc;
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-			;
-		if (rc == SQLITE_DONE)
-			r = sqlite3_changes(db->conn);
-		else
-			sql_fail(db, err, "step");
-		sqlite3_finalize(st);
-	}
-	lcd_db_unlock(db);
-	return r;
-}
-
-static json_t *column_json(sqlite3_stmt *st, int i)
-{
-	switch (sqlite3_column_type(st, i)) {
-	case SQLITE_INTEGER:
-		return json_integer(sqlite3_column_int64(st, i));
-	case SQLITE_FLOAT:
-		return json_real(sqlite3_column_double(st, i));
-	case SQLITE_NULL:
-		return json_null();
-	default:
-		return json_stringn((const char *)sqlite3_column_text(st, i), (size_t)sqlite3_column_bytes(st, i));
-	}
-}
-
-static json_t *query_v(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, va_list ap)
-{
-	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
-	if (!st)
-		return NULL;
-	json_t *rows = json_array();
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		json_t *row = json_object();
-		for (int i = 0; i < sqlite3_column_count(st); i++) {
-			json_t *v = column_json(st, i);
-			json_object_set_new(row, sqlite3_column_name(st, i), v ? v : json_null());
-		}
-		json_array_append_new(rows, row);
-	}
-	if (rc != SQLITE_DONE) {
-		sql_fail(db, err, "query");
-		json_decref(rows);
-		rows = NULL;
-	}
-	sqlite3_finalize(st);
-	return rows;
+	return r < 0 ? -1 : (int)out.changes;
 }
 
 json_t *lcd_db_query(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, ...)
 {
 	va_list ap;
-	lcd_db_lock(db);
 	va_start(ap, types);
-	json_t *rows = query_v(db, err, sql, types, ap);
+	lcd_db_sink_t out = { .rows = json_array() };
+	int r = run_v(db, err, sql, types, ap, &out);
 	va_end(ap);
-	lcd_db_unlock(db);
-	return rows;
+	if (r < 0) {
+		json_decref(out.rows);
+		return NULL;
+	}
+	return out.rows;
 }
 
 long long lcd_db_query_int(lcd_db_t *db, lc_error_t **err, long long def, const char *sql, const char *types, ...)
 {
 	va_list ap;
-	lcd_db_lock(db);
 	va_start(ap, types);
-	sqlite3_stmt *st = prepare(db, err, sql, types, ap);
+	long long first = 0;
+	bool found = false;
+	lcd_db_sink_t out = { .first = &first, .found = &found };
+	int r = run_v(db, err, sql, types, ap, &out);
 	va_end(ap);
-	long long r = -1;
-	if (st) {
-		int rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW)
-			r = sqlite3_column_int64(st, 0);
-		else if (rc == SQLITE_DONE)
-			r = def;
-		else
-			sql_fail(db, err, "query");
-		sqlite3_finalize(st);
-	}
-	lcd_db_unlock(db);
-	return r;
+	if (r < 0)
+		return -1;
+	return found ? first : def;
 }

@@ -74,8 +74,8 @@ int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const ch
 	 * inserts; a delivery id or a body (its SHA-256) seen before is a
 	 * duplicate (a body replayed under fresh ids is one). */
 	int n = lcd_db_exec(db, err,
-			    "INSERT OR IGNORE INTO webhook_deliveries (app, hook, delivery, body_sha256, event, received_at) "
-			    "VALUES (?, ?, ?, ?, ?, ?)",
+			    "INSERT INTO webhook_deliveries (app, hook, delivery, body_sha256, event, received_at) "
+			    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
 			    "sssssi", app, hook, delivery, body_sha, event, now_ms);
 	if (n < 0)
 		return -1;

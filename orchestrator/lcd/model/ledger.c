@@ -625,10 +625,10 @@ json_t *lcd_ledger_summary(lcd_db_t *db, int scope, const char *key, lc_error_t 
 	_cleanup_free_ char *sql = lc_strdup_printf(
 		"SELECT coalesce(sum(cost_pusd), 0) AS c, coalesce(sum(input_tokens), 0) AS i, "
 		"coalesce(sum(output_tokens), 0) AS o, coalesce(sum(cache_read_tokens), 0) AS r, "
-		"coalesce(sum(cache_write_tokens), 0) AS w, coalesce(sum(outcome != 'refused'), 0) AS n, "
-		"coalesce(sum(outcome = 'unmetered'), 0) AS um, "
-		"max(coalesce(max(budget_exceeded), 0), (SELECT count(*) > 0 FROM gateway_refusals WHERE %s = ?1 AND "
-		"reason = 'budget')) AS b, "
+		"coalesce(sum(cache_write_tokens), 0) AS w, count(CASE WHEN outcome <> 'refused' THEN 1 END) AS n, "
+		"count(CASE WHEN outcome = 'unmetered' THEN 1 END) AS um, "
+		"CASE WHEN coalesce(max(budget_exceeded), 0) > 0 OR EXISTS (SELECT 1 FROM gateway_refusals WHERE %s = ?1 AND "
+		"reason = 'budget') THEN 1 ELSE 0 END AS b, "
 		"(SELECT coalesce(sum(count), 0) FROM gateway_refusals WHERE %s = ?1) AS rf "
 		"FROM gateway_ledger WHERE %s = ?1",
 		scope_column(scope), scope_column(scope), scope_column(scope));

@@ -334,7 +334,7 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
 		"concurrency", "queue", "secrets", "optional_secrets", "mounts", "budget_usd", "model_gateway", "description",
-		NULL };
+		"retry_on_node_loss", NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
 	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
@@ -391,6 +391,12 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 		return -1;
 	f->timeout = (int)n;
 	n = 0;
+	json_t *rnl = json_object_get(v, "retry_on_node_loss");
+	if (rnl && !json_is_boolean(rnl)) {
+		_cleanup_free_ char *rp = lc_strdup_printf("%s.retry_on_node_loss", path);
+		return bad(err, rp, "expected true or false");
+	}
+	f->retry_on_node_loss = json_is_true(rnl);
 	if (get_int(v, "retries", path, 0, 100, &n, err) < 0)
 		return -1;
 	f->retries = (int)n;

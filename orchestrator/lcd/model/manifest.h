@@ -19,6 +19,7 @@ typedef struct lcd_function {
 	char *net;       /* "none" or a network policy name (a "$KEY" in the manifest: config KEY's value) */
 	int timeout;     /* seconds */
 	int retries;
+	bool retry_on_node_loss; /* a task of its that was running on a node that died is queued again */
 	int concurrency; /* at most this many running */
 	int queue;       /* at most this many waiting */
 	char **secrets;  /* names of the secrets it sees as environment (optional ones too) */

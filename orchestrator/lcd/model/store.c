@@ -1,15 +1,17 @@
-/* store.c — the records lcd keeps in SQLite, one function per operation.
- * Multi-statement operations run in one IMMEDIATE transaction under the
+/* store.c — the records lcd keeps in its store (db.h), one function per operation.
+ * Multi-statement operations run in one writing transaction under the
  * database lock, so concurrent API threads never see half a change. */
+#include <limits.h>
 #include <string.h>
 
 #include "lcrun.h"
+#include "seal.h"
 #include "store.h"
 #include "util.h"
 
 #define TASK_COLUMNS \
 	"id, app, function, schedule, state, args, result, exit_code, error, attempts, " \
-	"sandbox_id, created_at, started_at, finished_at"
+	"sandbox_id, created_at, started_at, finished_at, node"
 
 /* ---- apps ---- */
 
@@ -45,7 +47,8 @@ int lcd_store_app_put(lcd_db_t *db, const char *name, const char *manifest, char
 			goto fail;
 	}
 	for (size_t k = 0; sched_names && sched_names[k]; k++)
-		if (lcd_db_exec(db, err, "INSERT OR IGNORE INTO schedules (app, name, paused, last_slot) VALUES (?, ?, 0, ?)",
+		if (lcd_db_exec(db, err,
+				"INSERT INTO schedules (app, name, paused, last_slot) VALUES (?, ?, 0, ?) ON CONFLICT DO NOTHING",
 				"ssi", name, sched_names[k], now_s) < 0)
 			goto fail;
 	return lcd_db_commit(db, err);
@@ -101,7 +104,8 @@ static struct fn_count *fn_count(lcd_db_t *db, struct fn_count *counts, size_t *
 		if (!strcmp(counts[i].app, r->app) && !strcmp(counts[i].function, r->function))
 			return &counts[i];
 	_cleanup_json_ json_t *rows = lcd_db_query(db, NULL,
-		"SELECT sum(state = 'running') AS running, sum(state = 'queued') AS queued FROM tasks "
+		"SELECT count(CASE WHEN state = 'running' THEN 1 END) AS running, "
+		"count(CASE WHEN state = 'queued' THEN 1 END) AS queued FROM tasks "
 		"WHERE app = ? AND function = ? AND state IN ('queued', 'running')", "ss", r->app, r->function);
 	if (!rows)
 		return NULL;
@@ -158,9 +162,13 @@ void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, lon
 	if (lcd_db_begin(db, &err) == 0) {
 		struct fn_count *counts = lc_xmalloc0(n * sizeof(*counts));
 		size_t n_counts = 0;
+		bool queued = false;
 		for (size_t i = 0; i < n; i++)
-			task_add_one(db, reqs[i], fn_count(db, counts, &n_counts, reqs[i]), now);
+			queued |= task_add_one(db, reqs[i], fn_count(db, counts, &n_counts, reqs[i]), now) == 0;
 		free(counts);
+		/* the other nodes hear of it once it is committed */
+		if (queued)
+			lcd_db_notify(db, LCD_QUEUE_CHANNEL, NULL, NULL);
 		if (lcd_db_commit(db, &err) == 0)
 			return;
 	}
@@ -178,7 +186,11 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 			     const char *sandbox_id, long long now, lc_error_t **err)
 {
 	_cleanup_json_ json_t *rows = NULL;
-	if (lcd_db_begin(db, err) < 0)
+	/* One taker of the function's tasks at a time in the whole cluster
+	 * (its lock): the running count it reads stays true until it commits;
+	 * takers of other functions go on meanwhile. */
+	_cleanup_free_ char *lock = lc_strdup_printf("task:%s/%s", app, function);
+	if (lcd_db_begin_on(db, lock, err) < 0)
 		return NULL;
 	long long running = lcd_db_query_int(db, err, 0,
 		"SELECT count(*) FROM tasks WHERE app = ? AND function = ? AND state = 'running'", "ss", app, function);
@@ -189,7 +201,8 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 		return NULL;
 	}
 	rows = lcd_db_query(db, err,
-		"SELECT id FROM tasks WHERE app = ? AND function = ? AND state = 'queued' ORDER BY seq LIMIT 1",
+		"SELECT id FROM tasks WHERE app = ? AND function = ? AND state = 'queued' ORDER BY seq LIMIT 1 "
+		"FOR UPDATE SKIP LOCKED",
 		"ss", app, function);
 	if (!rows)
 		goto fail;
@@ -200,7 +213,7 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 	const char *id = json_string_value(json_object_get(json_array_get(rows, 0), "id"));
 	if (lcd_db_exec(db, err,
 			"UPDATE tasks SET state = 'running', sandbox_id = ?, started_at = ?, finished_at = NULL, "
-			"attempts = attempts + 1 WHERE id = ?", "sis", sandbox_id, now, id) < 0)
+			"attempts = attempts + 1, node = ? WHERE id = ?", "siss", sandbox_id, now, lcd_db_node(db), id) < 0)
 		goto fail;
 	json_t *task = lcd_store_task_get(db, id, err);
 	if (!task)
@@ -215,20 +228,28 @@ fail:
 	return NULL;
 }
 
+/* A task left the running: its function may start another, anywhere. */
+static int freed(lcd_db_t *db, int n)
+{
+	if (n > 0)
+		lcd_db_notify(db, LCD_QUEUE_CHANNEL, NULL, NULL);
+	return n;
+}
+
 int lcd_store_task_finish(lcd_db_t *db, const char *id, const char *state, const char *result_json,
 			  int exit_code, const char *error, long long now, lc_error_t **err)
 {
-	return lcd_db_exec(db, err,
-			   "UPDATE tasks SET state = ?, result = ?, exit_code = ?, error = ?, finished_at = ? "
-			   "WHERE id = ? AND state = 'running'",
-			   "ssisis", state, result_json, (long long)exit_code, error, now, id);
+	return freed(db, lcd_db_exec(db, err,
+				     "UPDATE tasks SET state = ?, result = ?, exit_code = ?, error = ?, finished_at = ? "
+				     "WHERE id = ? AND state = 'running'",
+				     "ssisis", state, result_json, (long long)exit_code, error, now, id));
 }
 
 int lcd_store_task_requeue(lcd_db_t *db, const char *id, const char *error, lc_error_t **err)
 {
-	return lcd_db_exec(db, err,
-			   "UPDATE tasks SET state = 'queued', error = ?, sandbox_id = NULL WHERE id = ? AND state = 'running'",
-			   "ss", error, id);
+	return freed(db, lcd_db_exec(db, err,
+				     "UPDATE tasks SET state = 'queued', error = ?, sandbox_id = NULL WHERE id = ? AND state = 'running'",
+				     "ss", error, id));
 }
 
 int lcd_store_task_cancel_queued(lcd_db_t *db, const char *id, long long now, lc_error_t **err)
@@ -252,7 +273,7 @@ json_t *lcd_store_task_list(lcd_db_t *db, const char *app, const char *state, lo
 {
 	json_t *rows = lcd_db_query(db, err,
 		"SELECT " TASK_COLUMNS " FROM tasks WHERE (?1 IS NULL OR app = ?1) AND (?2 IS NULL OR state = ?2) "
-		"ORDER BY seq DESC LIMIT ?3", "ssi", app, state, limit > 0 ? limit : -1LL);
+		"ORDER BY seq DESC LIMIT ?3", "ssi", app, state, limit > 0 ? limit : LLONG_MAX);
 	return rows ? task_rows(rows) : NULL;
 }
 
@@ -334,19 +355,83 @@ int lcd_store_map_gc(lcd_db_t *db, long long now, lc_error_t **err)
 
 /* ---- secrets ---- */
 
+#define KEY_CHECK "lcd secret key check"
+
+static const unsigned char *seal_key(lcd_db_t *db, const char *name, lc_error_t **err)
+{
+	const unsigned char *key = lcd_db_seal_key(db);
+	if (!key)
+		lc_error_set(err, LC_EXIT_STATE, 0, "secret %s: lcd has no secret key (secret_key_file)", name);
+	return key;
+}
+
+int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err)
+{
+	const unsigned char *key = seal_key(db, "key check", err);
+	if (!key)
+		return -1;
+	_cleanup_free_ char *check = lcd_seal(key, "", KEY_CHECK, err);
+	if (!check || lcd_db_exec(db, err, "INSERT INTO meta (key, value) VALUES ('secret_key_check', ?) ON CONFLICT DO NOTHING",
+				  "s", check) < 0)
+		return -1;
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM meta WHERE key = 'secret_key_check'", "");
+	const char *stored = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	if (!stored)
+		return rows ? lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: the secret key's check value is gone") : -1;
+	lc_error_t *e = NULL;
+	_cleanup_free_ char *opened = lcd_unseal(key, "", stored, &e);
+	lc_error_free(e);
+	if (!opened || strcmp(opened, KEY_CHECK))
+		return lc_error_set(err, LC_EXIT_INVALID, 0,
+				    "this store's secrets were sealed with another key: every lcd that shares it needs the "
+				    "same secret_key_file");
+	_cleanup_json_ json_t *plain = lcd_db_query(db, err, "SELECT name, value FROM secrets WHERE sealed = 0", "");
+	if (!plain)
+		return -1;
+	size_t i;
+	json_t *row;
+	json_array_foreach(plain, i, row) {
+		const char *name = json_string_value(json_object_get(row, "name"));
+		const char *value = json_string_value(json_object_get(row, "value"));
+		_cleanup_free_ char *sealed = value ? lcd_seal(key, name, value, err) : NULL;
+		if (!sealed || lcd_db_exec(db, err, "UPDATE secrets SET value = ?, sealed = 1 WHERE name = ? AND sealed = 0",
+					   "ss", sealed, name) < 0)
+			return -1;
+	}
+	/* the plain values read here are not left in this heap */
+	json_array_foreach(plain, i, row) {
+		json_t *v = json_object_get(row, "value");
+		if (json_is_string(v))
+			explicit_bzero((char *)json_string_value(v), json_string_length(v));
+	}
+	return (int)json_array_size(plain);
+}
+
 int lcd_store_secret_set(lcd_db_t *db, const char *name, const char *value, long long now, lc_error_t **err)
 {
+	const unsigned char *key = seal_key(db, name, err);
+	_cleanup_free_ char *sealed = key ? lcd_seal(key, name, value, err) : NULL;
+	if (!sealed)
+		return -1;
 	return lcd_db_exec(db, err,
-		"INSERT INTO secrets (name, value, updated_at) VALUES (?, ?, ?) "
-		"ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-		"ssi", name, value, now);
+		"INSERT INTO secrets (name, value, sealed, updated_at) VALUES (?, ?, 1, ?) "
+		"ON CONFLICT(name) DO UPDATE SET value = excluded.value, sealed = 1, updated_at = excluded.updated_at",
+		"ssi", name, sealed, now);
 }
 
 char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err)
 {
-	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM secrets WHERE name = ?", "s", name);
-	const char *v = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
-	return v ? strdup(v) : NULL;
+	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value, sealed FROM secrets WHERE name = ?", "s", name);
+	json_t *row = rows ? json_array_get(rows, 0) : NULL;
+	const char *v = json_string_value(json_object_get(row, "value"));
+	if (!v)
+		return NULL;
+	if (json_integer_value(json_object_get(row, "sealed")) != 1) {
+		lc_error_set(err, LC_EXIT_STATE, 0, "secret %s is not sealed yet (lcd seals it when it starts)", name);
+		return NULL;
+	}
+	const unsigned char *key = seal_key(db, name, err);
+	return key ? lcd_unseal(key, name, v, err) : NULL;
 }
 
 int lcd_store_secret_delete(lcd_db_t *db, const char *name, lc_error_t **err)

@@ -21,6 +21,9 @@ int lcd_store_app_delete(lcd_db_t *db, const char *name, lc_error_t **err);
 json_t *lcd_store_apps(lcd_db_t *db, lc_error_t **err); /* [{name, manifest(text), deployed_at}] */
 
 /* ---- tasks ---- */
+/* The channel (lcd_db_notify) on which the nodes hear that a task was
+ * queued or left the running: a node with room may take one now. */
+#define LCD_QUEUE_CHANNEL "lcd_queue"
 /* A request to queue one task per element of args_list for
  * app/function, all or none: refused with LC_EXIT_BUSY (in err) when
  * running + queued + n would exceed capacity (concurrency + queue).  The
@@ -39,7 +42,7 @@ typedef struct {
  * durable when this returns without an error in it. */
 void lcd_store_task_add(lcd_db_t *db, lcd_task_add_t *const *reqs, size_t n, long long now);
 /* Move the oldest queued task of app/function to running if fewer than
- * concurrency run; sets its sandbox id.  Returns the task row, or NULL
+ * concurrency run; sets its sandbox id and its node (lcd_db_node).  Returns the task row, or NULL
  * (with *err NULL) when nothing is to start. */
 json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function, int concurrency,
 			     const char *sandbox_id, long long now, lc_error_t **err);
@@ -78,6 +81,13 @@ json_t *lcd_store_map_list(lcd_db_t *db, const char *app, const char *map, const
 int lcd_store_map_gc(lcd_db_t *db, long long now, lc_error_t **err);
 
 /* ---- secrets ---- */
+/* Secrets are sealed with the handle's key (lcd_db_set_seal_key, seal.h);
+ * names and times are not. */
+/* At start, with the key set: check the key against the store's (the
+ * first lcd to seal anything records a check value: a node with another
+ * key is refused, LC_EXIT_INVALID), then seal the rows written before
+ * secrets were sealed. */
+int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err);
 int lcd_store_secret_set(lcd_db_t *db, const char *name, const char *value, long long now, lc_error_t **err);
 /* The value (malloc'd) or NULL with *err NULL when unknown. */
 char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err);
