@@ -536,22 +536,27 @@ void lc_trace(const char *what)
 	static struct timespec t0;
 	if (on < 0) {
 		const char *v = getenv("LCRUN_TRACE");
-		on = v && *v == '1';
+		on = !v ? 0 : *v == '1' ? 1 : !strcmp(v, "cpu") ? 2 : 0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 	}
 	if (!on)
 		return;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	char buf[160], who[32];
+	char buf[192], who[32], cpu[32] = "";
 	/* [pid], or [pid/tid] from a thread other than the main one (lcd's) */
 	pid_t pid = getpid(), tid = gettid();
 	if (tid == pid)
 		snprintf(who, sizeof(who), "%d", (int)pid);
 	else
 		snprintf(who, sizeof(who), "%d/%d", (int)pid, (int)tid);
-	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms [%s] %s\n",
-			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, who, what);
+	if (on == 2) { /* the CPU time of the calling process so far (contrib/bench/phases --cpu) */
+		struct timespec c;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+		snprintf(cpu, sizeof(cpu), " cpu %7.3f ms", (double)c.tv_sec * 1e3 + (double)c.tv_nsec / 1e6);
+	}
+	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms%s [%s] %s\n",
+			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, cpu, who, what);
 	if (n > 0 && write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
 		/* nothing to do: tracing is best effort */
 	}
