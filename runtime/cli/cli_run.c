@@ -388,6 +388,8 @@ int lc_cmd_run(int argc, char **argv)
 	for (int i = idx; i < argc; i++)
 		lc_strv_push(&s->argv, argv[i]);
 	s->forward_signals = true;
+	/* This process ends after its run: its remover may take its memory over. */
+	lc_heir_allow();
 	lc_result_t res;
 	lc_error_t *err = NULL;
 	if (s->image) {
@@ -423,10 +425,11 @@ int lc_cmd_run(int argc, char **argv)
 			fprintf(stderr, "lcrun: cannot write --result %s\n", result_path);
 		json_decref(j);
 	}
-	/* The run is over, and its memory goes with the process: freeing it,
-	 * and libc's exit handlers, would only write to pages the remover's
-	 * fork shares copy-on-write (a fault and a copy each, 13 us where
-	 * page-table work is dear), on the way to the caller. */
+	/* The run is over, and its memory goes to the remover (or with the
+	 * process): freeing it, and libc's exit handlers, would only write
+	 * to pages (a fault each, 13 us where page-table work is dear, a
+	 * copy where a forked remover shares them), on the way to the
+	 * caller. */
 	if (fflush(stdout) == 0 && fflush(stderr) == 0)
 		_exit(res.exit_code);
 	lc_spec_free(s);

@@ -628,11 +628,10 @@ static bool spare_claim(lc_sb_t *c, uid_t ou, gid_t og)
 	return false;
 }
 
-/* In the remover, for the next run of c's shape. */
-static void spare_refill(const lc_sb_t *c)
+/* In the remover, for the next run of its shape (spare_shape), on the
+ * host image or another. */
+static void spare_refill(bool host_image)
 {
-	if (!spare_shape(c))
-		return;
 	uid_t ou = lc_uid_base();
 	gid_t og = (gid_t)lc_uid_base();
 	_cleanup_free_ char *dir = lc_spare_dir();
@@ -643,14 +642,14 @@ static void spare_refill(const lc_sb_t *c)
 	if (stat(dir, &a) < 0 || stat(sbs, &b) < 0 || a.st_dev != b.st_dev)
 		return; /* sandboxes/ on a filesystem of its own: no rename reaches it */
 	for (int k = 0; k < SPARE_DIRS; k++) {
-		_cleanup_free_ char *slot = spare_slot(c->host_image, ou, og, k);
+		_cleanup_free_ char *slot = spare_slot(host_image, ou, og, k);
 		if (access(slot, F_OK) == 0)
 			continue;
 		char tag[9];
 		lc_random_hex(tag, 8);
 		_cleanup_free_ char *tmp = lc_strdup_printf("%s/tmp.%s", dir, tag);
 		lc_error_t *e = NULL;
-		if (make_tree(tmp, NULL, c->host_image, false, false, ou, og, &e) < 0) {
+		if (make_tree(tmp, NULL, host_image, false, false, ou, og, &e) < 0) {
 			lc_error_free(e);
 			lc_rm_rf(tmp, NULL);
 			return;
@@ -1020,13 +1019,105 @@ void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, 
 }
 
 
-/* The fork of remove_later, done ahead: while the command runs, lcrun only
- * waits, and the fork then costs nothing on the way out.  The remover
- * takes remove_later's flock on the sandbox directory at once (it follows
- * the directory into trash/, so gc sees the entry busy from its first
- * moment there) and says so; then it waits for a byte (the directory is
- * in trash/ now) and removes it.  The socket's end without the byte
- * (kept, or lcrun gone) ends it with nothing removed. */
+/* What the remover needs of its run, in memory lcrun never writes again:
+ * the remover may share lcrun's (lc_heir_start). */
+typedef struct {
+	char id[LC_ID_LEN + 1];
+	char *dst;         /* the sandbox directory's entry in trash/ */
+	int sock;          /* lcrun's words */
+	int held[2];       /* pid 1's and the staging process's mount namespaces, or -1 */
+	bool locked;       /* its copy of the directory's fd holds the flock */
+	bool rootless;
+	bool spares;       /* spare_shape: spares of this shape for the next run */
+	bool host_image;
+} remover_t;
+
+/* The remover's work.  pidfd >= 0: it shares lcrun's memory until lcrun
+ * has exited (lc_heir_start): system calls only until lc_heir_wait. */
+static int remover_main(void *arg, int pidfd)
+{
+	remover_t *r = arg;
+	prctl(PR_SET_NAME, "lcrun-rm", 0, 0, 0);
+	if (pidfd < 0)
+		lc_proc_title("lcrun-rm");
+	/* This process may outlive the run (it may become the spares'
+	 * holder): the spec's secrets and the command's environment, which
+	 * has them too, are zeroed in a fork as it is made, in an heir once
+	 * lcrun is gone (lc_secret_note, lc_sb_begin). */
+	/* The staging process's goes at once, while the command runs: it
+	 * holds a copy of the host's mounts, which must not stay pinned for
+	 * the sandbox's life. */
+	if (r->held[LC_HELD_STAGING] >= 0)
+		close(r->held[LC_HELD_STAGING]);
+	/* lcrun's words until its end (the socket's end closed): 'N' with
+	 * the pending file of the network's remainder (remover_net), 'y'
+	 * when the directory is in trash/.  Nothing is done before that
+	 * end: lcrun still has work to do on its way out, and the CPU. */
+	int slot = -1;
+	bool go = false;
+	for (;;) {
+		char b;
+		int f = -1;
+		ssize_t n = lc_recv_fd(r->sock, &b, 1, &f, 0);
+		if (n <= 0)
+			break; /* no handler runs in this process: no EINTR */
+		if (b == 'N' && f >= 0 && slot < 0) {
+			slot = f;
+			prctl(PR_SET_NAME, "lcrun-net", 0, 0, 0); /* whoever holds a remainder */
+			continue;
+		}
+		if (f >= 0)
+			close(f);
+		go = go || b == 'y';
+	}
+	/* The held namespaces go first: pid 1's mount namespace holds the
+	 * sandbox's sysfs, which on some kernels holds its network
+	 * namespace, and the veth goes only with that. */
+	if (r->held[LC_HELD_PID1] >= 0)
+		close(r->held[LC_HELD_PID1]);
+	if (pidfd >= 0) {
+		/* lcrun's memory is this process's alone from here */
+		lc_heir_wait(pidfd);
+		lc_proc_title(slot >= 0 ? "lcrun-net" : "lcrun-rm");
+	}
+	/* Then the network: its lease may be what the next run of this
+	 * sandbox waits for. */
+	if (slot >= 0) {
+		lc_net_remainder(r->id, slot);
+		close(slot);
+		lc_proc_title("lcrun-rm");
+	}
+	if (!go || !r->locked)
+		return 0;
+	/* state_to_trash's first: while the sandbox directory's locked
+	 * entry is there, gc --wait waits for both. */
+	_cleanup_free_ char *st = lc_state_trash(r->id);
+	lc_rm_rf(st, NULL);
+	/* Spares for the next run (netspare.h, spare_refill): made before
+	 * this run's directory goes, so that whoever waits for the trash
+	 * (gc --wait, the benchmark) waits for them too. */
+	lc_netspare_t ns = { 0 };
+	if (!r->rootless) {
+		lc_netspare_refill(&ns);
+		if (r->spares)
+			spare_refill(r->host_image);
+	}
+	lc_sb_remove_now(r->dst);
+	lc_netspare_hold(&ns);
+	return 0;
+}
+
+/* The remover of remove_later, started ahead: while the command runs,
+ * lcrun only waits, and the start then costs nothing on the way out.
+ * lcrun takes remove_later's flock on the sandbox directory first, for
+ * the remover to hold (it follows the directory into trash/, so gc sees
+ * the entry busy from its first moment there); at the end it moves the
+ * directory to trash/ and says so with a byte.  The socket's end without
+ * the byte (kept, or lcrun gone) ends the remover with nothing removed.
+ * Where lcrun ends after the run (lc_heir_allow), the remover is its
+ * heir, in its memory: no copy of lcrun's page tables, no copy-on-write
+ * fault in lcrun after it, and lcrun's exit tears nothing down (the
+ * remover's does, once).  Otherwise a detached fork. */
 static void remover_start(lc_sb_t *c)
 {
 	if (!c->sbdir || !c->single_threaded)
@@ -1037,97 +1128,48 @@ static void remover_start(lc_sb_t *c)
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return;
+	_cleanup_close_ int dfd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* Never freed: an heir reads it after lcrun's end. */
+	remover_t *r = lc_xmalloc0(sizeof(*r));
+	snprintf(r->id, sizeof(r->id), "%s", c->id);
+	r->dst = strdup(dst);
+	r->sock = sv[1];
+	r->locked = dfd >= 0 && flock(dfd, LOCK_EX | LOCK_NB) == 0;
+	r->rootless = c->rootless;
+	r->spares = spare_shape(c);
+	r->host_image = c->host_image;
 	/* The sandbox's mount namespace (the staging process sent it with
 	 * pid 1's pid), held by the remover until the removal starts: pid 1's
 	 * exit then only drops a reference, and the unmounting of its root
-	 * (0.3 ms here) happens after lcrun returned.  The staging
-	 * process's (last in keep) only passes through: the remover lets it
-	 * go as it starts. */
-	int keep[3] = { sv[1] }, nkeep = 1;
-	for (int i = 0; i < 2; i++)
+	 * (0.3 ms here) happens after lcrun returned.  The staging process's
+	 * only passes through: the remover lets it go as it starts. */
+	int keep[4] = { sv[1], dfd }, nkeep = 2;
+	for (int i = 0; i < 2; i++) {
+		r->held[i] = c->held_ns[i];
 		if (c->held_ns[i] >= 0)
 			keep[nkeep++] = c->held_ns[i];
-	int r = lc_fork_detached(keep, nkeep);
-	for (int i = 0; i < 2 && r != 0; i++)
+	}
+	pid_t heir = lc_heir_start(remover_main, r, keep, (size_t)nkeep);
+	int f = heir > 0 ? 1 : lc_fork_detached(keep, (size_t)nkeep);
+	if (f == 0)
+		_exit(remover_main(r, -1));
+	for (int i = 0; i < 2; i++)
 		if (c->held_ns[i] >= 0) {
 			close(c->held_ns[i]);
 			c->held_ns[i] = -1;
 		}
-	if (r == 0) {
-		lc_proc_title("lcrun-rm");
-		/* This process may outlive the run (it may become the spares'
-		 * holder): the spec's secrets and the command's environment,
-		 * which has them too, were zeroed as it was forked
-		 * (lc_secret_note, lc_sb_begin). */
-		/* The staging process's goes at once, while the command runs:
-		 * it holds a copy of the host's mounts, which must not stay
-		 * pinned for the sandbox's life. */
-		if (c->held_ns[LC_HELD_STAGING] >= 0)
-			close(keep[--nkeep]);
-		int fd = open(c->sbdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		bool locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
-		if (write(sv[1], locked ? "l" : "n", 1) != 1)
-			_exit(0);
-		/* lcrun's words until its end (the socket's end closed): 'N'
-		 * with the pending file of the network's remainder
-		 * (remover_net), 'y' when the directory is in trash/.  Nothing
-		 * is done before that end: lcrun still has work to do on its
-		 * way out, and the CPU. */
-		int slot = -1;
-		bool go = false;
-		for (;;) {
-			char b;
-			int f = -1;
-			ssize_t n = lc_recv_fd(sv[1], &b, 1, &f, 0);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break;
-			if (b == 'N' && f >= 0 && slot < 0) {
-				slot = f;
-				lc_proc_title("lcrun-net"); /* whoever holds a remainder */
-				continue;
-			}
-			if (f >= 0)
-				close(f);
-			go = go || b == 'y';
-		}
-		/* The held namespaces go first: pid 1's mount namespace holds
-		 * the sandbox's sysfs, which on some kernels holds its network
-		 * namespace, and the veth goes only with that. */
-		for (int i = 1; i < nkeep; i++)
-			close(keep[i]);
-		/* Then the network: its lease may be what the next run of this
-		 * sandbox waits for. */
-		if (slot >= 0) {
-			lc_net_remainder(c->id, slot);
-			close(slot);
-			lc_proc_title("lcrun-rm");
-		}
-		if (!go || !locked)
-			_exit(0);
-		/* state_to_trash's first: while the sandbox directory's
-		 * locked entry is there, gc --wait waits for both. */
-		_cleanup_free_ char *st = lc_state_trash(c->id);
-		lc_rm_rf(st, NULL);
-		/* Spares for the next run (netspare.h, spare_refill): made
-		 * before this run's directory goes, so that whoever waits for
-		 * the trash (gc --wait, the benchmark) waits for them too. */
-		lc_netspare_t ns = { 0 };
-		if (!c->rootless) {
-			lc_netspare_refill(&ns);
-			spare_refill(c);
-		}
-		lc_sb_remove_now(dst);
-		lc_netspare_hold(&ns);
-		_exit(0);
-	}
 	close(sv[1]);
-	if (r < 0) {
+	bool locked = r->locked;
+	if (heir <= 0) { /* the fork has its copy */
+		free(r->dst);
+		free(r);
+	}
+	if (f < 0) {
 		close(sv[0]);
 		return;
 	}
 	c->rm_pipe = sv[0];
+	c->rm_locked = locked;
 	c->rm_dst = lc_steal(dst);
 }
 
@@ -1173,8 +1215,7 @@ static int remover_go(lc_sb_t *c)
 {
 	if (c->rm_pipe < 0)
 		return -1;
-	char locked = 0;
-	if (read(c->rm_pipe, &locked, 1) == 1 && locked == 'l' && rename(c->sbdir, c->rm_dst) == 0) {
+	if (c->rm_locked && rename(c->sbdir, c->rm_dst) == 0) {
 		if (send(c->rm_pipe, "y", 1, MSG_NOSIGNAL) != 1)
 			lc_sb_remove_now(c->rm_dst); /* the remover is gone */
 		else

@@ -257,6 +257,7 @@ typedef struct lc_sb {
 #define LC_HELD_STAGING 1     /* the staging process's own, left for pid 1's (sent with USERNS) */
 	int rm_pipe;     /* socket to the remover forked while the command runs (-1: none) */
 	char *rm_dst;    /* where the directory goes in trash/ for it */
+	bool rm_locked;  /* the remover holds the directory's flock */
 	bool rm_went;    /* it has the directory: the state directory goes to it too */
 	struct lc_image_resolved *img; /* spec->image, resolved */
 	const struct lc_run_shared *shared; /* made once for a batch (lc_run_batch), or NULL */

@@ -4,7 +4,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/futex.h>
 
 #include "util.h"
 
@@ -201,6 +205,97 @@ int lc_fork_detached(const int *keep, size_t n)
 	while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
 		;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
+}
+
+/* ---- the process's heir (util.h) ---------------------------------------- */
+
+typedef struct {
+	int (*fn)(void *, int);
+	void *arg;
+	int keep[9]; /* the caller's keep, and the pidfd */
+	size_t n;
+	int null_fd;
+	int pidfd;
+} heir_t;
+
+static bool heir_allowed, heir_taken;
+
+void lc_heir_allow(void)
+{
+	heir_allowed = true;
+}
+
+/* System calls only, none that fails: the caller runs on meanwhile, with
+ * the same errno. */
+static int heir_entry(void *p)
+{
+	heir_t *h = p;
+	for (int i = 0; i < 3; i++)
+		dup2(h->null_fd, i);
+	lc_close_fds_except(h->keep, h->n);
+	setsid();
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	_exit(h->fn(h->arg, h->pidfd));
+}
+
+pid_t lc_heir_start(int (*fn)(void *, int), void *arg, const int *keep, size_t n)
+{
+	if (!heir_allowed || heir_taken || n > 8)
+		return -1;
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	if (pidfd < 0)
+		return -1;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* Its stack, and this block at the top of it: never unmapped, only
+	 * the pages it touches are memory. */
+	const size_t size = 8 << 20;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+			   -1, 0);
+	if (null < 0 || stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
+		if (stack != MAP_FAILED)
+			munmap(stack, size);
+		if (null >= 0)
+			close(null);
+		close(pidfd);
+		return -1;
+	}
+	heir_t *h = (heir_t *)(stack + size) - 1;
+	h->fn = fn;
+	h->arg = arg;
+	memcpy(h->keep, keep, n * sizeof(int));
+	h->keep[n] = pidfd;
+	h->n = n + 1;
+	h->null_fd = null;
+	h->pidfd = pidfd;
+	char *top = (char *)((uintptr_t)h & ~(uintptr_t)15);
+	pid_t pid = clone(heir_entry, top, CLONE_VM | SIGCHLD, h);
+	close(null);
+	close(pidfd);
+	if (pid < 0) {
+		munmap(stack, size);
+		return -1;
+	}
+	heir_taken = true;
+	/* Its exit must not write into the memory it leaves to the heir:
+	 * no tid to clear and wake (the heir's thread pointer is this
+	 * thread's), no robust futex list to walk (as the staging process
+	 * leaves pid 1's, sandbox.c). */
+	syscall(SYS_set_tid_address, NULL);
+	syscall(SYS_set_robust_list, NULL, sizeof(struct robust_list_head));
+	return pid;
+}
+
+void lc_heir_wait(int pidfd)
+{
+	/* The caller's memory is let go (exit_mm) before its exit is
+	 * signalled on its pidfd. */
+	struct pollfd p = { pidfd, POLLIN, 0 };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	close(pidfd);
+	secrets_wipe();
 }
 
 #ifndef MFD_NOEXEC_SEAL
@@ -441,22 +536,27 @@ void lc_trace(const char *what)
 	static struct timespec t0;
 	if (on < 0) {
 		const char *v = getenv("LCRUN_TRACE");
-		on = v && *v == '1';
+		on = !v ? 0 : *v == '1' ? 1 : !strcmp(v, "cpu") ? 2 : 0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 	}
 	if (!on)
 		return;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	char buf[160], who[32];
+	char buf[192], who[32], cpu[32] = "";
 	/* [pid], or [pid/tid] from a thread other than the main one (lcd's) */
 	pid_t pid = getpid(), tid = gettid();
 	if (tid == pid)
 		snprintf(who, sizeof(who), "%d", (int)pid);
 	else
 		snprintf(who, sizeof(who), "%d/%d", (int)pid, (int)tid);
-	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms [%s] %s\n",
-			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, who, what);
+	if (on == 2) { /* the CPU time of the calling process so far (contrib/bench/phases --cpu) */
+		struct timespec c;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c);
+		snprintf(cpu, sizeof(cpu), " cpu %7.3f ms", (double)c.tv_sec * 1e3 + (double)c.tv_nsec / 1e6);
+	}
+	int n = snprintf(buf, sizeof(buf), "lcrun: trace %8.3f ms%s [%s] %s\n",
+			 (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6, cpu, who, what);
 	if (n > 0 && write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1) < 0) {
 		/* nothing to do: tracing is best effort */
 	}

@@ -87,6 +87,27 @@ int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
  * reaped), -1 when fork failed.  Only from a single-threaded process: the
  * grandchild runs ordinary library code. */
 int lc_fork_detached(const int *keep, size_t n);
+/* The caller ends soon after it started its heir (lcrun run, lcrun fork:
+ * once their sandboxes are done), which then takes over its memory:
+ * without this, lc_heir_start refuses. */
+void lc_heir_allow(void);
+/* A helper that shares the caller's memory (CLONE_VM: no copy of the page
+ * tables, no copy-on-write fault in either process afterwards, one
+ * teardown of the memory instead of two) and outlives it, as
+ * lc_fork_detached's does: stdio on /dev/null, every other fd closed but
+ * the n (<= 8) in keep, a session of its own, no signal blocked.  It runs
+ * fn(arg, pidfd) on a stack of its own, pidfd the caller's.  Until
+ * lc_heir_wait(pidfd) returned, the caller runs in the same memory: fn
+ * may only make system calls that do not fail (no malloc, no stdio, no
+ * errno, no lc_proc_title), on memory the caller no longer writes (arg).
+ * From then on the memory is the heir's alone (the secrets noted below
+ * zeroed), as the caller left it.  One per process, after lc_heir_allow,
+ * and only from a single-threaded one (the caller's to know: the heir's
+ * code is ordinary library code): the pid (> 0), or -1 (use
+ * lc_fork_detached). */
+pid_t lc_heir_start(int (*fn)(void *arg, int pidfd), void *arg, const int *keep, size_t n);
+/* In the heir: until the caller has exited. */
+void lc_heir_wait(int pidfd);
 /* Secrets the process holds in memory (NUL-terminated strings: a
  * sandbox's secret_env and environment, a build's --secret list, the
  * argument or environment string it came from).  A helper forked with

@@ -99,6 +99,8 @@ EOF
 	[ "$(echo "$v" | jq -r .spend_usd)" = 0.01305 ]
 	[ "$(curl -s --unix-socket "$LCD_SOCKET" "http://lcd/v1/sandboxes/$SB" | jq -r .spend_usd)" = 0.01305 ]
 	echo "$v" | jq -e '.model_gateway | .provider == "anthropic" and .secret == "ANTHROPIC_API_KEY" and .budget_usd == 5 and .requests == 2 and .budget_exceeded == false'
+	# the listing says the same (it looks the gateways of all its sandboxes up at once)
+	[ "$(curl -s --unix-socket "$LCD_SOCKET" http://lcd/v1/sandboxes | jq -c --arg id "$SB" '.sandboxes[] | select(.id == $id) | [.spend_usd, .model_gateway.provider, .model_gateway.requests]')" = '[0.01305,"anthropic",2]' ]
 	# one ledger row per billed request, each priced exactly
 	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.status) \(.input_tokens) \(.output_tokens) \(.cache_read_tokens) \(.cache_write_tokens) \(.cost_pusd)"' | tr '\n' ,)" = "ok 200 1000 100 0 0 4500000000,ok 200 2000 10 3000 400 8550000000," ]
 	# the operator's sandbox is no task's

@@ -2033,6 +2033,22 @@ void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id)
 	}
 }
 
+json_t *lcd_gateway_sandbox_ids(lcd_t *lcd)
+{
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT sandbox_id FROM gateway_sandboxes", "");
+	if (!rows)
+		return NULL;
+	json_t *ids = json_object();
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *id = json_string_value(json_object_get(row, "sandbox_id"));
+		if (id)
+			json_object_set_new(ids, id, json_true());
+	}
+	return ids;
+}
+
 void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 {
 	_cleanup_json_ json_t *rows = lcd_db_query(

@@ -83,6 +83,10 @@ void lcd_gateway_task_end(lcd_t *lcd, const char *sandbox_id);
 /* Add "model_gateway", "spend_usd", "tokens" to a sandbox's view, and
  * "spend_usd", "tokens", "model_requests", "budget_exceeded" to a task's. */
 void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view);
+/* The ids of the sandboxes that have a gateway, as the keys of an object
+ * (one query for a listing, instead of lcd_gateway_view's two for each
+ * sandbox); NULL when the database cannot say. */
+json_t *lcd_gateway_sandbox_ids(lcd_t *lcd);
 void lcd_gateway_task_view(lcd_t *lcd, json_t *task);
 
 #endif

@@ -810,7 +810,9 @@ static bool elsewhere(lcd_t *lcd, json_t *row)
 	return node && me && strcmp(node, me);
 }
 
-json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
+/* gateways: the ids of the sandboxes with a gateway (a listing's), or
+ * NULL: look this one up. */
+static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 {
 	const char *id = jstr(row, "id");
 	if (elsewhere(lcd, row))
@@ -841,7 +843,10 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 	json_object_set_new(v, "node", jstr(row, "node") ? json_string(jstr(row, "node")) : json_null());
 	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
 	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
-	lcd_gateway_view(lcd, id, v);
+	if (!gateways || json_object_get(gateways, id))
+		lcd_gateway_view(lcd, id, v);
+	else
+		json_object_set_new(v, "model_gateway", json_null());
 	if (st) {
 		json_t *spec = json_object_get(st, "spec");
 		json_object_set_new(v, "user", json_sprintf("%lld:%lld", (long long)json_integer_value(json_object_get(spec, "uid")),
@@ -855,6 +860,11 @@ json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
 		}
 	}
 	return v;
+}
+
+json_t *lcd_sandbox_view(lcd_t *lcd, json_t *row)
+{
+	return sandbox_view(lcd, row, NULL);
 }
 
 static bool labels_match(json_t *row, char **labels)
@@ -888,13 +898,15 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 				    "s", who->task);
 	if (!rows)
 		return NULL;
+	/* which have a gateway: one query, not two for each sandbox */
+	_cleanup_json_ json_t *gateways = lcd_gateway_sandbox_ids(lcd);
 	json_t *out = json_array();
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		if (!labels_match(row, labels))
 			continue;
-		json_t *v = lcd_sandbox_view(lcd, row);
+		json_t *v = sandbox_view(lcd, row, gateways);
 		if (!v)
 			continue;
 		if (state && strcmp(state, jstr(v, "state"))) {
