@@ -16,7 +16,9 @@ cgroup2_root() {
 
 host_state() {
 	echo "== mounts"
-	awk '{ print $5, $9 }' /proc/self/mountinfo | sort
+	# (the test jobs' own network namespaces, tests/run-job, come and go
+	# with the jobs, not with a test: left out)
+	awk '{ print $5, $9 }' /proc/self/mountinfo | grep -v '^/run/netns/lcrun-test-job[0-9]* ' | sort
 	echo "== cgroups"
 	local cg
 	cg=$(cgroup2_root)
