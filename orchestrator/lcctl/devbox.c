@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lcctl.h"
+#include "common.h"
 #include "util.h"
 
 #define UPGRADE_PROTO "lcrun-ssh"

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lcctl.h"
+#include "common.h"
 #include "util.h"
 
 /* ---- options ---- */

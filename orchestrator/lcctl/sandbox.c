@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-#include "lcctl.h"
+#include "common.h"
 #include "util.h"
 
 #define STDIN_MAX (16 << 20)

@@ -1,7 +1,7 @@
 /* lcctl.h — what lcctl's files share: lcctl.c (options, the app, task,
  * map, secret and schedule verbs) and sandbox.c (lcctl sandbox …). */
-#ifndef LCCTL_H
-#define LCCTL_H
+#ifndef LCCTL_COMMON_H
+#define LCCTL_COMMON_H
 
 #include <jansson.h>
 
