@@ -366,7 +366,7 @@ static int v_run(struct opts *o)
 		return LC_EXIT_USAGE;
 	_cleanup_free_ char *copy = NULL;
 	char *app = NULL, *name = NULL;
-	if (split_target(o->pos[0], &copy, &app, &name) < 0)
+	if (split_target(o->pos[0], &copy, &app, &name) != 0)
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *args = NULL;
 	if (o->n == 2) {
@@ -532,7 +532,7 @@ static int v_map(struct opts *o)
 		return usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
 	const char *sub = o->pos[0];
 	_cleanup_free_ char *copy = NULL, *base = NULL;
-	if (map_target(o->pos[1], &copy, &base) < 0)
+	if (map_target(o->pos[1], &copy, &base) != 0)
 		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -793,7 +793,7 @@ int main(int argc, char **argv)
 	struct opts o = { 0 };
 	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
 	if (!sandbox) {
-		if (parse_opts(argc - 1, argv + 1, &o) < 0)
+		if (parse_opts(argc - 1, argv + 1, &o) != 0)
 			return LC_EXIT_USAGE;
 		if (o.n == 0) {
 			usage(stderr);
