@@ -4,14 +4,14 @@
  * from error.h (lcd's own code for the error, passed through). */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "devbox.h"
+#include "sandbox.h"
 #include "util.h"
 
 /* ---- options ---- */
@@ -37,17 +37,6 @@ static const struct {
 	{ "config", 0, true },
 };
 enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG };
-
-int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("lcctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return LC_EXIT_USAGE;
-}
 
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -75,13 +64,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 		}
 		if (k < 0)
-			return usage_error("unknown option '%s' (see lcctl --help)", a);
+			return lcctl_usage_error("unknown option '%s' (see lcctl --help)", a);
 		if (opt_table[k].value && !val) {
 			if (i + 1 >= argc)
-				return usage_error("option --%s needs a value", opt_table[k].name);
+				return lcctl_usage_error("option --%s needs a value", opt_table[k].name);
 			val = argv[++i];
 		} else if (!opt_table[k].value && val) {
-			return usage_error("option --%s takes no value", opt_table[k].name);
+			return lcctl_usage_error("option --%s takes no value", opt_table[k].name);
 		}
 		o->seen |= 1u << k;
 		switch (k) {
@@ -108,25 +97,18 @@ static int only(const struct opts *o, unsigned allowed, const char *verb)
 	unsigned extra = o->seen & ~(allowed | (1u << O_SOCKET));
 	for (size_t t = 0; extra && t < sizeof(opt_table) / sizeof(opt_table[0]); t++)
 		if (extra & (1u << t))
-			return usage_error("%s does not take --%s", verb, opt_table[t].name);
+			return lcctl_usage_error("%s does not take --%s", verb, opt_table[t].name);
 	return 0;
 }
 
 static int npos(const struct opts *o, size_t min, size_t max, const char *use)
 {
 	if (o->n < min || o->n > max)
-		return usage_error("usage: lcctl %s", use);
+		return lcctl_usage_error("usage: lcctl %s", use);
 	return 0;
 }
 
-/* ---- HTTP (orchestrator/client/lcclient.c) ---- */
-
-static lcc_t *cli;
-
-lcc_t *lcctl_client(void)
-{
-	return cli;
-}
+/* ---- HTTP (common.c's client) ---- */
 
 static bool to_stdout(const char *p, size_t n, void *ud)
 {
@@ -136,57 +118,6 @@ static bool to_stdout(const char *p, size_t n, void *ud)
 	return w == n;
 }
 
-static char *esc(const char *s)
-{
-	return lcc_escape(s);
-}
-
-/* One request.  2xx: *out gets the parsed body (when out is given).
- * Otherwise *err gets lcd's message and exit code.  With stream, the
- * body goes to stdout as it arrives. */
-static int request(const char *method, const char *path, json_t *body, long *status, json_t **out, bool stream,
-		   lc_error_t **err)
-{
-	if (stream)
-		return lcc_request_stream(cli, method, path, body, -1, to_stdout, NULL, status, err);
-	return lcc_request(cli, method, path, body, status, out, err);
-}
-
-int lcctl_fail(lc_error_t *err)
-{
-	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
-	lc_error_print(err, "lcctl");
-	lc_error_free(err);
-	return code;
-}
-#define fail lcctl_fail
-
-void lcctl_print_json(json_t *j)
-{
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-	if (s)
-		puts(s);
-	free(s);
-}
-
-const char *lcctl_str(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "-";
-}
-
-void lcctl_fmt_time(json_t *v, char *buf, size_t len)
-{
-	if (!json_is_integer(v)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	time_t t = (time_t)(json_integer_value(v) / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* GET a listing: returns its `key` array (owned by *out), or NULL when
  * there is nothing more to do: printed as JSON (--json) or failed; *code
  * is then the exit code. */
@@ -194,8 +125,8 @@ static json_t *get_list(const struct opts *o, const char *path, const char *key,
 {
 	lc_error_t *err = NULL;
 	*code = 0;
-	if (request("GET", path, NULL, NULL, out, false, &err) < 0) {
-		*code = fail(err);
+	if (lcctl_request("GET", path, NULL, out, &err) < 0) {
+		*code = lcctl_fail(err);
 		return NULL;
 	}
 	json_t *list = json_object_get(*out, key);
@@ -220,7 +151,7 @@ static int v_deploy(struct opts *o)
 			lc_error_set(&e, LC_EXIT_NOENT, errno, "%s", o->pos[0]);
 		else
 			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s: line %d: %s", o->pos[0], je.line, je.text);
-		return fail(e);
+		return lcctl_fail(e);
 	}
 	/* --config sets or overrides one key of the manifest's config; lcd
 	 * validates the result as it does the file's own keys. */
@@ -228,7 +159,7 @@ static int v_deploy(struct opts *o)
 		_cleanup_free_ char *kv = strdup(o->config[i]);
 		char *eq = strchr(kv, '=');
 		if (!eq || eq == kv)
-			return usage_error("--config: expected KEY=VALUE, got '%s'", o->config[i]);
+			return lcctl_usage_error("--config: expected KEY=VALUE, got '%s'", o->config[i]);
 		*eq = '\0';
 		json_t *cfg = json_object_get(m, "config");
 		if (!cfg) {
@@ -239,7 +170,7 @@ static int v_deploy(struct opts *o)
 			break; /* lcd refuses the manifest with its own message */
 		json_t *v = json_string(eq + 1);
 		if (!v)
-			return usage_error("--config %s: the value is not valid UTF-8", kv);
+			return lcctl_usage_error("--config %s: the value is not valid UTF-8", kv);
 		json_object_set_new(cfg, kv, v);
 	}
 	/* A devbox without authorized_keys gets the caller's public keys. */
@@ -254,8 +185,8 @@ static int v_deploy(struct opts *o)
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("POST", "/apps", m, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", "/apps", m, &out, &err) < 0)
+		return lcctl_fail(err);
 	printf("%s app %s (%zu functions, %zu schedules%s)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
 	       lcctl_str(out, "name"), json_array_size(json_object_get(out, "functions")),
 	       json_array_size(json_object_get(out, "schedules")), json_is_object(boxes) ? ", devboxes" : "");
@@ -280,7 +211,7 @@ static void join_names(json_t *arr, char *buf, size_t len)
 static int v_app(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl app list|show|delete …");
+		return lcctl_usage_error("usage: lcctl app list|show|delete …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -308,17 +239,17 @@ static int v_app(struct opts *o)
 		if (only(o, show ? 1u << O_JSON : 0, show ? "app show" : "app delete") ||
 		    npos(o, 2, 2, show ? "app show APP" : "app delete APP"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *app = esc(o->pos[1]);
+		_cleanup_free_ char *app = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/apps/%s", app);
-		if (request(show ? "GET" : "DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request(show ? "GET" : "DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		if (show)
 			lcctl_print_json(json_object_get(out, "manifest"));
 		else
 			printf("deleted app %s\n", o->pos[1]);
 		return 0;
 	}
-	return usage_error("unknown app verb '%s' (list, show, delete)", sub);
+	return lcctl_usage_error("unknown app verb '%s' (list, show, delete)", sub);
 }
 
 /* "APP:NAME" -> app, name (pointers into a copy the caller frees). */
@@ -327,7 +258,7 @@ static int split_target(const char *s, char **copy, char **app, char **name)
 	*copy = strdup(s);
 	char *c = strchr(*copy, ':');
 	if (!c || c == *copy || !c[1])
-		return usage_error("'%s': expected APP:FUNCTION or APP:SCHEDULE", s);
+		return lcctl_usage_error("'%s': expected APP:FUNCTION or APP:SCHEDULE", s);
 	*c = '\0';
 	*app = *copy;
 	*name = c + 1;
@@ -373,14 +304,14 @@ static int v_run(struct opts *o)
 		json_error_t je;
 		args = json_loads(o->pos[1], JSON_DECODE_ANY, &je);
 		if (!args)
-			return usage_error("arguments are not valid JSON: %s", je.text);
+			return lcctl_usage_error("arguments are not valid JSON: %s", je.text);
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *info = NULL, *out = NULL;
-	_cleanup_free_ char *eapp = esc(app), *ename = esc(name);
+	_cleanup_free_ char *eapp = lcc_escape(app), *ename = lcc_escape(name);
 	_cleanup_free_ char *apath = lc_strdup_printf("/apps/%s", eapp);
-	if (request("GET", apath, NULL, NULL, &info, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", apath, NULL, &info, &err) < 0)
+		return lcctl_fail(err);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_json_ json_t *body = NULL;
 	if (in_list(json_object_get(info, "functions"), name)) {
@@ -388,14 +319,14 @@ static int v_run(struct opts *o)
 		body = json_pack("{s:o}", "args", args ? json_incref(args) : json_object());
 	} else if (in_list(json_object_get(info, "schedules"), name)) {
 		if (args)
-			return usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
+			return lcctl_usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
 		path = lc_strdup_printf("/apps/%s/schedules/%s/run", eapp, ename);
 	} else {
 		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "app %s has no function or schedule '%s'", app, name);
-		return fail(err);
+		return lcctl_fail(err);
 	}
-	if (request("POST", path, body, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", path, body, &out, &err) < 0)
+		return lcctl_fail(err);
 	const char *id = lcctl_str(out, "id");
 	if (o->detach) {
 		puts(id);
@@ -405,8 +336,8 @@ static int v_run(struct opts *o)
 	for (;;) {
 		json_t *t = NULL;
 		long st = 0;
-		if (request("GET", rpath, NULL, &st, &t, false, &err) < 0)
-			return fail(err);
+		if (lcc_request(lcctl_client(), "GET", rpath, NULL, &st, &t, &err) < 0)
+			return lcctl_fail(err);
 		if (st == 200) {
 			if (o->json)
 				lcctl_print_json(t);
@@ -425,7 +356,7 @@ static int v_run(struct opts *o)
 static int v_image(struct opts *o)
 {
 	if (o->n < 1 || (strcmp(o->pos[0], "ls") && strcmp(o->pos[0], "list")))
-		return usage_error("usage: lcctl image ls [--json]");
+		return lcctl_usage_error("usage: lcctl image ls [--json]");
 	if (only(o, 1u << O_JSON, "image ls") || npos(o, 1, 1, "image ls [--json]"))
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *out = NULL;
@@ -454,7 +385,7 @@ static int v_image(struct opts *o)
 static int v_task(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl task list|show|logs|cancel …");
+		return lcctl_usage_error("usage: lcctl task list|show|logs|cancel …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -463,8 +394,8 @@ static int v_task(struct opts *o)
 		    npos(o, 1, 1, "task list [--app APP] [--state STATE] [--limit N] [--json]"))
 			return LC_EXIT_USAGE;
 		char q[512] = "";
-		_cleanup_free_ char *a = o->app ? esc(o->app) : NULL, *s = o->state ? esc(o->state) : NULL,
-				    *l = o->limit ? esc(o->limit) : NULL;
+		_cleanup_free_ char *a = o->app ? lcc_escape(o->app) : NULL, *s = o->state ? lcc_escape(o->state) : NULL,
+				    *l = o->limit ? lcc_escape(o->limit) : NULL;
 		snprintf(q, sizeof(q), "/tasks?%s%s%s%s%s%s", a ? "app=" : "", a ? a : "", s ? "&state=" : "", s ? s : "",
 			 l ? "&limit=" : "", l ? l : "");
 		int code;
@@ -492,10 +423,10 @@ static int v_task(struct opts *o)
 		if (only(o, show ? 1u << O_JSON : 0, show ? "task show" : "task cancel") ||
 		    npos(o, 2, 2, show ? "task show ID" : "task cancel ID"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *id = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf(show ? "/tasks/%s" : "/tasks/%s/cancel", id);
-		if (request(show ? "GET" : "POST", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request(show ? "GET" : "POST", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		if (show)
 			lcctl_print_json(out);
 		else
@@ -505,13 +436,13 @@ static int v_task(struct opts *o)
 	if (!strcmp(sub, "logs")) {
 		if (only(o, 1u << O_FOLLOW, "task logs") || npos(o, 2, 2, "task logs ID [-f]"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *id = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/tasks/%s/logs%s", id, o->follow ? "?follow=1" : "");
-		if (request("GET", path, NULL, NULL, NULL, true, &err) < 0)
-			return fail(err);
+		if (lcc_request_stream(lcctl_client(), "GET", path, NULL, -1, to_stdout, NULL, NULL, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown task verb '%s' (list, show, logs, cancel)", sub);
+	return lcctl_usage_error("unknown task verb '%s' (list, show, logs, cancel)", sub);
 }
 
 static int map_target(const char *s, char **copy, char **path)
@@ -519,9 +450,9 @@ static int map_target(const char *s, char **copy, char **path)
 	*copy = strdup(s);
 	char *slash = strchr(*copy, '/');
 	if (!slash || slash == *copy || !slash[1] || strchr(slash + 1, '/'))
-		return usage_error("'%s': expected APP/MAP", s);
+		return lcctl_usage_error("'%s': expected APP/MAP", s);
 	*slash = '\0';
-	_cleanup_free_ char *a = esc(*copy), *m = esc(slash + 1);
+	_cleanup_free_ char *a = lcc_escape(*copy), *m = lcc_escape(slash + 1);
 	*path = lc_strdup_printf("/apps/%s/maps/%s", a, m);
 	return 0;
 }
@@ -529,7 +460,7 @@ static int map_target(const char *s, char **copy, char **path)
 static int v_map(struct opts *o)
 {
 	if (o->n < 2)
-		return usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
+		return lcctl_usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
 	const char *sub = o->pos[0];
 	_cleanup_free_ char *copy = NULL, *base = NULL;
 	if (map_target(o->pos[1], &copy, &base) != 0)
@@ -539,7 +470,7 @@ static int v_map(struct opts *o)
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON | 1u << O_PREFIX, "map ls") || npos(o, 2, 2, "map ls APP/MAP [--prefix P] [--json]"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *p = o->prefix ? esc(o->prefix) : NULL;
+		_cleanup_free_ char *p = o->prefix ? lcc_escape(o->prefix) : NULL;
 		_cleanup_free_ char *path = lc_strdup_printf("%s%s%s", base, p ? "?prefix=" : "", p ? p : "");
 		int code;
 		json_t *keys = get_list(o, path, "keys", &out, &code);
@@ -552,22 +483,22 @@ static int v_map(struct opts *o)
 		return 0;
 	}
 	if (o->n < 3)
-		return usage_error("usage: lcctl map %s APP/MAP KEY%s", sub, !strcmp(sub, "set") ? " VALUE" : "");
-	_cleanup_free_ char *key = esc(o->pos[2]);
+		return lcctl_usage_error("usage: lcctl map %s APP/MAP KEY%s", sub, !strcmp(sub, "set") ? " VALUE" : "");
+	_cleanup_free_ char *key = lcc_escape(o->pos[2]);
 	_cleanup_free_ char *path = lc_strdup_printf("%s/keys/%s", base, key);
 	if (!strcmp(sub, "get")) {
 		if (only(o, 0, "map get") || npos(o, 3, 3, "map get APP/MAP KEY"))
 			return LC_EXIT_USAGE;
-		if (request("GET", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("GET", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		puts(lcctl_str(out, "value"));
 		return 0;
 	}
 	if (!strcmp(sub, "del") || !strcmp(sub, "delete") || !strcmp(sub, "rm")) {
 		if (only(o, 0, "map del") || npos(o, 3, 3, "map del APP/MAP KEY"))
 			return LC_EXIT_USAGE;
-		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
 	if (!strcmp(sub, "set")) {
@@ -576,23 +507,22 @@ static int v_map(struct opts *o)
 			return LC_EXIT_USAGE;
 		_cleanup_json_ json_t *body = json_pack("{s:s, s:b}", "value", o->pos[3], "if_absent", o->if_absent);
 		if (o->ttl) {
-			char *end = NULL;
-			long long ttl = strtoll(o->ttl, &end, 10);
-			if (!*o->ttl || *end || ttl <= 0)
-				return usage_error("--ttl: expected a positive number of seconds");
+			long long ttl;
+			if (!lcctl_parse_int(o->ttl, &ttl) || ttl <= 0)
+				return lcctl_usage_error("--ttl: expected a positive number of seconds");
 			json_object_set_new(body, "ttl", json_integer(ttl));
 		}
-		if (request("PUT", path, body, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("PUT", path, body, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown map verb '%s' (get, set, del, ls)", sub);
+	return lcctl_usage_error("unknown map verb '%s' (get, set, del, ls)", sub);
 }
 
 static int v_secret(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl secret set|ls|delete …");
+		return lcctl_usage_error("usage: lcctl secret set|ls|delete …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -616,7 +546,7 @@ static int v_secret(struct opts *o)
 		if (o->from_env) {
 			const char *v = getenv(o->from_env);
 			if (!v)
-				return usage_error("--from-env: %s is not set", o->from_env);
+				return lcctl_usage_error("--from-env: %s is not set", o->from_env);
 			value = strdup(v);
 		} else {
 			if (isatty(STDIN_FILENO))
@@ -628,7 +558,7 @@ static int v_secret(struct opts *o)
 				len += r;
 				if (len + 1 >= cap) {
 					if (cap > 128 * 1024)
-						return usage_error("secret value too large");
+						return lcctl_usage_error("secret value too large");
 					cap *= 2;
 					value = realloc(value, cap);
 				}
@@ -641,34 +571,34 @@ static int v_secret(struct opts *o)
 		}
 		_cleanup_json_ json_t *body = json_pack("{s:s}", "value", value);
 		explicit_bzero(value, strlen(value));
-		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *name = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
-		int r = request("PUT", path, body, NULL, &out, false, &err);
+		int r = lcctl_request("PUT", path, body, &out, &err);
 		if (r < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		return 0;
 	}
 	if (!strcmp(sub, "delete") || !strcmp(sub, "rm") || !strcmp(sub, "del")) {
 		if (only(o, 0, "secret delete") || npos(o, 2, 2, "secret delete NAME"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *name = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
-		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown secret verb '%s' (set, ls, delete)", sub);
+	return lcctl_usage_error("unknown secret verb '%s' (set, ls, delete)", sub);
 }
 
 static int v_deployment(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl deployment ls|stop|start …");
+		return lcctl_usage_error("usage: lcctl deployment ls|stop|start …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/schedules", NULL, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", "/schedules", NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	json_t *list = json_object_get(out, "schedules");
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON, "deployment ls") || npos(o, 1, 1, "deployment ls [--json]"))
@@ -692,7 +622,7 @@ static int v_deployment(struct opts *o)
 		return 0;
 	}
 	if (strcmp(sub, "stop") && strcmp(sub, "start"))
-		return usage_error("unknown deployment verb '%s' (ls, stop, start)", sub);
+		return lcctl_usage_error("unknown deployment verb '%s' (ls, stop, start)", sub);
 	if (only(o, 0, "deployment") || npos(o, 2, 2, "deployment stop|start [APP:]SCHEDULE"))
 		return LC_EXIT_USAGE;
 	/* NAME is APP:SCHEDULE, or a schedule name unique across apps. */
@@ -710,15 +640,15 @@ static int v_deployment(struct opts *o)
 	}
 	if (hits == 0) {
 		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "no schedule named '%s'", want);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	if (hits > 1)
-		return usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
-	_cleanup_free_ char *a = esc(lcctl_str(hit, "app")), *n = esc(lcctl_str(hit, "name"));
+		return lcctl_usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
+	_cleanup_free_ char *a = lcc_escape(lcctl_str(hit, "app")), *n = lcc_escape(lcctl_str(hit, "name"));
 	_cleanup_free_ char *path = lc_strdup_printf("/apps/%s/schedules/%s/%s", a, n, sub);
 	_cleanup_json_ json_t *r = NULL;
-	if (request("POST", path, NULL, NULL, &r, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", path, NULL, &r, &err) < 0)
+		return lcctl_fail(err);
 	printf("%s %s:%s\n", !strcmp(sub, "stop") ? "stopped" : "started", lcctl_str(hit, "app"), lcctl_str(hit, "name"));
 	return 0;
 }
@@ -729,12 +659,12 @@ static int v_status(struct opts *o)
 		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/health", NULL, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", "/health", NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	if (o->json)
 		lcctl_print_json(out);
 	else
-		printf("lcd %s is up on %s\n", lcctl_str(out, "version"), lcc_endpoint(cli));
+		printf("lcd %s is up on %s\n", lcctl_str(out, "version"), lcc_endpoint(lcctl_client()));
 	return 0;
 }
 
@@ -775,7 +705,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return LC_EXIT_USAGE;
 	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	if (lcctl_is_help(argv[1])) {
 		usage(stdout);
 		return 0;
 	}
@@ -802,18 +732,17 @@ int main(int argc, char **argv)
 		socket = o.socket;
 	}
 	lc_error_t *err = NULL;
-	cli = lcc_new(socket, NULL, &err);
-	if (!cli)
-		return fail(err);
+	if (lcctl_connect(socket, &err) < 0)
+		return lcctl_fail(err);
 	int r;
 	if (devbox) {
 		r = lcctl_devbox(argc - first, argv + first);
-		lcc_free(cli);
+		lcctl_disconnect();
 		return r;
 	}
 	if (sandbox) {
 		r = lcctl_sandbox(argc - first - 1, argv + first + 1);
-		lcc_free(cli);
+		lcctl_disconnect();
 		return r;
 	}
 	const char *verb = o.pos[0];
@@ -838,8 +767,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(verb, "status"))
 		r = v_status(&o);
 	else
-		r = usage_error("unknown verb '%s' (see lcctl --help)", verb);
-	lcc_free(cli);
+		r = lcctl_usage_error("unknown verb '%s' (see lcctl --help)", verb);
+	lcctl_disconnect();
 	lc_strv_free(o.config);
 	return r;
 }
