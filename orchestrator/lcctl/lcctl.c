@@ -1,9 +1,13 @@
-/* lcctl — the operator's client of lcd: HTTP over lcd's unix socket.
+/* lcctl — the operator's client of lcd: HTTP over lcd's unix socket (or
+ * TCP with a token).  This file: main and the verbs of apps (deploy, app,
+ * run, task, map, secret, deployment, image, status); sandbox.c and
+ * devbox.c hold their nouns, common.c what every verb shares.
  *
  * Every failure is one line on stderr, "lcctl: ...", and an exit code
  * from error.h (lcd's own code for the error, passed through). */
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,54 +27,76 @@ struct opts {
 	char **config; /* --config KEY=VALUE, repeatable */
 	char **pos; /* positional arguments after the verb words */
 	size_t n;
-	unsigned seen; /* bit per option, see opt_table */
+	unsigned seen; /* bit per option: 1u << O_* */
 };
 
-static const struct {
-	const char *name;
-	char shortname;
-	bool value;
-} opt_table[] = {
-	{ "json", 0, false },  { "detach", 'd', false }, { "follow", 'f', false }, { "if-absent", 0, false },
-	{ "app", 0, true },    { "state", 0, true },     { "limit", 0, true },     { "ttl", 0, true },
-	{ "from-env", 0, true }, { "prefix", 0, true },  { "socket", 0, true },
-	{ "config", 0, true },
-};
-enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG };
+/* The options of lcctl's own verbs; O_* is the bit in opts.seen and the
+ * index in long_opts.  getopt_long returns 'd', 'f' or OPT_BASE + O_*. */
+enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG,
+       O_COUNT };
+#define OPT_BASE 256
 
+static const struct option long_opts[] = {
+	[O_JSON] = { "json", no_argument, NULL, OPT_BASE + O_JSON },
+	[O_DETACH] = { "detach", no_argument, NULL, 'd' },
+	[O_FOLLOW] = { "follow", no_argument, NULL, 'f' },
+	[O_IF_ABSENT] = { "if-absent", no_argument, NULL, OPT_BASE + O_IF_ABSENT },
+	[O_APP] = { "app", required_argument, NULL, OPT_BASE + O_APP },
+	[O_STATE] = { "state", required_argument, NULL, OPT_BASE + O_STATE },
+	[O_LIMIT] = { "limit", required_argument, NULL, OPT_BASE + O_LIMIT },
+	[O_TTL] = { "ttl", required_argument, NULL, OPT_BASE + O_TTL },
+	[O_FROM_ENV] = { "from-env", required_argument, NULL, OPT_BASE + O_FROM_ENV },
+	[O_PREFIX] = { "prefix", required_argument, NULL, OPT_BASE + O_PREFIX },
+	[O_SOCKET] = { "socket", required_argument, NULL, OPT_BASE + O_SOCKET },
+	[O_CONFIG] = { "config", required_argument, NULL, OPT_BASE + O_CONFIG },
+	[O_COUNT] = { NULL, 0, NULL, 0 },
+};
+
+/* What getopt_long returned (or put in optopt) as an O_*, -1 for none. */
+static int opt_index(int c)
+{
+	if (c == 'd')
+		return O_DETACH;
+	if (c == 'f')
+		return O_FOLLOW;
+	return c >= OPT_BASE && c < OPT_BASE + O_COUNT ? c - OPT_BASE : -1;
+}
+
+/* A word that begins with a dash but not with a letter or a second dash
+ * ("-5", "-", "-{…}"): an argument (a value, JSON), never an option. */
+static bool dash_argument(const char *a)
+{
+	return a[0] == '-' && a[1] && a[1] != '-' && !isalpha((unsigned char)a[1]);
+}
+
+/* The options anywhere among the arguments, the arguments in their order
+ * ("-" leads the spec: getopt_long returns each argument as 1 where it
+ * stands); "--" ends the options.  argv[0] is the program. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			for (i++; i < argc; i++)
-				o->pos[o->n++] = argv[i];
-			break;
-		}
-		if (a[0] != '-' || !a[1] || (a[1] != '-' && !isalpha((unsigned char)a[1]))) {
-			o->pos[o->n++] = argv[i];
+	optind = 1; /* the first and only scan of this process */
+	opterr = 0;
+	for (;;) {
+		if (optind < argc && dash_argument(argv[optind])) {
+			/* at a word's start (a word getopt is walking is never one) */
+			o->pos[o->n++] = argv[optind++];
 			continue;
 		}
-		int k = -1;
-		const char *val = NULL;
-		for (size_t t = 0; t < sizeof(opt_table) / sizeof(opt_table[0]); t++) {
-			size_t len = strlen(opt_table[t].name);
-			if (a[1] == '-' && !strncmp(a + 2, opt_table[t].name, len) && (a[2 + len] == '\0' || a[2 + len] == '=')) {
-				k = (int)t;
-				if (a[2 + len] == '=')
-					val = a + 3 + len;
-			} else if (a[1] != '-' && opt_table[t].shortname == a[1] && !a[2]) {
-				k = (int)t;
-			}
+		int at = optind;
+		int c = getopt_long(argc, argv, "-:df", long_opts, NULL);
+		if (c == -1)
+			break;
+		if (c == 1) {
+			o->pos[o->n++] = optarg;
+			continue;
 		}
-		if (k < 0)
-			return lcctl_usage_error("unknown option '%s' (see lcctl --help)", a);
-		if (opt_table[k].value && !val) {
-			if (i + 1 >= argc)
-				return lcctl_usage_error("option --%s needs a value", opt_table[k].name);
-			val = argv[++i];
-		} else if (!opt_table[k].value && val) {
-			return lcctl_usage_error("option --%s takes no value", opt_table[k].name);
+		int k = opt_index(c == '?' || c == ':' ? optopt : c);
+		if (c == ':')
+			return lcctl_usage_error("option --%s needs a value", long_opts[k].name);
+		if (c == '?') {
+			if (k >= 0 && !strncmp(argv[at], "--", 2) && strchr(argv[at], '='))
+				return lcctl_usage_error("option --%s takes no value", long_opts[k].name);
+			return lcctl_usage_error("unknown option '%s' (see lcctl --help)", argv[at]);
 		}
 		o->seen |= 1u << k;
 		switch (k) {
@@ -78,16 +104,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DETACH: o->detach = true; break;
 		case O_FOLLOW: o->follow = true; break;
 		case O_IF_ABSENT: o->if_absent = true; break;
-		case O_APP: o->app = val; break;
-		case O_STATE: o->state = val; break;
-		case O_LIMIT: o->limit = val; break;
-		case O_TTL: o->ttl = val; break;
-		case O_FROM_ENV: o->from_env = val; break;
-		case O_PREFIX: o->prefix = val; break;
-		case O_SOCKET: o->socket = val; break;
-		case O_CONFIG: lc_strv_push(&o->config, val); break;
+		case O_APP: o->app = optarg; break;
+		case O_STATE: o->state = optarg; break;
+		case O_LIMIT: o->limit = optarg; break;
+		case O_TTL: o->ttl = optarg; break;
+		case O_FROM_ENV: o->from_env = optarg; break;
+		case O_PREFIX: o->prefix = optarg; break;
+		case O_SOCKET: o->socket = optarg; break;
+		case O_CONFIG: lc_strv_push(&o->config, optarg); break;
 		}
 	}
+	while (optind < argc) /* after "--" */
+		o->pos[o->n++] = argv[optind++];
 	return 0;
 }
 
@@ -95,9 +123,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 static int only(const struct opts *o, unsigned allowed, const char *verb)
 {
 	unsigned extra = o->seen & ~(allowed | (1u << O_SOCKET));
-	for (size_t t = 0; extra && t < sizeof(opt_table) / sizeof(opt_table[0]); t++)
+	for (int t = 0; extra && t < O_COUNT; t++)
 		if (extra & (1u << t))
-			return lcctl_usage_error("%s does not take --%s", verb, opt_table[t].name);
+			return lcctl_usage_error("%s does not take --%s", verb, long_opts[t].name);
 	return 0;
 }
 
@@ -723,7 +751,7 @@ int main(int argc, char **argv)
 	struct opts o = { 0 };
 	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
 	if (!sandbox) {
-		if (parse_opts(argc - 1, argv + 1, &o) != 0)
+		if (parse_opts(argc, argv, &o) != 0)
 			return LC_EXIT_USAGE;
 		if (o.n == 0) {
 			usage(stderr);
