@@ -94,6 +94,29 @@ json_t *lcctl_caller_keys(void)
 	return keys;
 }
 
+/* A verb with one option (getopt_long's way, from argv[1]) and no argument:
+ * *val gets the option's value ("" for a flag; NULL when not given).
+ * Anything else prints "usage: lcctl USE" and returns -1. */
+static int one_option(int argc, char **argv, const char *name, bool takes_value, const char **val, const char *use)
+{
+	const struct option opts[] = {
+		{ name, takes_value ? required_argument : no_argument, NULL, 1 },
+		{ NULL, 0, NULL, 0 },
+	};
+	*val = NULL;
+	optind = 0;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 1)
+			return lcctl_usage_error("usage: lcctl %s", use), -1;
+		*val = optarg ? optarg : "";
+	}
+	if (optind != argc)
+		return lcctl_usage_error("usage: lcctl %s", use), -1;
+	return 0;
+}
+
 static char *box_path(const char *name, const char *rest)
 {
 	_cleanup_free_ char *e = lcc_escape(name);
@@ -208,14 +231,8 @@ static int splice_stdio(int fd)
 static int v_proxy(const char *name, int argc, char **argv)
 {
 	const char *known = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--known-hosts") && i + 1 < argc)
-			known = argv[++i];
-		else if (!strncmp(argv[i], "--known-hosts=", 14))
-			known = argv[i] + 14;
-		else
-			return lcctl_usage_error("usage: lcctl devbox NAME proxy [--known-hosts FILE]");
-	}
+	if (one_option(argc, argv, "known-hosts", true, &known, "devbox NAME proxy [--known-hosts FILE]") < 0)
+		return LC_EXIT_USAGE;
 	signal(SIGPIPE, SIG_IGN);
 	_cleanup_free_ char *path = box_path(name, "/connect");
 	_cleanup_free_ char *head = NULL;
@@ -306,13 +323,9 @@ static bool in_list(json_t *boxes, const char *name)
 
 static int v_ssh_config(int argc, char **argv)
 {
-	bool prune = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--prune"))
-			prune = true;
-		else
-			return lcctl_usage_error("usage: lcctl ssh-config [--prune]");
-	}
+	const char *prune = NULL;
+	if (one_option(argc, argv, "prune", false, &prune, "ssh-config [--prune]") < 0)
+		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (lcctl_request("GET", "/devboxes", NULL, &out, &err) < 0)
@@ -480,9 +493,9 @@ static void fmt_size(json_t *v, char *buf, size_t len)
 
 static int v_ls(int argc, char **argv)
 {
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
-	if (argc > 2 || (argc == 2 && !json))
-		return lcctl_usage_error("usage: lcctl devbox ls [--json]");
+	const char *json = NULL;
+	if (one_option(argc, argv, "json", false, &json, "devbox ls [--json]") < 0)
+		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (lcctl_request("GET", "/devboxes", NULL, &out, &err) < 0)
@@ -539,9 +552,9 @@ static int v_disk(int argc, char **argv)
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list")) {
-		bool json = argc == 3 && !strcmp(argv[2], "--json");
-		if (argc > 3 || (argc == 3 && !json))
-			return lcctl_usage_error("usage: lcctl disk ls [--json]");
+		const char *json = NULL;
+		if (one_option(argc - 1, argv + 1, "json", false, &json, "disk ls [--json]") < 0)
+			return LC_EXIT_USAGE;
 		if (lcctl_request("GET", "/disks", NULL, &out, &err) < 0)
 			return lcctl_fail(err);
 		json_t *list = json_object_get(out, "disks");
@@ -607,6 +620,6 @@ int lcctl_devbox(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[2], "ssh"))
 		return v_ssh(argv[1], argc - 3, argv + 3);
 	if (argc >= 3 && !strcmp(argv[2], "proxy"))
-		return v_proxy(argv[1], argc - 3, argv + 3);
+		return v_proxy(argv[1], argc - 2, argv + 2);
 	return lcctl_usage_error("unknown devbox verb '%s' (create, ls, show, start, stop, rm, NAME ssh, NAME proxy)", verb);
 }
