@@ -36,6 +36,20 @@ int lcctl_request(const char *method, const char *path, json_t *body, json_t **o
 	return lcc_request(cli, method, path, body, NULL, out, err);
 }
 
+int lcctl_get_list(const char *path, const char *key, bool json, json_t **out, json_t **list)
+{
+	lc_error_t *err = NULL;
+	*list = NULL;
+	if (lcctl_request("GET", path, NULL, out, &err) < 0)
+		return lcctl_fail(err);
+	*list = json_object_get(*out, key);
+	if (json) {
+		lcctl_print_json(*list);
+		return 0;
+	}
+	return -1;
+}
+
 /* ---- failures ---- */
 
 int lcctl_fail(lc_error_t *err)
@@ -70,9 +84,17 @@ int lcctl_usage_error(const char *fmt, ...)
 	return LC_EXIT_USAGE;
 }
 
-bool lcctl_is_help(const char *word)
+int lcctl_help(const char *word, const char *help)
 {
-	return !strcmp(word, "--help") || !strcmp(word, "-h") || !strcmp(word, "help");
+	if (!word) {
+		fputs(help, stderr);
+		return LC_EXIT_USAGE;
+	}
+	if (!strcmp(word, "--help") || !strcmp(word, "-h") || !strcmp(word, "help")) {
+		fputs(help, stdout);
+		return 0;
+	}
+	return -1;
 }
 
 /* ---- option values ---- */

@@ -22,6 +22,10 @@ lcc_t *lcctl_client(void);
 /* One request to lcd: 2xx, *out (optional) gets the parsed body; otherwise
  * *err gets lcd's message and exit code. */
 int lcctl_request(const char *method, const char *path, json_t *body, json_t **out, lc_error_t **err);
+/* GET a listing: *list gets its `key` array (owned by *out), printed as
+ * JSON when json.  Returns the exit code when that is all (printed as JSON,
+ * or failed: the line is printed), -1 when the caller prints a table. */
+int lcctl_get_list(const char *path, const char *key, bool json, json_t **out, json_t **list);
 
 /* Print "lcctl: message" and return the error's exit code (frees err). */
 int lcctl_fail(lc_error_t *err);
@@ -29,8 +33,10 @@ int lcctl_fail(lc_error_t *err);
 int lcctl_fail_errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print "lcctl: message" and return LC_EXIT_USAGE. */
 int lcctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* --help, -h or help: the word that asks a noun for its usage. */
-bool lcctl_is_help(const char *word);
+/* A noun's first word: none (NULL) prints help on stderr and returns
+ * LC_EXIT_USAGE; --help, -h or help prints it on stdout and returns 0;
+ * -1 for any other word (a verb to run). */
+int lcctl_help(const char *word, const char *help);
 
 /* An option's value as a whole number (all of s, in range) or a number. */
 bool lcctl_parse_int(const char *s, long long *out);

@@ -496,15 +496,11 @@ static int v_ls(int argc, char **argv)
 	const char *json = NULL;
 	if (one_option(argc, argv, "json", false, &json, "devbox ls [--json]") < 0)
 		return LC_EXIT_USAGE;
-	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (lcctl_request("GET", "/devboxes", NULL, &out, &err) < 0)
-		return lcctl_fail(err);
-	json_t *list = json_object_get(out, "devboxes");
-	if (json) {
-		lcctl_print_json(list);
-		return 0;
-	}
+	json_t *list;
+	int code = lcctl_get_list("/devboxes", "devboxes", json, &out, &list);
+	if (code >= 0)
+		return code;
 	printf("%-20s %-16s %-8s %-16s %-15s %-8s %s\n", "NAME", "APP", "STATE", "IMAGE", "DISK USED/SIZE", "SESSIONS",
 	       "STOPS AT");
 	size_t i;
@@ -555,13 +551,10 @@ static int v_disk(int argc, char **argv)
 		const char *json = NULL;
 		if (one_option(argc - 1, argv + 1, "json", false, &json, "disk ls [--json]") < 0)
 			return LC_EXIT_USAGE;
-		if (lcctl_request("GET", "/disks", NULL, &out, &err) < 0)
-			return lcctl_fail(err);
-		json_t *list = json_object_get(out, "disks");
-		if (json) {
-			lcctl_print_json(list);
-			return 0;
-		}
+		json_t *list;
+		int code = lcctl_get_list("/disks", "disks", json, &out, &list);
+		if (code >= 0)
+			return code;
 		printf("%-20s %-8s %-10s %-8s %-8s %-20s %s\n", "NAME", "SIZE", "ALLOCATED", "USED", "MOUNTED", "DEVBOX", "STATE");
 		size_t i;
 		json_t *d;
@@ -594,15 +587,10 @@ int lcctl_devbox(int argc, char **argv)
 		return v_disk(argc, argv);
 	if (!strcmp(argv[0], "ssh-config"))
 		return v_ssh_config(argc, argv);
-	if (argc < 2) {
-		fputs(help, stderr);
-		return LC_EXIT_USAGE;
-	}
+	int h = lcctl_help(argc < 2 ? NULL : argv[1], help);
+	if (h >= 0)
+		return h;
 	const char *verb = argv[1];
-	if (lcctl_is_help(verb)) {
-		fputs(help, stdout);
-		return 0;
-	}
 	if (!strcmp(verb, "create"))
 		return v_create(argc - 1, argv + 1);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list"))

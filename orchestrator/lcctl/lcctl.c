@@ -146,25 +146,6 @@ static bool to_stdout(const char *p, size_t n, void *ud)
 	return w == n;
 }
 
-/* GET a listing: returns its `key` array (owned by *out), or NULL when
- * there is nothing more to do: printed as JSON (--json) or failed; *code
- * is then the exit code. */
-static json_t *get_list(const struct opts *o, const char *path, const char *key, json_t **out, int *code)
-{
-	lc_error_t *err = NULL;
-	*code = 0;
-	if (lcctl_request("GET", path, NULL, out, &err) < 0) {
-		*code = lcctl_fail(err);
-		return NULL;
-	}
-	json_t *list = json_object_get(*out, key);
-	if (o->json) {
-		lcctl_print_json(list);
-		return NULL;
-	}
-	return list;
-}
-
 /* ---- verbs ---- */
 
 static int v_deploy(struct opts *o)
@@ -246,9 +227,9 @@ static int v_app(struct opts *o)
 	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {
 		if (only(o, 1u << O_JSON, "app list") || npos(o, 1, 1, "app list [--json]"))
 			return LC_EXIT_USAGE;
-		int code;
-		json_t *apps = get_list(o, "/apps", "apps", &out, &code);
-		if (!apps)
+		json_t *apps;
+		int code = lcctl_get_list("/apps", "apps", o->json, &out, &apps);
+		if (code >= 0)
 			return code;
 		printf("%-20s %-30s %-20s %s\n", "APP", "FUNCTIONS", "SCHEDULES", "MAPS");
 		size_t i;
@@ -388,9 +369,9 @@ static int v_image(struct opts *o)
 	if (only(o, 1u << O_JSON, "image ls") || npos(o, 1, 1, "image ls [--json]"))
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *out = NULL;
-	int code;
-	json_t *list = get_list(o, "/images", "images", &out, &code);
-	if (!list)
+	json_t *list;
+	int code = lcctl_get_list("/images", "images", o->json, &out, &list);
+	if (code >= 0)
 		return code;
 	printf("%-48s %-20s %-9s %-10s %-20s %s\n", "NAME", "OWNER", "KIND", "SIZE", "CREATED", "EXPIRES");
 	size_t i;
@@ -426,9 +407,9 @@ static int v_task(struct opts *o)
 				    *l = o->limit ? lcc_escape(o->limit) : NULL;
 		snprintf(q, sizeof(q), "/tasks?%s%s%s%s%s%s", a ? "app=" : "", a ? a : "", s ? "&state=" : "", s ? s : "",
 			 l ? "&limit=" : "", l ? l : "");
-		int code;
-		json_t *tasks = get_list(o, q, "tasks", &out, &code);
-		if (!tasks)
+		json_t *tasks;
+		int code = lcctl_get_list(q, "tasks", o->json, &out, &tasks);
+		if (code >= 0)
 			return code;
 		printf("%-12s %-30s %-10s %-4s %-20s %s\n", "ID", "APP:FUNCTION", "STATE", "EXIT", "CREATED", "SECONDS");
 		size_t i;
@@ -500,9 +481,9 @@ static int v_map(struct opts *o)
 			return LC_EXIT_USAGE;
 		_cleanup_free_ char *p = o->prefix ? lcc_escape(o->prefix) : NULL;
 		_cleanup_free_ char *path = lc_strdup_printf("%s%s%s", base, p ? "?prefix=" : "", p ? p : "");
-		int code;
-		json_t *keys = get_list(o, path, "keys", &out, &code);
-		if (!keys)
+		json_t *keys;
+		int code = lcctl_get_list(path, "keys", o->json, &out, &keys);
+		if (code >= 0)
 			return code;
 		size_t i;
 		json_t *k;
@@ -557,9 +538,9 @@ static int v_secret(struct opts *o)
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON, "secret ls") || npos(o, 1, 1, "secret ls [--json]"))
 			return LC_EXIT_USAGE;
-		int code;
-		json_t *s = get_list(o, "/secrets", "secrets", &out, &code);
-		if (!s)
+		json_t *s;
+		int code = lcctl_get_list("/secrets", "secrets", o->json, &out, &s);
+		if (code >= 0)
 			return code;
 		size_t i;
 		json_t *e;
@@ -696,47 +677,39 @@ static int v_status(struct opts *o)
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: lcctl [--socket PATH] VERB …\n\n"
-	      "  deploy APP.json [--config KEY=VALUE]…  validate and store an app (again: replace it);\n"
-	      "                                       --config sets one key of its config\n"
-	      "  app list|show APP|delete APP         deployed apps\n"
-	      "  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
-	      "  run APP:SCHEDULE                     fire a schedule now\n"
-	      "  task list [--app A] [--state S] [--limit N] [--json]\n"
-	      "  task show ID | task logs ID [-f] | task cancel ID\n"
-	      "  map get|del APP/MAP KEY | map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]\n"
-	      "  map ls APP/MAP [--prefix P] [--json]\n"
-	      "  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
-	      "  secret ls [--json] | secret delete NAME\n"
-	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
-	      "  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
-	      "  status                               is lcd up?\n"
-	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
-	      "                                       sandboxes through lcd (lcctl sandbox --help)\n"
-	      "  devbox create|ls|show|start|stop|rm …, devbox NAME ssh [-- CMD] | NAME proxy\n"
-	      "                                       boxes you SSH into (lcctl devbox --help)\n"
-	      "  ssh-config [--prune]                 Host lcrun-NAME blocks in ~/.ssh/config\n"
-	      "  disk ls [--json] | disk delete NAME  devboxes' disks\n\n"
-	      "The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
-	      "else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
-	      "Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
-	      "117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
-	      "app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n",
-	      f);
-}
+static const char help[] =
+	"usage: lcctl [--socket PATH] VERB …\n\n"
+	"  deploy APP.json [--config KEY=VALUE]…  validate and store an app (again: replace it);\n"
+	"                                       --config sets one key of its config\n"
+	"  app list|show APP|delete APP         deployed apps\n"
+	"  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
+	"  run APP:SCHEDULE                     fire a schedule now\n"
+	"  task list [--app A] [--state S] [--limit N] [--json]\n"
+	"  task show ID | task logs ID [-f] | task cancel ID\n"
+	"  map get|del APP/MAP KEY | map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]\n"
+	"  map ls APP/MAP [--prefix P] [--json]\n"
+	"  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
+	"  secret ls [--json] | secret delete NAME\n"
+	"  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
+	"  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
+	"  status                               is lcd up?\n"
+	"  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
+	"                                       sandboxes through lcd (lcctl sandbox --help)\n"
+	"  devbox create|ls|show|start|stop|rm …, devbox NAME ssh [-- CMD] | NAME proxy\n"
+	"                                       boxes you SSH into (lcctl devbox --help)\n"
+	"  ssh-config [--prune]                 Host lcrun-NAME blocks in ~/.ssh/config\n"
+	"  disk ls [--json] | disk delete NAME  devboxes' disks\n\n"
+	"The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
+	"else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
+	"Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
+	"117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
+	"app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n";
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return LC_EXIT_USAGE;
-	}
-	if (lcctl_is_help(argv[1])) {
-		usage(stdout);
-		return 0;
-	}
+	int h = lcctl_help(argc < 2 ? NULL : argv[1], help);
+	if (h >= 0)
+		return h;
 	/* lcctl [--socket PATH] sandbox …: that noun parses its own options */
 	const char *socket = NULL;
 	int first = 1;
@@ -754,7 +727,7 @@ int main(int argc, char **argv)
 		if (parse_opts(argc, argv, &o) != 0)
 			return LC_EXIT_USAGE;
 		if (o.n == 0) {
-			usage(stderr);
+			fputs(help, stderr);
 			return LC_EXIT_USAGE;
 		}
 		socket = o.socket;

@@ -242,15 +242,11 @@ static int v_ls(int argc, char **argv)
 		_cleanup_free_ char *e = lcc_escape(labels[i]), *old = q;
 		q = lc_strdup_printf("%slabel=%s&", old, e);
 	}
-	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (lcctl_request("GET", q, NULL, &out, &err) < 0)
-		return lcctl_fail(err);
-	json_t *list = json_object_get(out, "sandboxes");
-	if (o.json) {
-		lcctl_print_json(list);
-		return 0;
-	}
+	json_t *list;
+	int code = lcctl_get_list(q, "sandboxes", o.json, &out, &list);
+	if (code >= 0)
+		return code;
 	printf("%-12s %-16s %-24s %-9s %-24s %-20s %s\n", "ID", "NAME", "IMAGE", "STATE", "OWNER", "CREATED", "MEMORY");
 	size_t i;
 	json_t *s;
@@ -565,15 +561,10 @@ static int v_simple(int argc, char **argv)
 
 int lcctl_sandbox(int argc, char **argv)
 {
-	if (argc < 1) {
-		fputs(help, stderr);
-		return LC_EXIT_USAGE;
-	}
+	int h = lcctl_help(argc < 1 ? NULL : argv[0], help);
+	if (h >= 0)
+		return h;
 	const char *verb = argv[0];
-	if (lcctl_is_help(verb)) {
-		fputs(help, stdout);
-		return 0;
-	}
 	if (!strcmp(verb, "create"))
 		return v_create(argc, argv);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list"))
