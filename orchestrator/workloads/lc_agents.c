@@ -1638,7 +1638,7 @@ int main(int argc, char **argv)
 		fn = argv[1];
 	if (!fn || !strcmp(fn, "--help") || !strcmp(fn, "-h")) {
 		fprintf(fn ? stdout : stderr, "usage: lc-agents webhook|snapshot|solve-issue\n"
-					      "  run by lcd as the coding-agents app's functions (README: The coding-agents app)\n");
+					      "  run by lcd as the coding-agents app's functions (docs/guides/coding-agents.md)\n");
 		return fn ? 0 : LC_EXIT_USAGE;
 	}
 	fn_name = fn;

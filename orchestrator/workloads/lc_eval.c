@@ -1,5 +1,5 @@
 /* lc-eval — the coding-agents app's nightly eval and best-of-N
- * (contrib/apps/coding-agents, README "The nightly eval and best-of-N"):
+ * (contrib/apps/coding-agents, docs/guides/coding-agents.md):
  *
  *   lc-eval eval               one eval-task per task under EVAL_DIR
  *                              (spawn_map), every outcome collected, a
@@ -829,6 +829,6 @@ int main(int argc, char **argv)
 				return fns[i].fn();
 			}
 	fprintf(stderr, "usage: lc-eval eval|eval-task|best-of-n|best-of-n-attempt (run by lcd as the coding-agents "
-			"app's functions: README \"The nightly eval and best-of-N\")\n");
+			"app's functions: docs/guides/coding-agents.md)\n");
 	return WL_EXIT_USAGE;
 }

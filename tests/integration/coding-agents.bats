@@ -428,7 +428,7 @@ EOF
  {"text": "Fixed add() with codex.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500}}
 ]}
 EOF
-	# what the README says to do for codex: its key declared instead of claude's
+	# what docs/guides/coding-agents.md says to do for codex: its key declared instead of claude's
 	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY"]' "$APP" >"$W/app-codex.json"
 	APP_FILE=$W/app-codex.json
 	start_world --openai AGENT=codex AGENT_MODEL=gpt-5

@@ -8,7 +8,7 @@
 #   restrict_oom_score_adj = true (runc needs it too);
 # - containerd asks for cpu shares (2 for the sandbox, the pod's request
 #   for containers): where cgroup v2 has no cpu controller (a hybrid host)
-#   lcrun-oci applies no weight (README, lcrun-oci and Kubernetes).
+#   lcrun-oci applies no weight (lcrun-oci(8), linux.resources.cpu; docs/guides/oci.md).
 
 : "${LCRUN_OCI:=$(dirname "$LCRUN")/lcrun-oci}"
 export LCRUN_OCI

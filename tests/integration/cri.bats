@@ -191,7 +191,7 @@ assert_cri_clean() { # POD-NAME...: kubelet removes the pods' own cgroups itself
 
 	# stats: the shim reads the container's cgroup (cgroup v1 on a hybrid
 	# host, where lcrun-oci's containers are not: the values are then the
-	# v1 root's; see README)
+	# v1 root's; see docs/guides/oci.md)
 	run cric call ContainerStats "{\"container_id\": \"$web\"}"
 	[ "$status" -eq 0 ]
 	local mem cpu

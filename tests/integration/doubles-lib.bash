@@ -1,5 +1,5 @@
 # doubles-lib.bash — the test doubles of tests/fixtures as a bats test
-# starts them (see README "Test doubles").  Load it with `load doubles-lib`.
+# starts them (see docs/hacking.md, "Test doubles").  Load it with `load doubles-lib`.
 #
 #   dbl_netns_up / dbl_netns_down   a network namespace of the test's own
 #       ($DBL_NS, loopback up) with a veth to the host; the service

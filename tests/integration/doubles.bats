@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The test doubles of tests/fixtures (README "Test doubles"), proved as the
+# The test doubles of tests/fixtures (docs/hacking.md, "Test doubles"), proved as the
 # workload tests will use them: each double in a network namespace of the
 # test's own (or on loopback inside the agent's sandbox) driven with curl
 # and git, and the real Claude Code and Codex CLIs of the agent-cli image
