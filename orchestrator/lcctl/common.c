@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common.h"
+#include "json.h"
 #include "util.h"
 
 /* ---- the client (orchestrator/client/lcclient.c) ---- */
@@ -132,8 +133,7 @@ void lcctl_print_json(json_t *j)
 
 const char *lcctl_str(json_t *o, const char *k)
 {
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "-";
+	return lc_json_str(o, k) ?: "-";
 }
 
 void lcctl_fmt_time(json_t *v, char *buf, size_t len)

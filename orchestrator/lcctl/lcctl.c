@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "devbox.h"
+#include "json.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -291,8 +292,8 @@ static int task_exit(json_t *t)
 	int code = json_is_integer(ec) ? (int)json_integer_value(ec) : 0;
 	if (!strcmp(state, "succeeded"))
 		return 0;
-	fprintf(stderr, "lcctl: task %s %s%s%s\n", lcctl_str(t, "id"), state, json_is_string(json_object_get(t, "error")) ? ": " : "",
-		json_is_string(json_object_get(t, "error")) ? lcctl_str(t, "error") : "");
+	const char *error = lc_json_str(t, "error");
+	fprintf(stderr, "lcctl: task %s %s%s%s\n", lcctl_str(t, "id"), state, error ? ": " : "", error ? error : "");
 	if (!strcmp(state, "timed-out"))
 		return LC_EXIT_TIMEOUT;
 	if (!strcmp(state, "cancelled"))
