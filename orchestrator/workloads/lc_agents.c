@@ -38,6 +38,7 @@
 #include "ghauth.h"
 #include "github.h"
 #include "gitops.h"
+#include "json.h"
 #include "lcclient.h"
 #include "util.h"
 
@@ -166,7 +167,7 @@ static int cancel_run(const char *repo, long n, const char *why_word)
 		}
 		json_decref(claim);
 		claim = got ? json_loads(held, 0, NULL) : NULL;
-		task = json_string_value(json_object_get(claim, "task"));
+		task = lc_json_str(claim, "task");
 		if (!got || task)
 			break;
 		usleep(100 * 1000);
@@ -378,8 +379,8 @@ static int ignore(const char *fmt, ...)
 static long agent_pr_issue(json_t *pr, const char *repo)
 {
 	json_t *head = json_object_get(pr, "head");
-	const char *ref = json_string_value(json_object_get(head, "ref"));
-	const char *hrepo = json_string_value(json_object_get(json_object_get(head, "repo"), "full_name"));
+	const char *ref = lc_json_str(head, "ref");
+	const char *hrepo = lc_json_str(json_object_get(head, "repo"), "full_name");
 	if (!ref || strncmp(ref, "agent/issue-", 12) != 0 || (hrepo && strcasecmp(hrepo, repo) != 0))
 		return 0;
 	char *end = NULL;
@@ -411,7 +412,7 @@ static int follow_up(const char *repo, json_t *pr, long pr_number, const char *u
 	long n = agent_pr_issue(pr, repo);
 	if (!n)
 		return ignore("pull request #%ld is not from an agent/issue-N branch of %s", pr_number, repo);
-	const char *state = json_string_value(json_object_get(pr, "state"));
+	const char *state = lc_json_str(pr, "state");
 	if (state && strcmp(state, "open") != 0)
 		return ignore("pull request #%ld is %s", pr_number, state);
 	_cleanup_free_ char *why = NULL;
@@ -432,8 +433,8 @@ static int follow_up(const char *repo, json_t *pr, long pr_number, const char *u
 
 static bool own_words(json_t *comment)
 {
-	const char *body = json_string_value(json_object_get(comment, "body"));
-	const char *type = json_string_value(json_object_get(json_object_get(comment, "user"), "type"));
+	const char *body = lc_json_str(comment, "body");
+	const char *type = lc_json_str(json_object_get(comment, "user"), "type");
 	return (body && strstr(body, OWN_MARK)) || (type && !strcmp(type, "Bot"));
 }
 
@@ -443,12 +444,12 @@ static int fn_webhook(void)
 	_cleanup_json_ json_t *args = load_args(&err);
 	if (!args)
 		return fail(NULL, err);
-	const char *event = json_string_value(json_object_get(args, "event"));
+	const char *event = lc_json_str(args, "event");
 	json_t *payload = json_object_get(args, "payload");
-	const char *action = json_string_value(json_object_get(payload, "action"));
-	const char *delivery = json_string_value(json_object_get(args, "delivery"));
+	const char *action = lc_json_str(payload, "action");
+	const char *delivery = lc_json_str(args, "delivery");
 	const char *want = cfg("LABEL", "agent");
-	const char *repo = json_string_value(json_object_get(json_object_get(payload, "repository"), "full_name"));
+	const char *repo = lc_json_str(json_object_get(payload, "repository"), "full_name");
 	if (!event)
 		event = "(none)";
 	if (!action)
@@ -467,7 +468,7 @@ static int fn_webhook(void)
 	json_t *issue = json_object_get(payload, "issue");
 	json_int_t n = json_integer_value(json_object_get(issue, "number"));
 	if (issues) {
-		const char *label = json_string_value(json_object_get(json_object_get(payload, "label"), "name"));
+		const char *label = lc_json_str(json_object_get(payload, "label"), "name");
 		bool closed = !strcmp(action, "closed");
 		if (!closed && strcmp(action, "labeled") != 0 && strcmp(action, "unlabeled") != 0)
 			return ignore("action %s is not labeled, unlabeled or closed", action);
@@ -481,16 +482,16 @@ static int fn_webhook(void)
 			return ignore("a pull request, not an issue");
 		if (closed || !strcmp(action, "unlabeled"))
 			return cancel_run(repo, (long)n, action);
-		const char *title = json_string_value(json_object_get(issue, "title"));
-		const char *body = json_string_value(json_object_get(issue, "body"));
+		const char *title = lc_json_str(issue, "title");
+		const char *body = lc_json_str(issue, "body");
 		_cleanup_json_ json_t *sargs = json_pack("{s:s, s:I, s:s?, s:s?}", "repo", repo, "issue", n, "title", title,
 							 "body", body);
 		return claim_and_spawn(repo, (long)n, sargs, delivery, "the label");
 	}
 	if (comment) {
 		json_t *cm = json_object_get(payload, "comment");
-		const char *body = json_string_value(json_object_get(cm, "body"));
-		const char *user = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
+		const char *body = lc_json_str(cm, "body");
+		const char *user = lc_json_str(json_object_get(cm, "user"), "login");
 		if (strcmp(action, "created") != 0)
 			return ignore("action %s is not created", action);
 		const char *text = command_text(body);
@@ -506,7 +507,7 @@ static int fn_webhook(void)
 			return follow_up(repo, NULL, (long)n, user, trigger, delivery);
 		}
 		if (json_is_string(json_object_get(issue, "state")) &&
-		    strcmp(json_string_value(json_object_get(issue, "state")), "open") != 0)
+		    strcmp(lc_json_str(issue, "state"), "open") != 0)
 			return ignore("issue #%lld is closed", (long long)n);
 		_cleanup_free_ char *why = NULL;
 		int ok = may_command(repo, user, &why, &err);
@@ -518,8 +519,8 @@ static int fn_webhook(void)
 			write_result(result);
 			return 0;
 		}
-		const char *title = json_string_value(json_object_get(issue, "title"));
-		const char *ibody = json_string_value(json_object_get(issue, "body"));
+		const char *title = lc_json_str(issue, "title");
+		const char *ibody = lc_json_str(issue, "body");
 		_cleanup_json_ json_t *sargs = json_pack("{s:s, s:I, s:s?, s:s?, s:s, s:s}", "repo", repo, "issue", n, "title",
 							 title, "body", ibody, "instructions", text, "requested_by", user);
 		_cleanup_free_ char *what = lc_strdup_printf("%s's comment", user);
@@ -534,8 +535,8 @@ static int fn_webhook(void)
 	}
 	if (review) {
 		json_t *rv = json_object_get(payload, "review");
-		const char *st = json_string_value(json_object_get(rv, "state"));
-		const char *user = json_string_value(json_object_get(json_object_get(rv, "user"), "login"));
+		const char *st = lc_json_str(rv, "state");
+		const char *user = lc_json_str(json_object_get(rv, "user"), "login");
 		if (strcmp(action, "submitted") != 0)
 			return ignore("action %s is not submitted", action);
 		/* a review's comments come as review comments too: those start
@@ -549,7 +550,7 @@ static int fn_webhook(void)
 		return follow_up(repo, pr, prn, user, trigger, delivery);
 	}
 	json_t *cm = json_object_get(payload, "comment");
-	const char *user = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
+	const char *user = lc_json_str(json_object_get(cm, "user"), "login");
 	if (strcmp(action, "created") != 0)
 		return ignore("action %s is not created", action);
 	if (own_words(cm) || !user)
@@ -1004,7 +1005,7 @@ static void release_claim(lcc_t *c, const char *key, const char *delivery)
 		return;
 	}
 	_cleanup_json_ json_t *j = json_loads(v, 0, NULL);
-	const char *d = json_string_value(json_object_get(j, "delivery"));
+	const char *d = lc_json_str(j, "delivery");
 	if (d && !strcmp(d, delivery) && lcc_map_del(c, NULL, MAP, key, &err) < 0) {
 		fprintf(stderr, "lc-agents solve-issue: cannot release %s: %s\n", key, err->msg);
 		lc_error_free(err);
@@ -1035,9 +1036,9 @@ static void pr_record_put(lcc_t *c, const char *repo, long pr, long issue, int r
  * GitHub gives them), what. */
 static void feedback_line(char **text, json_t *cm)
 {
-	const char *body = json_string_value(json_object_get(cm, "body"));
-	const char *who = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
-	const char *path = json_string_value(json_object_get(cm, "path"));
+	const char *body = lc_json_str(cm, "body");
+	const char *who = lc_json_str(json_object_get(cm, "user"), "login");
+	const char *path = lc_json_str(cm, "path");
 	json_t *line = json_object_get(cm, "line");
 	if (!json_is_integer(line))
 		line = json_object_get(cm, "original_line");
@@ -1060,14 +1061,14 @@ static void feedback_line(char **text, json_t *cm)
  * its comments, or a comment's review, or the PR comment's words. */
 static int gather_feedback(solve_t *s, const char *repo, json_t *trigger, follow_t *fu, lc_error_t **err)
 {
-	const char *kind = json_string_value(json_object_get(trigger, "kind"));
-	const char *user = json_string_value(json_object_get(trigger, "user"));
+	const char *kind = lc_json_str(trigger, "kind");
+	const char *user = lc_json_str(trigger, "user");
 	json_int_t review_id = json_integer_value(json_object_get(trigger, "review_id"));
 	json_int_t comment_id = json_integer_value(json_object_get(trigger, "comment_id"));
 	fu->asked_by = user ? strdup(user) : NULL;
 	fu->feedback = strdup("");
 	if (!kind || !strcmp(kind, "comment")) {
-		const char *b = json_string_value(json_object_get(trigger, "body"));
+		const char *b = lc_json_str(trigger, "body");
 		_cleanup_json_ json_t *cm = json_pack("{s:s, s:{s:s?}}", "body", b && *b ? b : "(the command alone: look at the "
 							"review comments and the issue again)", "user", "login", user);
 		feedback_line(&fu->feedback, cm);
@@ -1082,7 +1083,7 @@ static int gather_feedback(solve_t *s, const char *repo, json_t *trigger, follow
 			fprintf(stderr, "lc-agents solve-issue: the review's own words are missing: %s\n", e2->msg);
 			lc_error_free(e2);
 		}
-		const char *b = json_string_value(json_object_get(rv, "body"));
+		const char *b = lc_json_str(rv, "body");
 		if (b && *b)
 			feedback_line(&fu->feedback, rv);
 	}
@@ -1147,13 +1148,13 @@ static int solve_args(solve_t *s, lc_error_t **err)
 	s->follow = prn > 0;
 	s->fu.pr = (long)prn;
 	if (json_is_string(json_object_get(args, "repo")))
-		s->repo = strdup(json_string_value(json_object_get(args, "repo")));
+		s->repo = strdup(lc_json_str(args, "repo"));
 	else
 		s->repo = configured_repo();
-	s->claim = json_string_value(json_object_get(args, "claim"));
-	s->delivery = json_string_value(json_object_get(args, "delivery"));
-	s->instructions = json_string_value(json_object_get(args, "instructions"));
-	s->requested_by = json_string_value(json_object_get(args, "requested_by"));
+	s->claim = lc_json_str(args, "claim");
+	s->delivery = lc_json_str(args, "delivery");
+	s->instructions = lc_json_str(args, "instructions");
+	s->requested_by = lc_json_str(args, "requested_by");
 	s->dir = cfg("REPO_DIR", "/workspace/repo");
 	s->test_cmd = cfg("TEST_COMMAND", NULL);
 	s->url = cfg("REPOSITORY", NULL);
@@ -1203,9 +1204,9 @@ static int solve_snapshot(solve_t *s, lc_error_t **err)
 	if (have < 0)
 		return -1;
 	s->snap = have ? json_loads(snapv, 0, NULL) : NULL;
-	s->image = json_string_value(json_object_get(s->snap, "image"));
-	s->commit = json_string_value(json_object_get(s->snap, "commit"));
-	s->base = json_string_value(json_object_get(s->snap, "branch"));
+	s->image = lc_json_str(s->snap, "image");
+	s->commit = lc_json_str(s->snap, "commit");
+	s->base = lc_json_str(s->snap, "branch");
 	if (!s->image || !s->commit || !s->base)
 		return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
 				    "no repository snapshot (map %s, key %s): run `lcctl run coding-agents:snapshot` first", MAP,
@@ -1218,16 +1219,16 @@ static int solve_snapshot(solve_t *s, lc_error_t **err)
 static int solve_issue(solve_t *s, lc_error_t **err)
 {
 	if (json_is_string(json_object_get(s->args, "title"))) {
-		s->title = strdup(json_string_value(json_object_get(s->args, "title")));
-		const char *b = json_string_value(json_object_get(s->args, "body"));
+		s->title = strdup(lc_json_str(s->args, "title"));
+		const char *b = lc_json_str(s->args, "body");
 		s->body = strdup(b ? b : "");
 		return 0;
 	}
 	_cleanup_json_ json_t *issue = NULL;
 	if (gh_issue_get(s->gh, s->repo, (long)s->n, &issue, err) < 0)
 		return -1;
-	const char *t = json_string_value(json_object_get(issue, "title"));
-	const char *b = json_string_value(json_object_get(issue, "body"));
+	const char *t = lc_json_str(issue, "title");
+	const char *b = lc_json_str(issue, "body");
 	s->title = strdup(t ? t : "");
 	s->body = strdup(b ? b : "");
 	return 0;
@@ -1241,8 +1242,8 @@ static int solve_review(solve_t *s, lc_error_t **err)
 	_cleanup_json_ json_t *pr = NULL;
 	if (gh_pr_get(s->gh, s->repo, fu->pr, &pr, err) < 0)
 		return -1;
-	const char *ref = json_string_value(json_object_get(json_object_get(pr, "head"), "ref"));
-	const char *st = json_string_value(json_object_get(pr, "state"));
+	const char *ref = lc_json_str(json_object_get(pr, "head"), "ref");
+	const char *st = lc_json_str(pr, "state");
 	if (!ref || strcmp(ref, s->branch) != 0 || !st || strcmp(st, "open") != 0)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "pull request #%ld is not an open pull request from %s", fu->pr,
 				    s->branch);
@@ -1255,13 +1256,13 @@ static int solve_review(solve_t *s, lc_error_t **err)
 		fu->runs = (int)json_integer_value(json_object_get(rec, "runs"));
 		fu->turns = (int)json_integer_value(json_object_get(rec, "turns"));
 		fu->spend = json_number_value(json_object_get(rec, "spend_usd"));
-		const char *sm = json_string_value(json_object_get(rec, "summary"));
+		const char *sm = lc_json_str(rec, "summary");
 		fu->prev = sm ? strdup(sm) : NULL;
 	}
 	lc_error_free(e2);
 	if (!fu->prev) {
 		/* no record of the runs (a pull request from before): its description */
-		const char *pb = json_string_value(json_object_get(pr, "body"));
+		const char *pb = lc_json_str(pr, "body");
 		fu->prev = pb ? strndup(pb, 8192) : NULL;
 	}
 	if (gitops_branch_diff(s->url, s->auth, s->base, s->commit, s->branch, &s->bpatch, &s->bpatch_len, &fu->head,
@@ -1545,11 +1546,11 @@ static int solve_pull_request(solve_t *s, lc_error_t **err)
 	_cleanup_json_ json_t *pr = NULL;
 	if ((s->follow ? solve_reply(s, prtitle, &pr, err) : solve_open_pr(s, prtitle, &pr, err)) < 0)
 		return -1;
-	const char *u = json_string_value(json_object_get(pr, "html_url"));
+	const char *u = lc_json_str(pr, "html_url");
 	json_object_set_new(s->result, "pr_url", u ? json_string(u) : json_null());
 	json_object_set_new(s->result, "pr_number", json_incref(json_object_get(pr, "number")));
 	fprintf(stderr, "lc-agents solve-issue: %s: %s (%s)\n", s->branch, u ? u : "?",
-		json_string_value(json_object_get(s->result, "outcome")));
+		lc_json_str(s->result, "outcome"));
 	return 0;
 }
 
