@@ -27,7 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lcctl.h"
+#include "common.h"
+#include "devbox.h"
 #include "util.h"
 
 #define UPGRADE_PROTO "lcrun-ssh"
@@ -45,18 +46,6 @@ static const char help[] =
 	"lcctl ssh-config [--prune]           Host lcrun-NAME blocks in ~/.ssh/config (--prune: drop\n"
 	"                                     those of boxes that no longer exist)\n"
 	"lcctl disk ls [--json] | disk delete NAME   devboxes' disks\n";
-
-static int fail(lc_error_t *err)
-{
-	return lcctl_fail(err);
-}
-
-static int fail_errno(const char *what, const char *path)
-{
-	lc_error_t *err = NULL;
-	lc_error_set(&err, LC_EXIT_RUNTIME, errno, "%s %s", what, path);
-	return fail(err);
-}
 
 static char *home_dir(void)
 {
@@ -105,19 +94,32 @@ json_t *lcctl_caller_keys(void)
 	return keys;
 }
 
-static char *esc(const char *s)
+/* A verb with one option (getopt_long's way, from argv[1]) and no argument:
+ * *val gets the option's value ("" for a flag; NULL when not given).
+ * Anything else prints "usage: lcctl USE" and returns -1. */
+static int one_option(int argc, char **argv, const char *name, bool takes_value, const char **val, const char *use)
 {
-	return lcc_escape(s);
-}
-
-static int request(const char *method, const char *path, json_t *body, json_t **out, lc_error_t **err)
-{
-	return lcc_request(lcctl_client(), method, path, body, NULL, out, err);
+	const struct option opts[] = {
+		{ name, takes_value ? required_argument : no_argument, NULL, 1 },
+		{ NULL, 0, NULL, 0 },
+	};
+	*val = NULL;
+	optind = 0;
+	opterr = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 1)
+			return lcctl_usage_error("usage: lcctl %s", use), -1;
+		*val = optarg ? optarg : "";
+	}
+	if (optind != argc)
+		return lcctl_usage_error("usage: lcctl %s", use), -1;
+	return 0;
 }
 
 static char *box_path(const char *name, const char *rest)
 {
-	_cleanup_free_ char *e = esc(name);
+	_cleanup_free_ char *e = lcc_escape(name);
 	return lc_strdup_printf("/devboxes/%s%s", e, rest ? rest : "");
 }
 
@@ -229,27 +231,21 @@ static int splice_stdio(int fd)
 static int v_proxy(const char *name, int argc, char **argv)
 {
 	const char *known = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--known-hosts") && i + 1 < argc)
-			known = argv[++i];
-		else if (!strncmp(argv[i], "--known-hosts=", 14))
-			known = argv[i] + 14;
-		else
-			return usage_error("usage: lcctl devbox NAME proxy [--known-hosts FILE]");
-	}
+	if (one_option(argc, argv, "known-hosts", true, &known, "devbox NAME proxy [--known-hosts FILE]") < 0)
+		return LC_EXIT_USAGE;
 	signal(SIGPIPE, SIG_IGN);
 	_cleanup_free_ char *path = box_path(name, "/connect");
 	_cleanup_free_ char *head = NULL;
 	lc_error_t *err = NULL;
 	int fd = -1;
 	if (lcc_upgrade(lcctl_client(), path, UPGRADE_PROTO, &fd, &head, &err) < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	_cleanup_free_ char *key = lcc_header(head, "X-Lcrun-Host-Key");
 	if (known && key && *key) {
 		_cleanup_free_ char *alias = lc_strdup_printf("lcrun-%s", name);
 		if (pin_host_key(known, alias, key, &err) < 0) {
 			close(fd);
-			return fail(err);
+			return lcctl_fail(err);
 		}
 	}
 	int r = splice_stdio(fd);
@@ -264,11 +260,11 @@ static int v_ssh(const char *name, int argc, char **argv)
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *box = NULL;
 	_cleanup_free_ char *p = box_path(name, NULL);
-	if (request("GET", p, NULL, &box, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", p, NULL, &box, &err) < 0)
+		return lcctl_fail(err);
 	_cleanup_free_ char *dir = ssh_dir(true);
 	if (!dir)
-		return fail_errno("cannot create", "~/.ssh");
+		return lcctl_fail_errno("cannot create ~/.ssh");
 	_cleanup_free_ char *known = known_hosts_path();
 	_cleanup_free_ char *proxy = proxy_command(name, known);
 	_cleanup_free_ char *alias = lc_strdup_printf("lcrun-%s", name);
@@ -293,7 +289,7 @@ static int v_ssh(const char *name, int argc, char **argv)
 	execvp("ssh", args);
 	lc_error_set(&err, LC_EXIT_NOT_FOUND, errno, "cannot run ssh (the OpenSSH client)");
 	lc_strv_free(args);
-	return fail(err);
+	return lcctl_fail(err);
 }
 
 /* ---- ssh-config ---- */
@@ -327,21 +323,17 @@ static bool in_list(json_t *boxes, const char *name)
 
 static int v_ssh_config(int argc, char **argv)
 {
-	bool prune = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--prune"))
-			prune = true;
-		else
-			return usage_error("usage: lcctl ssh-config [--prune]");
-	}
+	const char *prune = NULL;
+	if (one_option(argc, argv, "prune", false, &prune, "ssh-config [--prune]") < 0)
+		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/devboxes", NULL, &out, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", "/devboxes", NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	json_t *boxes = json_object_get(out, "devboxes");
 	_cleanup_free_ char *dir = ssh_dir(true);
 	if (!dir)
-		return fail_errno("cannot create", "~/.ssh");
+		return lcctl_fail_errno("cannot create ~/.ssh");
 	_cleanup_free_ char *file = lc_strdup_printf("%s/config", dir);
 	_cleanup_free_ char *known = known_hosts_path();
 	_cleanup_free_ char *old = NULL;
@@ -391,7 +383,7 @@ static int v_ssh_config(int argc, char **argv)
 	struct stat st;
 	mode_t mode = stat(file, &st) == 0 ? st.st_mode & 07777 : 0600;
 	if (lc_write_file_atomic(file, text, strlen(text), mode, &err) < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	printf("%s: %d devbox%s (ssh lcrun-NAME)\n", file, written, written == 1 ? "" : "es");
 	if (pruned)
 		printf("pruned %d block%s of boxes that no longer exist\n", pruned, pruned == 1 ? "" : "s");
@@ -420,22 +412,21 @@ static int v_create(int argc, char **argv)
 	opterr = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", create_opts, NULL)) != -1) {
-		char *end = NULL;
 		switch (c) {
 		case O_IMAGE: json_object_set_new(req, "image", json_string(optarg)); break;
 		case O_DISK: json_object_set_new(req, "disk", json_string(optarg)); break;
 		case O_MEMORY: json_object_set_new(req, "memory", json_string(optarg)); break;
 		case O_CPUS: {
-			double x = strtod(optarg, &end);
-			if (!*optarg || *end)
-				return usage_error("--cpus: expected a number, got '%s'", optarg);
+			double x;
+			if (!lcctl_parse_number(optarg, &x))
+				return lcctl_usage_error("--cpus: expected a number, got '%s'", optarg);
 			json_object_set_new(req, "cpus", json_real(x));
 			break;
 		}
 		case O_KEEP_WARM: {
-			long long n = strtoll(optarg, &end, 10);
-			if (!*optarg || *end)
-				return usage_error("--keep-warm: expected seconds, got '%s'", optarg);
+			long long n;
+			if (!lcctl_parse_int(optarg, &n))
+				return lcctl_usage_error("--keep-warm: expected seconds, got '%s'", optarg);
 			json_object_set_new(req, "keep_warm", json_integer(n));
 			break;
 		}
@@ -451,31 +442,31 @@ static int v_create(int argc, char **argv)
 		case O_KEYS: keyfile = optarg; break;
 		case O_JSON: json = true; break;
 		default:
-			return usage_error("devbox create: unknown option '%s' (see lcctl devbox --help)", argv[optind - 1]);
+			return lcctl_usage_error("devbox create: unknown option '%s' (see lcctl devbox --help)", argv[optind - 1]);
 		}
 	}
 	if (argc - optind != 1)
-		return usage_error("usage: lcctl devbox create NAME [OPTIONS] (see lcctl devbox --help)");
+		return lcctl_usage_error("usage: lcctl devbox create NAME [OPTIONS] (see lcctl devbox --help)");
 	json_object_set_new(req, "name", json_string(argv[optind]));
 	lc_error_t *err = NULL;
 	if (keyfile) {
 		_cleanup_free_ char *text = NULL;
 		if (lc_read_file(keyfile, &text, NULL, NULL) < 0) {
 			lc_error_set(&err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno, "--authorized-keys %s", keyfile);
-			return fail(err);
+			return lcctl_fail(err);
 		}
 		json_object_set_new(req, "authorized_keys", json_string(text));
 	} else {
 		json_t *keys = lcctl_caller_keys();
 		if (json_array_size(keys) == 0) {
 			json_decref(keys);
-			return usage_error("no public key in ~/.ssh/*.pub: make one (ssh-keygen) or give --authorized-keys FILE");
+			return lcctl_usage_error("no public key in ~/.ssh/*.pub: make one (ssh-keygen) or give --authorized-keys FILE");
 		}
 		json_object_set_new(req, "authorized_keys", keys);
 	}
 	_cleanup_json_ json_t *out = NULL;
-	if (request("POST", "/devboxes", req, &out, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", "/devboxes", req, &out, &err) < 0)
+		return lcctl_fail(err);
 	if (json)
 		lcctl_print_json(out);
 	else
@@ -502,18 +493,14 @@ static void fmt_size(json_t *v, char *buf, size_t len)
 
 static int v_ls(int argc, char **argv)
 {
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
-	if (argc > 2 || (argc == 2 && !json))
-		return usage_error("usage: lcctl devbox ls [--json]");
-	lc_error_t *err = NULL;
+	const char *json = NULL;
+	if (one_option(argc, argv, "json", false, &json, "devbox ls [--json]") < 0)
+		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/devboxes", NULL, &out, &err) < 0)
-		return fail(err);
-	json_t *list = json_object_get(out, "devboxes");
-	if (json) {
-		lcctl_print_json(list);
-		return 0;
-	}
+	json_t *list;
+	int code = lcctl_get_list("/devboxes", "devboxes", json, &out, &list);
+	if (code >= 0)
+		return code;
 	printf("%-20s %-16s %-8s %-16s %-15s %-8s %s\n", "NAME", "APP", "STATE", "IMAGE", "DISK USED/SIZE", "SESSIONS",
 	       "STOPS AT");
 	size_t i;
@@ -534,15 +521,15 @@ static int v_ls(int argc, char **argv)
 static int v_simple(const char *verb, int argc, char **argv)
 {
 	if (argc != 2)
-		return usage_error("usage: lcctl devbox %s NAME", verb);
+		return lcctl_usage_error("usage: lcctl devbox %s NAME", verb);
 	const char *name = argv[1];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	bool show = !strcmp(verb, "show"), rm = !strcmp(verb, "rm") || !strcmp(verb, "delete");
 	_cleanup_free_ char *rest = show || rm ? NULL : lc_strdup_printf("/%s", verb);
 	_cleanup_free_ char *p = box_path(name, rest);
-	if (request(show ? "GET" : rm ? "DELETE" : "POST", p, NULL, &out, &err) < 0)
-		return fail(err);
+	if (lcctl_request(show ? "GET" : rm ? "DELETE" : "POST", p, NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	if (show)
 		lcctl_print_json(out);
 	else if (rm)
@@ -561,16 +548,13 @@ static int v_disk(int argc, char **argv)
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list")) {
-		bool json = argc == 3 && !strcmp(argv[2], "--json");
-		if (argc > 3 || (argc == 3 && !json))
-			return usage_error("usage: lcctl disk ls [--json]");
-		if (request("GET", "/disks", NULL, &out, &err) < 0)
-			return fail(err);
-		json_t *list = json_object_get(out, "disks");
-		if (json) {
-			lcctl_print_json(list);
-			return 0;
-		}
+		const char *json = NULL;
+		if (one_option(argc - 1, argv + 1, "json", false, &json, "disk ls [--json]") < 0)
+			return LC_EXIT_USAGE;
+		json_t *list;
+		int code = lcctl_get_list("/disks", "disks", json, &out, &list);
+		if (code >= 0)
+			return code;
 		printf("%-20s %-8s %-10s %-8s %-8s %-20s %s\n", "NAME", "SIZE", "ALLOCATED", "USED", "MOUNTED", "DEVBOX", "STATE");
 		size_t i;
 		json_t *d;
@@ -586,15 +570,15 @@ static int v_disk(int argc, char **argv)
 	}
 	if (!strcmp(verb, "delete") || !strcmp(verb, "rm")) {
 		if (argc != 3)
-			return usage_error("usage: lcctl disk delete NAME");
-		_cleanup_free_ char *e = esc(argv[2]);
+			return lcctl_usage_error("usage: lcctl disk delete NAME");
+		_cleanup_free_ char *e = lcc_escape(argv[2]);
 		_cleanup_free_ char *p = lc_strdup_printf("/disks/%s", e);
-		if (request("DELETE", p, NULL, &out, &err) < 0)
-			return fail(err);
+		if (lcctl_request("DELETE", p, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		printf("deleted disk %s\n", argv[2]);
 		return 0;
 	}
-	return usage_error("usage: lcctl disk ls [--json] | disk delete NAME");
+	return lcctl_usage_error("usage: lcctl disk ls [--json] | disk delete NAME");
 }
 
 int lcctl_devbox(int argc, char **argv)
@@ -603,15 +587,10 @@ int lcctl_devbox(int argc, char **argv)
 		return v_disk(argc, argv);
 	if (!strcmp(argv[0], "ssh-config"))
 		return v_ssh_config(argc, argv);
-	if (argc < 2) {
-		fputs(help, stderr);
-		return LC_EXIT_USAGE;
-	}
+	int h = lcctl_help(argc < 2 ? NULL : argv[1], help);
+	if (h >= 0)
+		return h;
 	const char *verb = argv[1];
-	if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
-		fputs(help, stdout);
-		return 0;
-	}
 	if (!strcmp(verb, "create"))
 		return v_create(argc - 1, argv + 1);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list"))
@@ -629,6 +608,6 @@ int lcctl_devbox(int argc, char **argv)
 	if (argc >= 3 && !strcmp(argv[2], "ssh"))
 		return v_ssh(argv[1], argc - 3, argv + 3);
 	if (argc >= 3 && !strcmp(argv[2], "proxy"))
-		return v_proxy(argv[1], argc - 3, argv + 3);
-	return usage_error("unknown devbox verb '%s' (create, ls, show, start, stop, rm, NAME ssh, NAME proxy)", verb);
+		return v_proxy(argv[1], argc - 2, argv + 2);
+	return lcctl_usage_error("unknown devbox verb '%s' (create, ls, show, start, stop, rm, NAME ssh, NAME proxy)", verb);
 }

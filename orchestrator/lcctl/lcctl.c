@@ -1,17 +1,22 @@
-/* lcctl — the operator's client of lcd: HTTP over lcd's unix socket.
+/* lcctl — the operator's client of lcd: HTTP over lcd's unix socket (or
+ * TCP with a token).  This file: main and the verbs of apps (deploy, app,
+ * run, task, map, secret, deployment, image, status); sandbox.c and
+ * devbox.c hold their nouns, common.c what every verb shares.
  *
  * Every failure is one line on stderr, "lcctl: ...", and an exit code
  * from error.h (lcd's own code for the error, passed through). */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "lcctl.h"
+#include "common.h"
+#include "devbox.h"
+#include "json.h"
+#include "sandbox.h"
 #include "util.h"
 
 /* ---- options ---- */
@@ -23,65 +28,76 @@ struct opts {
 	char **config; /* --config KEY=VALUE, repeatable */
 	char **pos; /* positional arguments after the verb words */
 	size_t n;
-	unsigned seen; /* bit per option, see opt_table */
+	unsigned seen; /* bit per option: 1u << O_* */
 };
 
-static const struct {
-	const char *name;
-	char shortname;
-	bool value;
-} opt_table[] = {
-	{ "json", 0, false },  { "detach", 'd', false }, { "follow", 'f', false }, { "if-absent", 0, false },
-	{ "app", 0, true },    { "state", 0, true },     { "limit", 0, true },     { "ttl", 0, true },
-	{ "from-env", 0, true }, { "prefix", 0, true },  { "socket", 0, true },
-	{ "config", 0, true },
-};
-enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG };
+/* The options of lcctl's own verbs; O_* is the bit in opts.seen and the
+ * index in long_opts.  getopt_long returns 'd', 'f' or OPT_BASE + O_*. */
+enum { O_JSON, O_DETACH, O_FOLLOW, O_IF_ABSENT, O_APP, O_STATE, O_LIMIT, O_TTL, O_FROM_ENV, O_PREFIX, O_SOCKET, O_CONFIG,
+       O_COUNT };
+#define OPT_BASE 256
 
-int usage_error(const char *fmt, ...)
+static const struct option long_opts[] = {
+	[O_JSON] = { "json", no_argument, NULL, OPT_BASE + O_JSON },
+	[O_DETACH] = { "detach", no_argument, NULL, 'd' },
+	[O_FOLLOW] = { "follow", no_argument, NULL, 'f' },
+	[O_IF_ABSENT] = { "if-absent", no_argument, NULL, OPT_BASE + O_IF_ABSENT },
+	[O_APP] = { "app", required_argument, NULL, OPT_BASE + O_APP },
+	[O_STATE] = { "state", required_argument, NULL, OPT_BASE + O_STATE },
+	[O_LIMIT] = { "limit", required_argument, NULL, OPT_BASE + O_LIMIT },
+	[O_TTL] = { "ttl", required_argument, NULL, OPT_BASE + O_TTL },
+	[O_FROM_ENV] = { "from-env", required_argument, NULL, OPT_BASE + O_FROM_ENV },
+	[O_PREFIX] = { "prefix", required_argument, NULL, OPT_BASE + O_PREFIX },
+	[O_SOCKET] = { "socket", required_argument, NULL, OPT_BASE + O_SOCKET },
+	[O_CONFIG] = { "config", required_argument, NULL, OPT_BASE + O_CONFIG },
+	[O_COUNT] = { NULL, 0, NULL, 0 },
+};
+
+/* What getopt_long returned (or put in optopt) as an O_*, -1 for none. */
+static int opt_index(int c)
 {
-	va_list ap;
-	fputs("lcctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return LC_EXIT_USAGE;
+	if (c == 'd')
+		return O_DETACH;
+	if (c == 'f')
+		return O_FOLLOW;
+	return c >= OPT_BASE && c < OPT_BASE + O_COUNT ? c - OPT_BASE : -1;
 }
 
+/* A word that begins with a dash but not with a letter or a second dash
+ * ("-5", "-", "-{…}"): an argument (a value, JSON), never an option. */
+static bool dash_argument(const char *a)
+{
+	return a[0] == '-' && a[1] && a[1] != '-' && !isalpha((unsigned char)a[1]);
+}
+
+/* The options anywhere among the arguments, the arguments in their order
+ * ("-" leads the spec: getopt_long returns each argument as 1 where it
+ * stands); "--" ends the options.  argv[0] is the program. */
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			for (i++; i < argc; i++)
-				o->pos[o->n++] = argv[i];
-			break;
-		}
-		if (a[0] != '-' || !a[1] || (a[1] != '-' && !isalpha((unsigned char)a[1]))) {
-			o->pos[o->n++] = argv[i];
+	optind = 1; /* the first and only scan of this process */
+	opterr = 0;
+	for (;;) {
+		if (optind < argc && dash_argument(argv[optind])) {
+			/* at a word's start (a word getopt is walking is never one) */
+			o->pos[o->n++] = argv[optind++];
 			continue;
 		}
-		int k = -1;
-		const char *val = NULL;
-		for (size_t t = 0; t < sizeof(opt_table) / sizeof(opt_table[0]); t++) {
-			size_t len = strlen(opt_table[t].name);
-			if (a[1] == '-' && !strncmp(a + 2, opt_table[t].name, len) && (a[2 + len] == '\0' || a[2 + len] == '=')) {
-				k = (int)t;
-				if (a[2 + len] == '=')
-					val = a + 3 + len;
-			} else if (a[1] != '-' && opt_table[t].shortname == a[1] && !a[2]) {
-				k = (int)t;
-			}
+		int at = optind;
+		int c = getopt_long(argc, argv, "-:df", long_opts, NULL);
+		if (c == -1)
+			break;
+		if (c == 1) {
+			o->pos[o->n++] = optarg;
+			continue;
 		}
-		if (k < 0)
-			return usage_error("unknown option '%s' (see lcctl --help)", a);
-		if (opt_table[k].value && !val) {
-			if (i + 1 >= argc)
-				return usage_error("option --%s needs a value", opt_table[k].name);
-			val = argv[++i];
-		} else if (!opt_table[k].value && val) {
-			return usage_error("option --%s takes no value", opt_table[k].name);
+		int k = opt_index(c == '?' || c == ':' ? optopt : c);
+		if (c == ':')
+			return lcctl_usage_error("option --%s needs a value", long_opts[k].name);
+		if (c == '?') {
+			if (k >= 0 && !strncmp(argv[at], "--", 2) && strchr(argv[at], '='))
+				return lcctl_usage_error("option --%s takes no value", long_opts[k].name);
+			return lcctl_usage_error("unknown option '%s' (see lcctl --help)", argv[at]);
 		}
 		o->seen |= 1u << k;
 		switch (k) {
@@ -89,16 +105,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_DETACH: o->detach = true; break;
 		case O_FOLLOW: o->follow = true; break;
 		case O_IF_ABSENT: o->if_absent = true; break;
-		case O_APP: o->app = val; break;
-		case O_STATE: o->state = val; break;
-		case O_LIMIT: o->limit = val; break;
-		case O_TTL: o->ttl = val; break;
-		case O_FROM_ENV: o->from_env = val; break;
-		case O_PREFIX: o->prefix = val; break;
-		case O_SOCKET: o->socket = val; break;
-		case O_CONFIG: lc_strv_push(&o->config, val); break;
+		case O_APP: o->app = optarg; break;
+		case O_STATE: o->state = optarg; break;
+		case O_LIMIT: o->limit = optarg; break;
+		case O_TTL: o->ttl = optarg; break;
+		case O_FROM_ENV: o->from_env = optarg; break;
+		case O_PREFIX: o->prefix = optarg; break;
+		case O_SOCKET: o->socket = optarg; break;
+		case O_CONFIG: lc_strv_push(&o->config, optarg); break;
 		}
 	}
+	while (optind < argc) /* after "--" */
+		o->pos[o->n++] = argv[optind++];
 	return 0;
 }
 
@@ -106,27 +124,20 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 static int only(const struct opts *o, unsigned allowed, const char *verb)
 {
 	unsigned extra = o->seen & ~(allowed | (1u << O_SOCKET));
-	for (size_t t = 0; extra && t < sizeof(opt_table) / sizeof(opt_table[0]); t++)
+	for (int t = 0; extra && t < O_COUNT; t++)
 		if (extra & (1u << t))
-			return usage_error("%s does not take --%s", verb, opt_table[t].name);
+			return lcctl_usage_error("%s does not take --%s", verb, long_opts[t].name);
 	return 0;
 }
 
 static int npos(const struct opts *o, size_t min, size_t max, const char *use)
 {
 	if (o->n < min || o->n > max)
-		return usage_error("usage: lcctl %s", use);
+		return lcctl_usage_error("usage: lcctl %s", use);
 	return 0;
 }
 
-/* ---- HTTP (orchestrator/client/lcclient.c) ---- */
-
-static lcc_t *cli;
-
-lcc_t *lcctl_client(void)
-{
-	return cli;
-}
+/* ---- HTTP (common.c's client) ---- */
 
 static bool to_stdout(const char *p, size_t n, void *ud)
 {
@@ -134,76 +145,6 @@ static bool to_stdout(const char *p, size_t n, void *ud)
 	size_t w = fwrite(p, 1, n, stdout);
 	fflush(stdout);
 	return w == n;
-}
-
-static char *esc(const char *s)
-{
-	return lcc_escape(s);
-}
-
-/* One request.  2xx: *out gets the parsed body (when out is given).
- * Otherwise *err gets lcd's message and exit code.  With stream, the
- * body goes to stdout as it arrives. */
-static int request(const char *method, const char *path, json_t *body, long *status, json_t **out, bool stream,
-		   lc_error_t **err)
-{
-	if (stream)
-		return lcc_request_stream(cli, method, path, body, -1, to_stdout, NULL, status, err);
-	return lcc_request(cli, method, path, body, status, out, err);
-}
-
-int lcctl_fail(lc_error_t *err)
-{
-	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
-	lc_error_print(err, "lcctl");
-	lc_error_free(err);
-	return code;
-}
-#define fail lcctl_fail
-
-void lcctl_print_json(json_t *j)
-{
-	char *s = json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
-	if (s)
-		puts(s);
-	free(s);
-}
-
-const char *lcctl_str(json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-	return s ? s : "-";
-}
-
-void lcctl_fmt_time(json_t *v, char *buf, size_t len)
-{
-	if (!json_is_integer(v)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	time_t t = (time_t)(json_integer_value(v) / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* GET a listing: returns its `key` array (owned by *out), or NULL when
- * there is nothing more to do: printed as JSON (--json) or failed; *code
- * is then the exit code. */
-static json_t *get_list(const struct opts *o, const char *path, const char *key, json_t **out, int *code)
-{
-	lc_error_t *err = NULL;
-	*code = 0;
-	if (request("GET", path, NULL, NULL, out, false, &err) < 0) {
-		*code = fail(err);
-		return NULL;
-	}
-	json_t *list = json_object_get(*out, key);
-	if (o->json) {
-		lcctl_print_json(list);
-		return NULL;
-	}
-	return list;
 }
 
 /* ---- verbs ---- */
@@ -220,7 +161,7 @@ static int v_deploy(struct opts *o)
 			lc_error_set(&e, LC_EXIT_NOENT, errno, "%s", o->pos[0]);
 		else
 			lc_error_set(&e, LC_EXIT_INVALID, 0, "%s: line %d: %s", o->pos[0], je.line, je.text);
-		return fail(e);
+		return lcctl_fail(e);
 	}
 	/* --config sets or overrides one key of the manifest's config; lcd
 	 * validates the result as it does the file's own keys. */
@@ -228,7 +169,7 @@ static int v_deploy(struct opts *o)
 		_cleanup_free_ char *kv = strdup(o->config[i]);
 		char *eq = strchr(kv, '=');
 		if (!eq || eq == kv)
-			return usage_error("--config: expected KEY=VALUE, got '%s'", o->config[i]);
+			return lcctl_usage_error("--config: expected KEY=VALUE, got '%s'", o->config[i]);
 		*eq = '\0';
 		json_t *cfg = json_object_get(m, "config");
 		if (!cfg) {
@@ -239,7 +180,7 @@ static int v_deploy(struct opts *o)
 			break; /* lcd refuses the manifest with its own message */
 		json_t *v = json_string(eq + 1);
 		if (!v)
-			return usage_error("--config %s: the value is not valid UTF-8", kv);
+			return lcctl_usage_error("--config %s: the value is not valid UTF-8", kv);
 		json_object_set_new(cfg, kv, v);
 	}
 	/* A devbox without authorized_keys gets the caller's public keys. */
@@ -254,8 +195,8 @@ static int v_deploy(struct opts *o)
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("POST", "/apps", m, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", "/apps", m, &out, &err) < 0)
+		return lcctl_fail(err);
 	printf("%s app %s (%zu functions, %zu schedules%s)\n", json_is_true(json_object_get(out, "replaced")) ? "replaced" : "deployed",
 	       lcctl_str(out, "name"), json_array_size(json_object_get(out, "functions")),
 	       json_array_size(json_object_get(out, "schedules")), json_is_object(boxes) ? ", devboxes" : "");
@@ -280,16 +221,16 @@ static void join_names(json_t *arr, char *buf, size_t len)
 static int v_app(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl app list|show|delete …");
+		return lcctl_usage_error("usage: lcctl app list|show|delete …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {
 		if (only(o, 1u << O_JSON, "app list") || npos(o, 1, 1, "app list [--json]"))
 			return LC_EXIT_USAGE;
-		int code;
-		json_t *apps = get_list(o, "/apps", "apps", &out, &code);
-		if (!apps)
+		json_t *apps;
+		int code = lcctl_get_list("/apps", "apps", o->json, &out, &apps);
+		if (code >= 0)
 			return code;
 		printf("%-20s %-30s %-20s %s\n", "APP", "FUNCTIONS", "SCHEDULES", "MAPS");
 		size_t i;
@@ -308,17 +249,17 @@ static int v_app(struct opts *o)
 		if (only(o, show ? 1u << O_JSON : 0, show ? "app show" : "app delete") ||
 		    npos(o, 2, 2, show ? "app show APP" : "app delete APP"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *app = esc(o->pos[1]);
+		_cleanup_free_ char *app = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/apps/%s", app);
-		if (request(show ? "GET" : "DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request(show ? "GET" : "DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		if (show)
 			lcctl_print_json(json_object_get(out, "manifest"));
 		else
 			printf("deleted app %s\n", o->pos[1]);
 		return 0;
 	}
-	return usage_error("unknown app verb '%s' (list, show, delete)", sub);
+	return lcctl_usage_error("unknown app verb '%s' (list, show, delete)", sub);
 }
 
 /* "APP:NAME" -> app, name (pointers into a copy the caller frees). */
@@ -327,7 +268,7 @@ static int split_target(const char *s, char **copy, char **app, char **name)
 	*copy = strdup(s);
 	char *c = strchr(*copy, ':');
 	if (!c || c == *copy || !c[1])
-		return usage_error("'%s': expected APP:FUNCTION or APP:SCHEDULE", s);
+		return lcctl_usage_error("'%s': expected APP:FUNCTION or APP:SCHEDULE", s);
 	*c = '\0';
 	*app = *copy;
 	*name = c + 1;
@@ -351,8 +292,8 @@ static int task_exit(json_t *t)
 	int code = json_is_integer(ec) ? (int)json_integer_value(ec) : 0;
 	if (!strcmp(state, "succeeded"))
 		return 0;
-	fprintf(stderr, "lcctl: task %s %s%s%s\n", lcctl_str(t, "id"), state, json_is_string(json_object_get(t, "error")) ? ": " : "",
-		json_is_string(json_object_get(t, "error")) ? lcctl_str(t, "error") : "");
+	const char *error = lc_json_str(t, "error");
+	fprintf(stderr, "lcctl: task %s %s%s%s\n", lcctl_str(t, "id"), state, error ? ": " : "", error ? error : "");
 	if (!strcmp(state, "timed-out"))
 		return LC_EXIT_TIMEOUT;
 	if (!strcmp(state, "cancelled"))
@@ -366,21 +307,21 @@ static int v_run(struct opts *o)
 		return LC_EXIT_USAGE;
 	_cleanup_free_ char *copy = NULL;
 	char *app = NULL, *name = NULL;
-	if (split_target(o->pos[0], &copy, &app, &name) < 0)
+	if (split_target(o->pos[0], &copy, &app, &name) != 0)
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *args = NULL;
 	if (o->n == 2) {
 		json_error_t je;
 		args = json_loads(o->pos[1], JSON_DECODE_ANY, &je);
 		if (!args)
-			return usage_error("arguments are not valid JSON: %s", je.text);
+			return lcctl_usage_error("arguments are not valid JSON: %s", je.text);
 	}
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *info = NULL, *out = NULL;
-	_cleanup_free_ char *eapp = esc(app), *ename = esc(name);
+	_cleanup_free_ char *eapp = lcc_escape(app), *ename = lcc_escape(name);
 	_cleanup_free_ char *apath = lc_strdup_printf("/apps/%s", eapp);
-	if (request("GET", apath, NULL, NULL, &info, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", apath, NULL, &info, &err) < 0)
+		return lcctl_fail(err);
 	_cleanup_free_ char *path = NULL;
 	_cleanup_json_ json_t *body = NULL;
 	if (in_list(json_object_get(info, "functions"), name)) {
@@ -388,14 +329,14 @@ static int v_run(struct opts *o)
 		body = json_pack("{s:o}", "args", args ? json_incref(args) : json_object());
 	} else if (in_list(json_object_get(info, "schedules"), name)) {
 		if (args)
-			return usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
+			return lcctl_usage_error("%s is a schedule: it runs with its own arguments", o->pos[0]);
 		path = lc_strdup_printf("/apps/%s/schedules/%s/run", eapp, ename);
 	} else {
 		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "app %s has no function or schedule '%s'", app, name);
-		return fail(err);
+		return lcctl_fail(err);
 	}
-	if (request("POST", path, body, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", path, body, &out, &err) < 0)
+		return lcctl_fail(err);
 	const char *id = lcctl_str(out, "id");
 	if (o->detach) {
 		puts(id);
@@ -405,8 +346,8 @@ static int v_run(struct opts *o)
 	for (;;) {
 		json_t *t = NULL;
 		long st = 0;
-		if (request("GET", rpath, NULL, &st, &t, false, &err) < 0)
-			return fail(err);
+		if (lcc_request(lcctl_client(), "GET", rpath, NULL, &st, &t, &err) < 0)
+			return lcctl_fail(err);
 		if (st == 200) {
 			if (o->json)
 				lcctl_print_json(t);
@@ -425,13 +366,13 @@ static int v_run(struct opts *o)
 static int v_image(struct opts *o)
 {
 	if (o->n < 1 || (strcmp(o->pos[0], "ls") && strcmp(o->pos[0], "list")))
-		return usage_error("usage: lcctl image ls [--json]");
+		return lcctl_usage_error("usage: lcctl image ls [--json]");
 	if (only(o, 1u << O_JSON, "image ls") || npos(o, 1, 1, "image ls [--json]"))
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *out = NULL;
-	int code;
-	json_t *list = get_list(o, "/images", "images", &out, &code);
-	if (!list)
+	json_t *list;
+	int code = lcctl_get_list("/images", "images", o->json, &out, &list);
+	if (code >= 0)
 		return code;
 	printf("%-48s %-20s %-9s %-10s %-20s %s\n", "NAME", "OWNER", "KIND", "SIZE", "CREATED", "EXPIRES");
 	size_t i;
@@ -454,13 +395,13 @@ static int v_image(struct opts *o)
 static int v_node(struct opts *o)
 {
 	if (o->n < 1 || (strcmp(o->pos[0], "ls") && strcmp(o->pos[0], "list")))
-		return usage_error("usage: lcctl node ls [--json]");
+		return lcctl_usage_error("usage: lcctl node ls [--json]");
 	if (only(o, 1u << O_JSON, "node ls") || npos(o, 1, 1, "node ls [--json]"))
 		return LC_EXIT_USAGE;
 	_cleanup_json_ json_t *out = NULL;
-	int code;
-	json_t *list = get_list(o, "/nodes", "nodes", &out, &code);
-	if (!list)
+	json_t *list;
+	int code = lcctl_get_list("/nodes", "nodes", o->json, &out, &list);
+	if (code >= 0)
 		return code;
 	printf("%-20s %-8s %-22s %5s %8s %11s %6s %-20s\n", "NAME", "STATE", "ADDRESS", "CORES", "MEMORY", "SLOTS FREE",
 	       "IMAGES", "HEARTBEAT");
@@ -482,7 +423,7 @@ static int v_node(struct opts *o)
 static int v_task(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl task list|show|logs|cancel …");
+		return lcctl_usage_error("usage: lcctl task list|show|logs|cancel …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -491,13 +432,13 @@ static int v_task(struct opts *o)
 		    npos(o, 1, 1, "task list [--app APP] [--state STATE] [--limit N] [--json]"))
 			return LC_EXIT_USAGE;
 		char q[512] = "";
-		_cleanup_free_ char *a = o->app ? esc(o->app) : NULL, *s = o->state ? esc(o->state) : NULL,
-				    *l = o->limit ? esc(o->limit) : NULL;
+		_cleanup_free_ char *a = o->app ? lcc_escape(o->app) : NULL, *s = o->state ? lcc_escape(o->state) : NULL,
+				    *l = o->limit ? lcc_escape(o->limit) : NULL;
 		snprintf(q, sizeof(q), "/tasks?%s%s%s%s%s%s", a ? "app=" : "", a ? a : "", s ? "&state=" : "", s ? s : "",
 			 l ? "&limit=" : "", l ? l : "");
-		int code;
-		json_t *tasks = get_list(o, q, "tasks", &out, &code);
-		if (!tasks)
+		json_t *tasks;
+		int code = lcctl_get_list(q, "tasks", o->json, &out, &tasks);
+		if (code >= 0)
 			return code;
 		printf("%-12s %-30s %-10s %-4s %-20s %s\n", "ID", "APP:FUNCTION", "STATE", "EXIT", "CREATED", "SECONDS");
 		size_t i;
@@ -520,10 +461,10 @@ static int v_task(struct opts *o)
 		if (only(o, show ? 1u << O_JSON : 0, show ? "task show" : "task cancel") ||
 		    npos(o, 2, 2, show ? "task show ID" : "task cancel ID"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *id = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf(show ? "/tasks/%s" : "/tasks/%s/cancel", id);
-		if (request(show ? "GET" : "POST", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request(show ? "GET" : "POST", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		if (show)
 			lcctl_print_json(out);
 		else
@@ -533,13 +474,13 @@ static int v_task(struct opts *o)
 	if (!strcmp(sub, "logs")) {
 		if (only(o, 1u << O_FOLLOW, "task logs") || npos(o, 2, 2, "task logs ID [-f]"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *id = esc(o->pos[1]);
+		_cleanup_free_ char *id = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/tasks/%s/logs%s", id, o->follow ? "?follow=1" : "");
-		if (request("GET", path, NULL, NULL, NULL, true, &err) < 0)
-			return fail(err);
+		if (lcc_request_stream(lcctl_client(), "GET", path, NULL, -1, to_stdout, NULL, NULL, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown task verb '%s' (list, show, logs, cancel)", sub);
+	return lcctl_usage_error("unknown task verb '%s' (list, show, logs, cancel)", sub);
 }
 
 static int map_target(const char *s, char **copy, char **path)
@@ -547,9 +488,9 @@ static int map_target(const char *s, char **copy, char **path)
 	*copy = strdup(s);
 	char *slash = strchr(*copy, '/');
 	if (!slash || slash == *copy || !slash[1] || strchr(slash + 1, '/'))
-		return usage_error("'%s': expected APP/MAP", s);
+		return lcctl_usage_error("'%s': expected APP/MAP", s);
 	*slash = '\0';
-	_cleanup_free_ char *a = esc(*copy), *m = esc(slash + 1);
+	_cleanup_free_ char *a = lcc_escape(*copy), *m = lcc_escape(slash + 1);
 	*path = lc_strdup_printf("/apps/%s/maps/%s", a, m);
 	return 0;
 }
@@ -557,21 +498,21 @@ static int map_target(const char *s, char **copy, char **path)
 static int v_map(struct opts *o)
 {
 	if (o->n < 2)
-		return usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
+		return lcctl_usage_error("usage: lcctl map get|set|del|ls APP/MAP …");
 	const char *sub = o->pos[0];
 	_cleanup_free_ char *copy = NULL, *base = NULL;
-	if (map_target(o->pos[1], &copy, &base) < 0)
+	if (map_target(o->pos[1], &copy, &base) != 0)
 		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON | 1u << O_PREFIX, "map ls") || npos(o, 2, 2, "map ls APP/MAP [--prefix P] [--json]"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *p = o->prefix ? esc(o->prefix) : NULL;
+		_cleanup_free_ char *p = o->prefix ? lcc_escape(o->prefix) : NULL;
 		_cleanup_free_ char *path = lc_strdup_printf("%s%s%s", base, p ? "?prefix=" : "", p ? p : "");
-		int code;
-		json_t *keys = get_list(o, path, "keys", &out, &code);
-		if (!keys)
+		json_t *keys;
+		int code = lcctl_get_list(path, "keys", o->json, &out, &keys);
+		if (code >= 0)
 			return code;
 		size_t i;
 		json_t *k;
@@ -580,22 +521,22 @@ static int v_map(struct opts *o)
 		return 0;
 	}
 	if (o->n < 3)
-		return usage_error("usage: lcctl map %s APP/MAP KEY%s", sub, !strcmp(sub, "set") ? " VALUE" : "");
-	_cleanup_free_ char *key = esc(o->pos[2]);
+		return lcctl_usage_error("usage: lcctl map %s APP/MAP KEY%s", sub, !strcmp(sub, "set") ? " VALUE" : "");
+	_cleanup_free_ char *key = lcc_escape(o->pos[2]);
 	_cleanup_free_ char *path = lc_strdup_printf("%s/keys/%s", base, key);
 	if (!strcmp(sub, "get")) {
 		if (only(o, 0, "map get") || npos(o, 3, 3, "map get APP/MAP KEY"))
 			return LC_EXIT_USAGE;
-		if (request("GET", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("GET", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		puts(lcctl_str(out, "value"));
 		return 0;
 	}
 	if (!strcmp(sub, "del") || !strcmp(sub, "delete") || !strcmp(sub, "rm")) {
 		if (only(o, 0, "map del") || npos(o, 3, 3, "map del APP/MAP KEY"))
 			return LC_EXIT_USAGE;
-		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
 	if (!strcmp(sub, "set")) {
@@ -604,32 +545,31 @@ static int v_map(struct opts *o)
 			return LC_EXIT_USAGE;
 		_cleanup_json_ json_t *body = json_pack("{s:s, s:b}", "value", o->pos[3], "if_absent", o->if_absent);
 		if (o->ttl) {
-			char *end = NULL;
-			long long ttl = strtoll(o->ttl, &end, 10);
-			if (!*o->ttl || *end || ttl <= 0)
-				return usage_error("--ttl: expected a positive number of seconds");
+			long long ttl;
+			if (!lcctl_parse_int(o->ttl, &ttl) || ttl <= 0)
+				return lcctl_usage_error("--ttl: expected a positive number of seconds");
 			json_object_set_new(body, "ttl", json_integer(ttl));
 		}
-		if (request("PUT", path, body, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("PUT", path, body, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown map verb '%s' (get, set, del, ls)", sub);
+	return lcctl_usage_error("unknown map verb '%s' (get, set, del, ls)", sub);
 }
 
 static int v_secret(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl secret set|ls|delete …");
+		return lcctl_usage_error("usage: lcctl secret set|ls|delete …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON, "secret ls") || npos(o, 1, 1, "secret ls [--json]"))
 			return LC_EXIT_USAGE;
-		int code;
-		json_t *s = get_list(o, "/secrets", "secrets", &out, &code);
-		if (!s)
+		json_t *s;
+		int code = lcctl_get_list("/secrets", "secrets", o->json, &out, &s);
+		if (code >= 0)
 			return code;
 		size_t i;
 		json_t *e;
@@ -644,7 +584,7 @@ static int v_secret(struct opts *o)
 		if (o->from_env) {
 			const char *v = getenv(o->from_env);
 			if (!v)
-				return usage_error("--from-env: %s is not set", o->from_env);
+				return lcctl_usage_error("--from-env: %s is not set", o->from_env);
 			value = strdup(v);
 		} else {
 			if (isatty(STDIN_FILENO))
@@ -656,7 +596,7 @@ static int v_secret(struct opts *o)
 				len += r;
 				if (len + 1 >= cap) {
 					if (cap > 128 * 1024)
-						return usage_error("secret value too large");
+						return lcctl_usage_error("secret value too large");
 					cap *= 2;
 					value = realloc(value, cap);
 				}
@@ -669,34 +609,34 @@ static int v_secret(struct opts *o)
 		}
 		_cleanup_json_ json_t *body = json_pack("{s:s}", "value", value);
 		explicit_bzero(value, strlen(value));
-		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *name = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
-		int r = request("PUT", path, body, NULL, &out, false, &err);
+		int r = lcctl_request("PUT", path, body, &out, &err);
 		if (r < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		return 0;
 	}
 	if (!strcmp(sub, "delete") || !strcmp(sub, "rm") || !strcmp(sub, "del")) {
 		if (only(o, 0, "secret delete") || npos(o, 2, 2, "secret delete NAME"))
 			return LC_EXIT_USAGE;
-		_cleanup_free_ char *name = esc(o->pos[1]);
+		_cleanup_free_ char *name = lcc_escape(o->pos[1]);
 		_cleanup_free_ char *path = lc_strdup_printf("/secrets/%s", name);
-		if (request("DELETE", path, NULL, NULL, &out, false, &err) < 0)
-			return fail(err);
+		if (lcctl_request("DELETE", path, NULL, &out, &err) < 0)
+			return lcctl_fail(err);
 		return 0;
 	}
-	return usage_error("unknown secret verb '%s' (set, ls, delete)", sub);
+	return lcctl_usage_error("unknown secret verb '%s' (set, ls, delete)", sub);
 }
 
 static int v_deployment(struct opts *o)
 {
 	if (o->n < 1)
-		return usage_error("usage: lcctl deployment ls|stop|start …");
+		return lcctl_usage_error("usage: lcctl deployment ls|stop|start …");
 	const char *sub = o->pos[0];
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/schedules", NULL, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", "/schedules", NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	json_t *list = json_object_get(out, "schedules");
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
 		if (only(o, 1u << O_JSON, "deployment ls") || npos(o, 1, 1, "deployment ls [--json]"))
@@ -720,7 +660,7 @@ static int v_deployment(struct opts *o)
 		return 0;
 	}
 	if (strcmp(sub, "stop") && strcmp(sub, "start"))
-		return usage_error("unknown deployment verb '%s' (ls, stop, start)", sub);
+		return lcctl_usage_error("unknown deployment verb '%s' (ls, stop, start)", sub);
 	if (only(o, 0, "deployment") || npos(o, 2, 2, "deployment stop|start [APP:]SCHEDULE"))
 		return LC_EXIT_USAGE;
 	/* NAME is APP:SCHEDULE, or a schedule name unique across apps. */
@@ -738,15 +678,15 @@ static int v_deployment(struct opts *o)
 	}
 	if (hits == 0) {
 		lc_error_set(&err, LC_EXIT_UNKNOWN, 0, "no schedule named '%s'", want);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	if (hits > 1)
-		return usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
-	_cleanup_free_ char *a = esc(lcctl_str(hit, "app")), *n = esc(lcctl_str(hit, "name"));
+		return lcctl_usage_error("schedule name '%s' is in several apps: say APP:%s", want, want);
+	_cleanup_free_ char *a = lcc_escape(lcctl_str(hit, "app")), *n = lcc_escape(lcctl_str(hit, "name"));
 	_cleanup_free_ char *path = lc_strdup_printf("/apps/%s/schedules/%s/%s", a, n, sub);
 	_cleanup_json_ json_t *r = NULL;
-	if (request("POST", path, NULL, NULL, &r, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("POST", path, NULL, &r, &err) < 0)
+		return lcctl_fail(err);
 	printf("%s %s:%s\n", !strcmp(sub, "stop") ? "stopped" : "started", lcctl_str(hit, "app"), lcctl_str(hit, "name"));
 	return 0;
 }
@@ -757,57 +697,49 @@ static int v_status(struct opts *o)
 		return LC_EXIT_USAGE;
 	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (request("GET", "/health", NULL, NULL, &out, false, &err) < 0)
-		return fail(err);
+	if (lcctl_request("GET", "/health", NULL, &out, &err) < 0)
+		return lcctl_fail(err);
 	if (o->json)
 		lcctl_print_json(out);
 	else
-		printf("lcd %s is up on %s\n", lcctl_str(out, "version"), lcc_endpoint(cli));
+		printf("lcd %s is up on %s\n", lcctl_str(out, "version"), lcc_endpoint(lcctl_client()));
 	return 0;
 }
 
-static void usage(FILE *f)
-{
-	fputs("usage: lcctl [--socket PATH] VERB …\n\n"
-	      "  deploy APP.json [--config KEY=VALUE]…  validate and store an app (again: replace it);\n"
-	      "                                       --config sets one key of its config\n"
-	      "  app list|show APP|delete APP         deployed apps\n"
-	      "  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
-	      "  run APP:SCHEDULE                     fire a schedule now\n"
-	      "  task list [--app A] [--state S] [--limit N] [--json]\n"
-	      "  task show ID | task logs ID [-f] | task cancel ID\n"
-	      "  map get|del APP/MAP KEY | map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]\n"
-	      "  map ls APP/MAP [--prefix P] [--json]\n"
-	      "  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
-	      "  secret ls [--json] | secret delete NAME\n"
-	      "  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
-	      "  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
-	      "  node ls [--json]                     the lcd nodes sharing this one's store, their room\n"
-	      "  status                               is lcd up?\n"
-	      "  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
-	      "                                       sandboxes through lcd (lcctl sandbox --help)\n"
-	      "  devbox create|ls|show|start|stop|rm …, devbox NAME ssh [-- CMD] | NAME proxy\n"
-	      "                                       boxes you SSH into (lcctl devbox --help)\n"
-	      "  ssh-config [--prune]                 Host lcrun-NAME blocks in ~/.ssh/config\n"
-	      "  disk ls [--json] | disk delete NAME  devboxes' disks\n\n"
-	      "The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
-	      "else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
-	      "Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
-	      "117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
-	      "app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n",
-	      f);
-}
+static const char help[] =
+	"usage: lcctl [--socket PATH] VERB …\n\n"
+	"  deploy APP.json [--config KEY=VALUE]…  validate and store an app (again: replace it);\n"
+	"                                       --config sets one key of its config\n"
+	"  app list|show APP|delete APP         deployed apps\n"
+	"  run APP:FUNCTION [JSON-ARGS] [--detach]  spawn a task and wait for its result\n"
+	"  run APP:SCHEDULE                     fire a schedule now\n"
+	"  task list [--app A] [--state S] [--limit N] [--json]\n"
+	"  task show ID | task logs ID [-f] | task cancel ID\n"
+	"  map get|del APP/MAP KEY | map set APP/MAP KEY VALUE [--ttl SECS] [--if-absent]\n"
+	"  map ls APP/MAP [--prefix P] [--json]\n"
+	"  secret set NAME [--from-env VAR]     value from stdin unless --from-env\n"
+	"  secret ls [--json] | secret delete NAME\n"
+	"  deployment ls [--json] | deployment stop|start [APP:]SCHEDULE\n"
+	"  image ls [--json]                    images, with their owner and end (snapshots, forks)\n"
+	"  node ls [--json]                     the lcd nodes sharing this one's store, their room\n"
+	"  status                               is lcd up?\n"
+	"  sandbox create|ls|show|exec|cp|snapshot|fork|stop|start|pause|resume|rm …\n"
+	"                                       sandboxes through lcd (lcctl sandbox --help)\n"
+	"  devbox create|ls|show|start|stop|rm …, devbox NAME ssh [-- CMD] | NAME proxy\n"
+	"                                       boxes you SSH into (lcctl devbox --help)\n"
+	"  ssh-config [--prune]                 Host lcrun-NAME blocks in ~/.ssh/config\n"
+	"  disk ls [--json] | disk delete NAME  devboxes' disks\n\n"
+	"The socket is --socket, else $LCD_URL (http://HOST:PORT, with $LCD_TOKEN), else $LCD_SOCKET,\n"
+	"else $LCRUN_STATE_DIR/lcd.sock (/run/lcrun/lcd.sock).\n"
+	"Exit codes: 0 ok; run: the task's exit status (124 timed out, 117 cancelled);\n"
+	"117 wrong state, 118 not permitted, 119 busy or full (queue full, claim lost), 120 unknown\n"
+	"app/task/key, 121 invalid content, 122 missing file, 123 usage, 125 lcd unreachable or failed.\n";
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return LC_EXIT_USAGE;
-	}
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-		usage(stdout);
-		return 0;
-	}
+	int h = lcctl_help(argc < 2 ? NULL : argv[1], help);
+	if (h >= 0)
+		return h;
 	/* lcctl [--socket PATH] sandbox …: that noun parses its own options */
 	const char *socket = NULL;
 	int first = 1;
@@ -822,27 +754,26 @@ int main(int argc, char **argv)
 	struct opts o = { 0 };
 	o.pos = lc_xmalloc0(sizeof(char *) * (size_t)argc);
 	if (!sandbox) {
-		if (parse_opts(argc - 1, argv + 1, &o) < 0)
+		if (parse_opts(argc, argv, &o) != 0)
 			return LC_EXIT_USAGE;
 		if (o.n == 0) {
-			usage(stderr);
+			fputs(help, stderr);
 			return LC_EXIT_USAGE;
 		}
 		socket = o.socket;
 	}
 	lc_error_t *err = NULL;
-	cli = lcc_new(socket, NULL, &err);
-	if (!cli)
-		return fail(err);
+	if (lcctl_connect(socket, &err) < 0)
+		return lcctl_fail(err);
 	int r;
 	if (devbox) {
 		r = lcctl_devbox(argc - first, argv + first);
-		lcc_free(cli);
+		lcctl_disconnect();
 		return r;
 	}
 	if (sandbox) {
 		r = lcctl_sandbox(argc - first - 1, argv + first + 1);
-		lcc_free(cli);
+		lcctl_disconnect();
 		return r;
 	}
 	const char *verb = o.pos[0];
@@ -869,8 +800,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(verb, "status"))
 		r = v_status(&o);
 	else
-		r = usage_error("unknown verb '%s' (see lcctl --help)", verb);
-	lcc_free(cli);
+		r = lcctl_usage_error("unknown verb '%s' (see lcctl --help)", verb);
+	lcctl_disconnect();
 	lc_strv_free(o.config);
 	return r;
 }

@@ -21,12 +21,13 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
-#include "lcctl.h"
+#include "common.h"
+#include "sandbox.h"
 #include "util.h"
 
 #define STDIN_MAX (16 << 20)
 /* A usage error inside a helper: the line is printed, -1 returned. */
-#define USAGE(...) (usage_error(__VA_ARGS__), -1)
+#define USAGE(...) (lcctl_usage_error(__VA_ARGS__), -1)
 
 static const char help[] =
 	"usage: lcctl sandbox VERB …\n"
@@ -72,27 +73,10 @@ typedef struct sbopts {
 	char **pos;
 } sbopts_t;
 
-static int fail(lc_error_t *err)
-{
-	return lcctl_fail(err);
-}
-
-static int fail_errno(const char *what)
-{
-	lc_error_t *err = NULL;
-	lc_error_set(&err, LC_EXIT_RUNTIME, errno, "%s", what);
-	return fail(err);
-}
-
 static int positive(const char *opt, const char *v, long long *out)
 {
-	char *end = NULL;
-	errno = 0;
-	long long n = strtoll(v, &end, 10);
-	if (errno || !*v || *end || n <= 0) {
+	if (!lcctl_parse_int(v, out) || *out <= 0)
 		return USAGE("%s: expected a positive number, got '%s'", opt, v);
-	}
-	*out = n;
 	return 0;
 }
 
@@ -142,9 +126,8 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 			if (c == O_MEMORY || c == O_DISK)
 				json_object_set_new(lim, c == O_DISK ? "disk" : "memory", json_string(optarg));
 			else if (c == O_CPUS) {
-				char *end = NULL;
-				double x = strtod(optarg, &end);
-				if (!*optarg || *end || x <= 0)
+				double x;
+				if (!lcctl_parse_number(optarg, &x) || x <= 0)
 					return USAGE("--cpus: expected a positive number, got '%s'", optarg);
 				json_object_set_new(lim, "cpus", json_real(x));
 			} else {
@@ -195,9 +178,8 @@ static int parse(int argc, char **argv, const char *shorts, const int *longs, bo
 			break;
 		}
 		case O_BUDGET: {
-			char *end = NULL;
-			double x = strtod(optarg, &end);
-			if (!*optarg || *end || !(x > 0))
+			double x;
+			if (!lcctl_parse_number(optarg, &x) || !(x > 0))
 				return USAGE("--budget-usd: expected a positive amount of dollars, got '%s'", optarg);
 			json_object_set_new(member(o->req, "model_gateway", json_object), "budget_usd", json_real(x));
 			break;
@@ -223,15 +205,15 @@ static int v_create(int argc, char **argv)
 	if (r)
 		return r < 0 ? LC_EXIT_USAGE : 0;
 	if (o.n)
-		return usage_error("sandbox create takes no arguments (run commands with lcctl sandbox exec ID -- CMD)");
+		return lcctl_usage_error("sandbox create takes no arguments (run commands with lcctl sandbox exec ID -- CMD)");
 	json_t *gw = json_object_get(req, "model_gateway");
 	if (gw && !json_object_get(gw, "provider"))
-		return usage_error("--budget-usd goes with --model-gateway PROVIDER:SECRET");
+		return lcctl_usage_error("--budget-usd goes with --model-gateway PROVIDER:SECRET");
 	lc_error_t *err = NULL;
 	_cleanup_free_ char *id = NULL;
 	_cleanup_json_ json_t *info = NULL;
 	if (lcc_sandbox_create(lcctl_client(), req, &id, &info, &err) < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	if (o.json)
 		lcctl_print_json(info);
 	else
@@ -248,7 +230,7 @@ static int v_ls(int argc, char **argv)
 	if (r)
 		return r < 0 ? LC_EXIT_USAGE : 0;
 	if (o.n)
-		return usage_error("usage: lcctl sandbox ls [--label K=V]… [--app APP] [--state STATE] [--json]");
+		return lcctl_usage_error("usage: lcctl sandbox ls [--label K=V]… [--app APP] [--state STATE] [--json]");
 	_cleanup_free_ char *q = strdup("/sandboxes?");
 	const char *keys[] = { "app", "state" }, *vals[] = { o.app, o.state };
 	for (size_t i = 0; i < 2; i++)
@@ -260,15 +242,11 @@ static int v_ls(int argc, char **argv)
 		_cleanup_free_ char *e = lcc_escape(labels[i]), *old = q;
 		q = lc_strdup_printf("%slabel=%s&", old, e);
 	}
-	lc_error_t *err = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	if (lcc_request(lcctl_client(), "GET", q, NULL, NULL, &out, &err) < 0)
-		return fail(err);
-	json_t *list = json_object_get(out, "sandboxes");
-	if (o.json) {
-		lcctl_print_json(list);
-		return 0;
-	}
+	json_t *list;
+	int code = lcctl_get_list(q, "sandboxes", o.json, &out, &list);
+	if (code >= 0)
+		return code;
 	printf("%-12s %-16s %-24s %-9s %-24s %-20s %s\n", "ID", "NAME", "IMAGE", "STATE", "OWNER", "CREATED", "MEMORY");
 	size_t i;
 	json_t *s;
@@ -335,7 +313,7 @@ static int v_exec(int argc, char **argv)
 		n--;
 	}
 	if (n < 2)
-		return usage_error("usage: lcctl sandbox exec [-e K=V]… [-w DIR] [-u UID[:GID]] [--timeout S] [-i] ID -- CMD…");
+		return lcctl_usage_error("usage: lcctl sandbox exec [-e K=V]… [-w DIR] [-u UID[:GID]] [--timeout S] [-i] ID -- CMD…");
 	json_t *a = json_array();
 	for (int i = 1; i < n; i++)
 		json_array_append_new(a, json_string(pos[i]));
@@ -345,7 +323,7 @@ static int v_exec(int argc, char **argv)
 	lc_error_t *err = NULL;
 	lcc_exec_result_t res;
 	if (lcc_sandbox_exec_stream(lcctl_client(), pos[0], req, on_output, NULL, &res, &err) < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	if (res.timed_out)
 		fprintf(stderr, "lcctl: the command timed out\n");
 	return res.exit_code;
@@ -401,30 +379,30 @@ static int cp_in(const char *src, const char *id, const char *dst)
 	struct stat st;
 	if (!strcmp(src, "-")) {
 		if (lcc_sandbox_upload_fd(c, id, dst, STDIN_FILENO, true, 0, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		return 0;
 	}
 	if (stat(src, &st) < 0) {
 		lc_error_set(&err, LC_EXIT_NOENT, errno, "%s", src);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	if (S_ISDIR(st.st_mode)) {
 		/* a directory lands inside dst, which must exist */
 		int fd;
 		pid_t pid = tar_child(true, src, &fd);
 		if (pid < 0)
-			return fail_errno("cannot fork");
+			return lcctl_fail_errno("cannot fork");
 		int r = lcc_sandbox_upload_fd(c, id, dst, fd, true, 0, &err);
 		close(fd);
 		int cs = child_status(pid);
 		if (r < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		return cs;
 	}
 	_cleanup_close_ int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		lc_error_set(&err, LC_EXIT_NOENT, errno, "%s", src);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	unsigned mode = st.st_mode & 0777;
 	size_t n = strlen(dst);
@@ -432,14 +410,14 @@ static int cp_in(const char *src, const char *id, const char *dst)
 	_cleanup_free_ char *target = n && dst[n - 1] == '/' ? lc_strdup_printf("%s%s", dst, basename(b)) : strdup(dst);
 	if (lcc_sandbox_upload_fd(c, id, target, fd, false, mode, &err) < 0) {
 		if (err->exit_code != LC_EXIT_USAGE || !strstr(err->msg, "is a directory"))
-			return fail(err);
+			return lcctl_fail(err);
 		/* dst is a directory: the file lands inside it */
 		lc_error_free(err);
 		err = NULL;
 		free(target);
 		target = lc_strdup_printf("%s/%s", dst, basename(b));
 		if (lseek(fd, 0, SEEK_SET) < 0 || lcc_sandbox_upload_fd(c, id, target, fd, false, mode, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 	}
 	return 0;
 }
@@ -450,7 +428,7 @@ static int cp_out(const char *id, const char *src, const char *dst)
 	lc_error_t *err = NULL;
 	if (!strcmp(dst, "-")) {
 		if (lcc_sandbox_download_fd(c, id, src, STDOUT_FILENO, true, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		return 0;
 	}
 	struct stat st;
@@ -461,7 +439,7 @@ static int cp_out(const char *id, const char *src, const char *dst)
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
 		lc_error_set(&err, LC_EXIT_NOENT, errno, "%s", target);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	int r = lcc_sandbox_download_fd(c, id, src, fd, false, &err);
 	close(fd);
@@ -469,30 +447,30 @@ static int cp_out(const char *id, const char *src, const char *dst)
 		if (rename(tmp, target) < 0) {
 			unlink(tmp);
 			lc_error_set(&err, LC_EXIT_RUNTIME, errno, "%s", target);
-			return fail(err);
+			return lcctl_fail(err);
 		}
 		chmod(target, 0644);
 		return 0;
 	}
 	unlink(tmp);
 	if (err->exit_code != LC_EXIT_USAGE || !strstr(err->msg, "is a directory"))
-		return fail(err);
+		return lcctl_fail(err);
 	/* a directory: as a tar stream, extracted inside dst */
 	lc_error_free(err);
 	err = NULL;
 	if (!dst_dir) {
 		lc_error_set(&err, LC_EXIT_NOENT, 0, "%s: copying directory %s needs an existing directory here", dst, src);
-		return fail(err);
+		return lcctl_fail(err);
 	}
 	int wfd;
 	pid_t pid = tar_child(false, dst, &wfd);
 	if (pid < 0)
-		return fail_errno("cannot fork");
+		return lcctl_fail_errno("cannot fork");
 	r = lcc_sandbox_download_fd(c, id, src, wfd, true, &err);
 	close(wfd);
 	int cs = child_status(pid);
 	if (r < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	return cs;
 }
 
@@ -504,12 +482,12 @@ static int v_cp(int argc, char **argv)
 	if (r)
 		return r < 0 ? LC_EXIT_USAGE : 0;
 	if (o.n != 2)
-		return usage_error("usage: lcctl sandbox cp SRC DST (one side ID:/path)");
+		return lcctl_usage_error("usage: lcctl sandbox cp SRC DST (one side ID:/path)");
 	_cleanup_free_ char *sp = NULL, *dp = NULL;
 	_cleanup_free_ char *sid = sandbox_side(o.pos[0], &sp);
 	_cleanup_free_ char *did = sandbox_side(o.pos[1], &dp);
 	if (!!sid == !!did)
-		return usage_error("sandbox cp: exactly one side must be in a sandbox (ID:/path)");
+		return lcctl_usage_error("sandbox cp: exactly one side must be in a sandbox (ID:/path)");
 	return did ? cp_in(o.pos[0], did, dp) : cp_out(sid, sp, o.pos[1]);
 }
 
@@ -525,31 +503,31 @@ static int v_simple(int argc, char **argv)
 	lc_error_t *err = NULL;
 	if (!strcmp(verb, "show")) {
 		if (o.n != 1)
-			return usage_error("usage: lcctl sandbox show ID");
+			return lcctl_usage_error("usage: lcctl sandbox show ID");
 		_cleanup_json_ json_t *info = NULL;
 		if (lcc_sandbox_get(c, o.pos[0], &info, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		lcctl_print_json(info);
 		return 0;
 	}
 	if (!strcmp(verb, "snapshot")) {
 		if (o.n != 2)
-			return usage_error("usage: lcctl sandbox snapshot ID IMAGE");
+			return lcctl_usage_error("usage: lcctl sandbox snapshot ID IMAGE");
 		_cleanup_free_ char *digest = NULL;
 		if (lcc_sandbox_snapshot(c, o.pos[0], o.pos[1], &digest, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		printf("%s %s\n", o.pos[1], digest ? digest : "");
 		return 0;
 	}
 	if (!strcmp(verb, "fork")) {
 		long long n;
 		if (o.n != 2)
-			return usage_error("usage: lcctl sandbox fork ID N [--json]");
+			return lcctl_usage_error("usage: lcctl sandbox fork ID N [--json]");
 		if (positive("N", o.pos[1], &n) < 0)
 			return LC_EXIT_USAGE;
 		_cleanup_json_ json_t *ids = NULL;
 		if (lcc_sandbox_fork(c, o.pos[0], (int)n, &ids, &err) < 0)
-			return fail(err);
+			return lcctl_fail(err);
 		if (o.json) {
 			lcctl_print_json(ids);
 		} else {
@@ -562,36 +540,31 @@ static int v_simple(int argc, char **argv)
 	}
 	if (!strcmp(verb, "rm")) {
 		if (o.n < 1)
-			return usage_error("usage: lcctl sandbox rm ID…");
+			return lcctl_usage_error("usage: lcctl sandbox rm ID…");
 		int code = 0;
 		for (int i = 0; i < o.n; i++) {
 			_cleanup_free_ char *p = NULL, *e = lcc_escape(o.pos[i]);
 			p = lc_strdup_printf("/sandboxes/%s", e);
-			if (lcc_request(c, "DELETE", p, NULL, NULL, NULL, &err) < 0) {
-				code = fail(err);
+			if (lcctl_request("DELETE", p, NULL, NULL, &err) < 0) {
+				code = lcctl_fail(err);
 				err = NULL;
 			}
 		}
 		return code;
 	}
 	if (o.n != 1)
-		return usage_error("usage: lcctl sandbox %s ID", verb);
+		return lcctl_usage_error("usage: lcctl sandbox %s ID", verb);
 	if (lcc_sandbox_verb(c, o.pos[0], verb, &err) < 0)
-		return fail(err);
+		return lcctl_fail(err);
 	return 0;
 }
 
 int lcctl_sandbox(int argc, char **argv)
 {
-	if (argc < 1) {
-		fputs(help, stderr);
-		return LC_EXIT_USAGE;
-	}
+	int h = lcctl_help(argc < 1 ? NULL : argv[0], help);
+	if (h >= 0)
+		return h;
 	const char *verb = argv[0];
-	if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
-		fputs(help, stdout);
-		return 0;
-	}
 	if (!strcmp(verb, "create"))
 		return v_create(argc, argv);
 	if (!strcmp(verb, "ls") || !strcmp(verb, "list"))
@@ -604,6 +577,6 @@ int lcctl_sandbox(int argc, char **argv)
 	for (size_t i = 0; simple[i]; i++)
 		if (!strcmp(verb, simple[i]))
 			return v_simple(argc, argv);
-	return usage_error("unknown sandbox verb '%s' (create, ls, show, exec, cp, snapshot, fork, stop, start, pause, "
+	return lcctl_usage_error("unknown sandbox verb '%s' (create, ls, show, exec, cp, snapshot, fork, stop, start, pause, "
 			   "resume, rm)", verb);
 }

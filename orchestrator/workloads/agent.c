@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "json.h"
 #include "util.h"
 
 #define AGENT_PROMPT_FILE "/tmp/agent-prompt.md"
@@ -135,7 +136,7 @@ int agent_gateway_usage(lcc_t *c, const char *id, agent_gateway_usage_t *u, lc_e
 			     json_integer_value(json_object_get(g, "budget_exceeded")) > 0;
 	u->requests = json_integer_value(json_object_get(g, "requests"));
 	u->tokens = json_incref(json_object_get(info, "tokens"));
-	const char *b = json_string_value(json_object_get(g, "base_url"));
+	const char *b = lc_json_str(g, "base_url");
 	u->base_url = b ? strdup(b) : NULL;
 	return 0;
 }
@@ -230,14 +231,14 @@ static void parse_claude(const char *out, size_t len, agent_result_t *r)
 		for (size_t i = json_array_size(lines); i-- > 0 && !res;) {
 			json_t *o = json_array_get(lines, i);
 			if (json_is_string(json_object_get(o, "type")) &&
-			    !strcmp(json_string_value(json_object_get(o, "type")), "result"))
+			    !strcmp(lc_json_str(o, "type"), "result"))
 				res = json_incref(o);
 		}
 	}
 	if (!res)
 		return;
 	r->raw = res;
-	const char *txt = json_string_value(json_object_get(res, "result"));
+	const char *txt = lc_json_str(res, "result");
 	if (txt)
 		r->summary = strdup(txt);
 	json_t *t = json_object_get(res, "num_turns");
@@ -251,14 +252,14 @@ static void parse_claude(const char *out, size_t len, agent_result_t *r)
 			  int_of(u, "cache_read_input_tokens");
 	r->cached_tokens = int_of(u, "cache_read_input_tokens");
 	r->output_tokens = int_of(u, "output_tokens");
-	const char *sub = json_string_value(json_object_get(res, "subtype"));
+	const char *sub = lc_json_str(res, "subtype");
 	if (json_is_true(json_object_get(res, "is_error")) || (sub && strncmp(sub, "error", 5) == 0)) {
 		if (sub && strstr(sub, "budget"))
 			r->status = AGENT_OVER_BUDGET;
 		else
 			r->status = AGENT_ERROR;
 		/* its message, else why it stopped ("api_error"; not "completed") */
-		const char *why = json_string_value(json_object_get(res, "terminal_reason"));
+		const char *why = lc_json_str(res, "terminal_reason");
 		if (!(txt && *txt))
 			txt = why && strcmp(why, "completed") != 0 ? why : NULL;
 		r->error = lc_strdup_printf("the agent reported an error: %s%s%s", sub ? sub : "error", txt ? ": " : "",
@@ -286,19 +287,19 @@ static void parse_codex(const char *out, size_t len, agent_result_t *r)
 	int items = 0;
 	const char *failure = NULL;
 	json_array_foreach(lines, i, o) {
-		const char *type = json_string_value(json_object_get(o, "type"));
+		const char *type = lc_json_str(o, "type");
 		if (!type)
 			continue;
 		if (!strcmp(type, "item.completed")) {
 			json_t *item = json_object_get(o, "item");
-			const char *it = json_string_value(json_object_get(item, "type"));
+			const char *it = lc_json_str(item, "type");
 			/* an error item (a retry, missing model metadata) or
 			 * the model's reasoning is not a turn of work */
 			if (!it || (strcmp(it, "error") && strcmp(it, "reasoning")))
 				items++;
 			if (it && !strcmp(it, "agent_message") && json_is_string(json_object_get(item, "text"))) {
 				free(r->summary);
-				r->summary = strdup(json_string_value(json_object_get(item, "text")));
+				r->summary = strdup(lc_json_str(item, "text"));
 			}
 		} else if (!strcmp(type, "turn.completed")) {
 			json_t *u = json_object_get(o, "usage");
@@ -310,9 +311,9 @@ static void parse_codex(const char *out, size_t len, agent_result_t *r)
 			done = true;
 		} else if (!strcmp(type, "turn.failed") || !strcmp(type, "error")) {
 			json_t *e = json_object_get(o, "error");
-			const char *m = json_string_value(json_object_get(e, "message"));
+			const char *m = lc_json_str(e, "message");
 			if (!m)
-				m = json_string_value(json_object_get(o, "message"));
+				m = lc_json_str(o, "message");
 			/* codex prints an "error" item about unknown model
 			 * metadata and goes on: only turn.failed ends a run. */
 			if (!strcmp(type, "turn.failed")) {

@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "chat.h"
+#include "json.h"
 #include "util.h"
 #include "workload.h"
 
@@ -109,12 +110,12 @@ static char *error_text(const struct buf *b, const char *key)
 {
 	_cleanup_json_ json_t *j = json_loadb(b->data ? b->data : "", b->len, 0, NULL);
 	json_t *e = json_object_get(j, "error");
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	const char *type = json_string_value(json_object_get(e, "type"));
+	const char *msg = lc_json_str(e, "message");
+	const char *type = lc_json_str(e, "type");
 	if (!msg)
 		msg = json_string_value(e);
 	if (!msg)
-		msg = json_string_value(json_object_get(j, "message"));
+		msg = lc_json_str(j, "message");
 	if (msg) {
 		_cleanup_free_ char *m = provider_text(msg, strlen(msg), key);
 		if (type) {
@@ -165,7 +166,7 @@ static int read_answer(const struct buf *b, const char *key, wl_chat_answer_t *a
 	json_t *msg = json_object_get(c0, "message");
 	json_t *content = json_object_get(msg, "content");
 	if (!json_is_string(content)) {
-		const char *refusal = json_string_value(json_object_get(msg, "refusal"));
+		const char *refusal = lc_json_str(msg, "refusal");
 		if (refusal) {
 			_cleanup_free_ char *r = provider_text(refusal, strlen(refusal), key);
 			return lc_error_set(err, WL_EXIT_PROVIDER, 0, "the model refused: %s", r);

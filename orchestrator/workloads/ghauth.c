@@ -12,6 +12,7 @@
 
 #include "ghauth.h"
 #include "github.h"
+#include "json.h"
 #include "util.h"
 
 #define JWT_BACK_S 60   /* iat this far back: GitHub's clock may be behind ours */
@@ -241,8 +242,8 @@ static int mint(gh_auth_t *a, lc_error_t **err)
 	gh_free(g);
 	if (r < 0)
 		return lc_error_wrap(err, "%s: no installation token for %s", a->name, a->repo);
-	const char *tok = json_string_value(json_object_get(ans, "token"));
-	const char *exp = json_string_value(json_object_get(ans, "expires_at"));
+	const char *tok = lc_json_str(ans, "token");
+	const char *exp = lc_json_str(ans, "expires_at");
 	time_t e = parse_time(exp);
 	now = time(NULL);
 	if (!tok || !*tok || e < 0)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "github.h"
+#include "json.h"
 #include "util.h"
 
 #define GH_MAX_ANSWER (32 << 20)
@@ -85,12 +86,12 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *ud)
 /* GitHub's error body: {"message", "errors": [{"message"} or {"field", "code"}]}. */
 static char *error_text(json_t *a)
 {
-	const char *m = json_string_value(json_object_get(a, "message"));
+	const char *m = lc_json_str(a, "message");
 	json_t *errs = json_object_get(a, "errors");
 	json_t *e0 = json_array_get(errs, 0);
-	const char *d = json_string_value(json_object_get(e0, "message"));
+	const char *d = lc_json_str(e0, "message");
 	if (!d)
-		d = json_string_value(json_object_get(e0, "code"));
+		d = lc_json_str(e0, "code");
 	return lc_strdup_printf("%s%s%s", m ? m : "(no message)", d ? ": " : "", d ? d : "");
 }
 
@@ -206,7 +207,7 @@ int gh_issue_comment(gh_t *g, const char *repo, long n, const char *body, char *
 	if (gh_request(g, "POST", path, req, NULL, &a, err) < 0)
 		return -1;
 	if (url) {
-		const char *u = json_string_value(json_object_get(a, "html_url"));
+		const char *u = lc_json_str(a, "html_url");
 		*url = u ? strdup(u) : NULL;
 	}
 	return 0;
@@ -224,7 +225,7 @@ int gh_pr_find_open(gh_t *g, const char *repo, const char *branch, json_t **pr, 
 	size_t i;
 	json_t *p;
 	json_array_foreach(a, i, p) {
-		const char *ref = json_string_value(json_object_get(json_object_get(p, "head"), "ref"));
+		const char *ref = lc_json_str(json_object_get(p, "head"), "ref");
 		if (ref && !strcmp(ref, branch)) {
 			*pr = json_incref(p);
 			return 1;
@@ -271,7 +272,7 @@ int gh_permission(gh_t *g, const char *repo, const char *user, char **perm, lc_e
 		*perm = strdup("none");
 		return 0;
 	}
-	const char *p = json_string_value(json_object_get(a, "permission"));
+	const char *p = lc_json_str(a, "permission");
 	*perm = strdup(p ? p : "none");
 	return 0;
 }
@@ -300,7 +301,7 @@ int gh_pr_comment_reply(gh_t *g, const char *repo, long number, long long commen
 	if (gh_request(g, "POST", path, req, NULL, &a, err) < 0)
 		return -1;
 	if (url) {
-		const char *u = json_string_value(json_object_get(a, "html_url"));
+		const char *u = lc_json_str(a, "html_url");
 		*url = u ? strdup(u) : NULL;
 	}
 	return 0;

@@ -38,6 +38,7 @@
 #include "ghauth.h"
 #include "github.h"
 #include "gitops.h"
+#include "json.h"
 #include "lcclient.h"
 #include "util.h"
 
@@ -166,7 +167,7 @@ static int cancel_run(const char *repo, long n, const char *why_word)
 		}
 		json_decref(claim);
 		claim = got ? json_loads(held, 0, NULL) : NULL;
-		task = json_string_value(json_object_get(claim, "task"));
+		task = lc_json_str(claim, "task");
 		if (!got || task)
 			break;
 		usleep(100 * 1000);
@@ -378,8 +379,8 @@ static int ignore(const char *fmt, ...)
 static long agent_pr_issue(json_t *pr, const char *repo)
 {
 	json_t *head = json_object_get(pr, "head");
-	const char *ref = json_string_value(json_object_get(head, "ref"));
-	const char *hrepo = json_string_value(json_object_get(json_object_get(head, "repo"), "full_name"));
+	const char *ref = lc_json_str(head, "ref");
+	const char *hrepo = lc_json_str(json_object_get(head, "repo"), "full_name");
 	if (!ref || strncmp(ref, "agent/issue-", 12) != 0 || (hrepo && strcasecmp(hrepo, repo) != 0))
 		return 0;
 	char *end = NULL;
@@ -411,7 +412,7 @@ static int follow_up(const char *repo, json_t *pr, long pr_number, const char *u
 	long n = agent_pr_issue(pr, repo);
 	if (!n)
 		return ignore("pull request #%ld is not from an agent/issue-N branch of %s", pr_number, repo);
-	const char *state = json_string_value(json_object_get(pr, "state"));
+	const char *state = lc_json_str(pr, "state");
 	if (state && strcmp(state, "open") != 0)
 		return ignore("pull request #%ld is %s", pr_number, state);
 	_cleanup_free_ char *why = NULL;
@@ -432,8 +433,8 @@ static int follow_up(const char *repo, json_t *pr, long pr_number, const char *u
 
 static bool own_words(json_t *comment)
 {
-	const char *body = json_string_value(json_object_get(comment, "body"));
-	const char *type = json_string_value(json_object_get(json_object_get(comment, "user"), "type"));
+	const char *body = lc_json_str(comment, "body");
+	const char *type = lc_json_str(json_object_get(comment, "user"), "type");
 	return (body && strstr(body, OWN_MARK)) || (type && !strcmp(type, "Bot"));
 }
 
@@ -443,12 +444,12 @@ static int fn_webhook(void)
 	_cleanup_json_ json_t *args = load_args(&err);
 	if (!args)
 		return fail(NULL, err);
-	const char *event = json_string_value(json_object_get(args, "event"));
+	const char *event = lc_json_str(args, "event");
 	json_t *payload = json_object_get(args, "payload");
-	const char *action = json_string_value(json_object_get(payload, "action"));
-	const char *delivery = json_string_value(json_object_get(args, "delivery"));
+	const char *action = lc_json_str(payload, "action");
+	const char *delivery = lc_json_str(args, "delivery");
 	const char *want = cfg("LABEL", "agent");
-	const char *repo = json_string_value(json_object_get(json_object_get(payload, "repository"), "full_name"));
+	const char *repo = lc_json_str(json_object_get(payload, "repository"), "full_name");
 	if (!event)
 		event = "(none)";
 	if (!action)
@@ -467,7 +468,7 @@ static int fn_webhook(void)
 	json_t *issue = json_object_get(payload, "issue");
 	json_int_t n = json_integer_value(json_object_get(issue, "number"));
 	if (issues) {
-		const char *label = json_string_value(json_object_get(json_object_get(payload, "label"), "name"));
+		const char *label = lc_json_str(json_object_get(payload, "label"), "name");
 		bool closed = !strcmp(action, "closed");
 		if (!closed && strcmp(action, "labeled") != 0 && strcmp(action, "unlabeled") != 0)
 			return ignore("action %s is not labeled, unlabeled or closed", action);
@@ -481,16 +482,16 @@ static int fn_webhook(void)
 			return ignore("a pull request, not an issue");
 		if (closed || !strcmp(action, "unlabeled"))
 			return cancel_run(repo, (long)n, action);
-		const char *title = json_string_value(json_object_get(issue, "title"));
-		const char *body = json_string_value(json_object_get(issue, "body"));
+		const char *title = lc_json_str(issue, "title");
+		const char *body = lc_json_str(issue, "body");
 		_cleanup_json_ json_t *sargs = json_pack("{s:s, s:I, s:s?, s:s?}", "repo", repo, "issue", n, "title", title,
 							 "body", body);
 		return claim_and_spawn(repo, (long)n, sargs, delivery, "the label");
 	}
 	if (comment) {
 		json_t *cm = json_object_get(payload, "comment");
-		const char *body = json_string_value(json_object_get(cm, "body"));
-		const char *user = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
+		const char *body = lc_json_str(cm, "body");
+		const char *user = lc_json_str(json_object_get(cm, "user"), "login");
 		if (strcmp(action, "created") != 0)
 			return ignore("action %s is not created", action);
 		const char *text = command_text(body);
@@ -506,7 +507,7 @@ static int fn_webhook(void)
 			return follow_up(repo, NULL, (long)n, user, trigger, delivery);
 		}
 		if (json_is_string(json_object_get(issue, "state")) &&
-		    strcmp(json_string_value(json_object_get(issue, "state")), "open") != 0)
+		    strcmp(lc_json_str(issue, "state"), "open") != 0)
 			return ignore("issue #%lld is closed", (long long)n);
 		_cleanup_free_ char *why = NULL;
 		int ok = may_command(repo, user, &why, &err);
@@ -518,8 +519,8 @@ static int fn_webhook(void)
 			write_result(result);
 			return 0;
 		}
-		const char *title = json_string_value(json_object_get(issue, "title"));
-		const char *ibody = json_string_value(json_object_get(issue, "body"));
+		const char *title = lc_json_str(issue, "title");
+		const char *ibody = lc_json_str(issue, "body");
 		_cleanup_json_ json_t *sargs = json_pack("{s:s, s:I, s:s?, s:s?, s:s, s:s}", "repo", repo, "issue", n, "title",
 							 title, "body", ibody, "instructions", text, "requested_by", user);
 		_cleanup_free_ char *what = lc_strdup_printf("%s's comment", user);
@@ -534,8 +535,8 @@ static int fn_webhook(void)
 	}
 	if (review) {
 		json_t *rv = json_object_get(payload, "review");
-		const char *st = json_string_value(json_object_get(rv, "state"));
-		const char *user = json_string_value(json_object_get(json_object_get(rv, "user"), "login"));
+		const char *st = lc_json_str(rv, "state");
+		const char *user = lc_json_str(json_object_get(rv, "user"), "login");
 		if (strcmp(action, "submitted") != 0)
 			return ignore("action %s is not submitted", action);
 		/* a review's comments come as review comments too: those start
@@ -549,7 +550,7 @@ static int fn_webhook(void)
 		return follow_up(repo, pr, prn, user, trigger, delivery);
 	}
 	json_t *cm = json_object_get(payload, "comment");
-	const char *user = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
+	const char *user = lc_json_str(json_object_get(cm, "user"), "login");
 	if (strcmp(action, "created") != 0)
 		return ignore("action %s is not created", action);
 	if (own_words(cm) || !user)
@@ -953,6 +954,7 @@ static void redact(char *text, const char *secret)
 		memset(p, '*', n);
 }
 
+/* What a solve-issue run carries from one step to the next (fn_solve). */
 typedef struct solve {
 	lcc_t *c;
 	gh_t *gh;
@@ -960,6 +962,34 @@ typedef struct solve {
 	agent_config_t ac;
 	json_t *result;
 	char *sandbox;
+	/* the arguments and the app's config */
+	json_t *args;
+	json_int_t n;          /* the issue */
+	bool follow;           /* a follow-up on pull request fu.pr */
+	follow_t fu;
+	char *repo;            /* OWNER/REPO */
+	const char *claim, *delivery, *instructions, *requested_by; /* in args */
+	const char *dir, *test_cmd, *url;                            /* the config */
+	char *branch;
+	/* the snapshot (image, commit and base point into snap) and the issue */
+	json_t *snap;
+	const char *image, *commit, *base;
+	char *title, *body;
+	char *bpatch;          /* a follow-up: the branch's commits against commit */
+	size_t bpatch_len;
+	char *base_tree;       /* the tree the agent starts from */
+	/* the agent's run, its change and the tests */
+	agent_result_t ar;
+	double spend;
+	char *patch;
+	size_t patch_len;
+	int tests_rc;          /* -1: not run */
+	char *tests_tail;
+	/* what is told on GitHub */
+	int runs, turns_total;
+	double spend_total;
+	const char *summary;
+	char *tail, *report, *summary_all, *sha;
 } solve_t;
 
 /* Release the claim when it is this run's (the webhook's delivery). */
@@ -975,7 +1005,7 @@ static void release_claim(lcc_t *c, const char *key, const char *delivery)
 		return;
 	}
 	_cleanup_json_ json_t *j = json_loads(v, 0, NULL);
-	const char *d = json_string_value(json_object_get(j, "delivery"));
+	const char *d = lc_json_str(j, "delivery");
 	if (d && !strcmp(d, delivery) && lcc_map_del(c, NULL, MAP, key, &err) < 0) {
 		fprintf(stderr, "lc-agents solve-issue: cannot release %s: %s\n", key, err->msg);
 		lc_error_free(err);
@@ -1006,9 +1036,9 @@ static void pr_record_put(lcc_t *c, const char *repo, long pr, long issue, int r
  * GitHub gives them), what. */
 static void feedback_line(char **text, json_t *cm)
 {
-	const char *body = json_string_value(json_object_get(cm, "body"));
-	const char *who = json_string_value(json_object_get(json_object_get(cm, "user"), "login"));
-	const char *path = json_string_value(json_object_get(cm, "path"));
+	const char *body = lc_json_str(cm, "body");
+	const char *who = lc_json_str(json_object_get(cm, "user"), "login");
+	const char *path = lc_json_str(cm, "path");
 	json_t *line = json_object_get(cm, "line");
 	if (!json_is_integer(line))
 		line = json_object_get(cm, "original_line");
@@ -1031,14 +1061,14 @@ static void feedback_line(char **text, json_t *cm)
  * its comments, or a comment's review, or the PR comment's words. */
 static int gather_feedback(solve_t *s, const char *repo, json_t *trigger, follow_t *fu, lc_error_t **err)
 {
-	const char *kind = json_string_value(json_object_get(trigger, "kind"));
-	const char *user = json_string_value(json_object_get(trigger, "user"));
+	const char *kind = lc_json_str(trigger, "kind");
+	const char *user = lc_json_str(trigger, "user");
 	json_int_t review_id = json_integer_value(json_object_get(trigger, "review_id"));
 	json_int_t comment_id = json_integer_value(json_object_get(trigger, "comment_id"));
 	fu->asked_by = user ? strdup(user) : NULL;
 	fu->feedback = strdup("");
 	if (!kind || !strcmp(kind, "comment")) {
-		const char *b = json_string_value(json_object_get(trigger, "body"));
+		const char *b = lc_json_str(trigger, "body");
 		_cleanup_json_ json_t *cm = json_pack("{s:s, s:{s:s?}}", "body", b && *b ? b : "(the command alone: look at the "
 							"review comments and the issue again)", "user", "login", user);
 		feedback_line(&fu->feedback, cm);
@@ -1053,7 +1083,7 @@ static int gather_feedback(solve_t *s, const char *repo, json_t *trigger, follow
 			fprintf(stderr, "lc-agents solve-issue: the review's own words are missing: %s\n", e2->msg);
 			lc_error_free(e2);
 		}
-		const char *b = json_string_value(json_object_get(rv, "body"));
+		const char *b = lc_json_str(rv, "body");
 		if (b && *b)
 			feedback_line(&fu->feedback, rv);
 	}
@@ -1107,372 +1137,494 @@ static int apply_branch(solve_t *s, const char *dir, const char *patch, size_t l
 	return 0;
 }
 
+/* The arguments: the issue (or the pull request of a follow-up), the
+ * repository, and the result's first fields. */
+static int solve_args(solve_t *s, lc_error_t **err)
+{
+	json_t *args = s->args;
+	s->result = json_object();
+	s->n = json_integer_value(json_object_get(args, "issue"));
+	json_int_t prn = json_integer_value(json_object_get(args, "pr"));
+	s->follow = prn > 0;
+	s->fu.pr = (long)prn;
+	if (json_is_string(json_object_get(args, "repo")))
+		s->repo = strdup(lc_json_str(args, "repo"));
+	else
+		s->repo = configured_repo();
+	s->claim = lc_json_str(args, "claim");
+	s->delivery = lc_json_str(args, "delivery");
+	s->instructions = lc_json_str(args, "instructions");
+	s->requested_by = lc_json_str(args, "requested_by");
+	s->dir = cfg("REPO_DIR", "/workspace/repo");
+	s->test_cmd = cfg("TEST_COMMAND", NULL);
+	s->url = cfg("REPOSITORY", NULL);
+	s->branch = lc_strdup_printf("agent/issue-%lld", (long long)s->n);
+	json_object_set_new(s->result, "issue", json_integer(s->n));
+	json_object_set_new(s->result, "branch", json_string(s->branch));
+	json_object_set_new(s->result, "pr_url", json_null());
+	json_object_set_new(s->result, "tests_passed", json_null());
+	json_object_set_new(s->result, "turns", json_null());
+	json_object_set_new(s->result, "spend_usd", json_null());
+	json_object_set_new(s->result, "sandbox_id", json_null());
+	if (s->follow)
+		json_object_set_new(s->result, "pr_number", json_integer(prn));
+	if (s->n <= 0)
+		return lc_error_set(err, LC_EXIT_USAGE, 0,
+				    "arguments: expected {\"issue\": N} (and \"repo\": \"OWNER/REPO\")");
+	if (!s->repo || !s->url)
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "REPOSITORY is not set (or is not a URL of OWNER/REPO)");
+	json_object_set_new(s->result, "repo", json_string(s->repo));
+	return 0;
+}
+
+/* The agent's config, GitHub's credential and lcd's client; the credential
+ * works (a bad one fails here, before the agent spends). */
+static int solve_connect(solve_t *s, lc_error_t **err)
+{
+	if (agent_config_from_env(&s->ac, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *perms =
+		json_pack("{s:s, s:s, s:s}", "contents", "write", "issues", "write", "pull_requests", "write");
+	if (github_auth(s->repo, perms, &s->auth, err) < 0)
+		return -1;
+	s->gh = gh_auth_client(s->auth, err);
+	if (!s->gh)
+		return -1;
+	s->c = lcc_new(NULL, NULL, err);
+	if (!s->c)
+		return -1;
+	return check_access(s->auth, s->repo, NULL, err);
+}
+
+/* 1. the snapshot the repo-builder recorded */
+static int solve_snapshot(solve_t *s, lc_error_t **err)
+{
+	_cleanup_free_ char *snapv = NULL;
+	int have = lcc_map_get(s->c, NULL, MAP, SNAPSHOT_KEY, &snapv, err);
+	if (have < 0)
+		return -1;
+	s->snap = have ? json_loads(snapv, 0, NULL) : NULL;
+	s->image = lc_json_str(s->snap, "image");
+	s->commit = lc_json_str(s->snap, "commit");
+	s->base = lc_json_str(s->snap, "branch");
+	if (!s->image || !s->commit || !s->base)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
+				    "no repository snapshot (map %s, key %s): run `lcctl run coding-agents:snapshot` first", MAP,
+				    SNAPSHOT_KEY);
+	json_object_set_new(s->result, "snapshot", json_incref(s->snap));
+	return 0;
+}
+
+/* The issue's title and body: from the arguments, else from GitHub. */
+static int solve_issue(solve_t *s, lc_error_t **err)
+{
+	if (json_is_string(json_object_get(s->args, "title"))) {
+		s->title = strdup(lc_json_str(s->args, "title"));
+		const char *b = lc_json_str(s->args, "body");
+		s->body = strdup(b ? b : "");
+		return 0;
+	}
+	_cleanup_json_ json_t *issue = NULL;
+	if (gh_issue_get(s->gh, s->repo, (long)s->n, &issue, err) < 0)
+		return -1;
+	const char *t = lc_json_str(issue, "title");
+	const char *b = lc_json_str(issue, "body");
+	s->title = strdup(t ? t : "");
+	s->body = strdup(b ? b : "");
+	return 0;
+}
+
+/* 1b. a follow-up: the pull request, the review, the record of the runs
+ * before, the branch as it is now */
+static int solve_review(solve_t *s, lc_error_t **err)
+{
+	follow_t *fu = &s->fu;
+	_cleanup_json_ json_t *pr = NULL;
+	if (gh_pr_get(s->gh, s->repo, fu->pr, &pr, err) < 0)
+		return -1;
+	const char *ref = lc_json_str(json_object_get(pr, "head"), "ref");
+	const char *st = lc_json_str(pr, "state");
+	if (!ref || strcmp(ref, s->branch) != 0 || !st || strcmp(st, "open") != 0)
+		return lc_error_set(err, LC_EXIT_STATE, 0, "pull request #%ld is not an open pull request from %s", fu->pr,
+				    s->branch);
+	if (gather_feedback(s, s->repo, json_object_get(s->args, "trigger"), fu, err) < 0)
+		return -1;
+	_cleanup_free_ char *key = pr_key(s->repo, fu->pr), *prv = NULL;
+	lc_error_t *e2 = NULL;
+	if (lcc_map_get(s->c, NULL, MAP, key, &prv, &e2) > 0) {
+		_cleanup_json_ json_t *rec = json_loads(prv, 0, NULL);
+		fu->runs = (int)json_integer_value(json_object_get(rec, "runs"));
+		fu->turns = (int)json_integer_value(json_object_get(rec, "turns"));
+		fu->spend = json_number_value(json_object_get(rec, "spend_usd"));
+		const char *sm = lc_json_str(rec, "summary");
+		fu->prev = sm ? strdup(sm) : NULL;
+	}
+	lc_error_free(e2);
+	if (!fu->prev) {
+		/* no record of the runs (a pull request from before): its description */
+		const char *pb = lc_json_str(pr, "body");
+		fu->prev = pb ? strndup(pb, 8192) : NULL;
+	}
+	if (gitops_branch_diff(s->url, s->auth, s->base, s->commit, s->branch, &s->bpatch, &s->bpatch_len, &fu->head,
+			       err) < 0)
+		return lc_error_wrap(err, "cannot read %s", s->branch);
+	json_object_set_new(s->result, "branch_head", json_string(fu->head));
+	return 0;
+}
+
+/* 2. the agent's sandbox, of the snapshot (a follow-up's with the branch's
+ * commits) */
+static int solve_sandbox(solve_t *s, lc_error_t **err)
+{
+	_cleanup_json_ json_t *limits = own_limits(s->c);
+	_cleanup_free_ char *lab = lc_strdup_printf("%s#%lld", s->repo, (long long)s->n);
+	_cleanup_json_ json_t *labels = json_pack("{s:s, s:s}", "coding-agents", "solve-issue", "issue", lab);
+	agent_sandbox_opts_t so = { .image = s->image, .workdir = s->dir, .limits = limits, .labels = labels };
+	if (agent_sandbox_create(s->c, &s->ac, &so, &s->sandbox, err) < 0)
+		return -1;
+	json_object_set_new(s->result, "sandbox_id", json_string(s->sandbox));
+	fprintf(stderr, "lc-agents solve-issue: %s#%lld%s%s in sandbox %s (image %s, commit %.12s)\n", s->repo,
+		(long long)s->n, s->follow ? " review of " : "", s->follow ? s->branch : "", s->sandbox, s->image,
+		s->follow ? s->fu.head : s->commit);
+	if (s->follow && apply_branch(s, s->dir, s->bpatch, s->bpatch_len, err) < 0)
+		return -1;
+	return 0;
+}
+
+/* The tree as the snapshot left it (SETUP_COMMAND's files included; a
+ * follow-up's with the branch's commits), in an index of its own: the
+ * change is what the agent adds to it. */
+static int solve_base_tree(solve_t *s, lc_error_t **err)
+{
+	lcc_exec_result_t r;
+	if (sb_sh(s->c, s->sandbox, s->ac.user, s->dir,
+		  GIT_SAFE "GIT_INDEX_FILE=" BASE_INDEX " g add -A . && GIT_INDEX_FILE=" BASE_INDEX " g write-tree", NULL, 600, &r,
+		  err) < 0)
+		return -1;
+	if (r.exit_code != 0 || !r.out || strlen(r.out) < 40) {
+		_cleanup_free_ char *l = last_line(&r);
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot read the snapshot's tree in %s: %s", s->dir, l);
+		lcc_exec_result_clear(&r);
+		return -1;
+	}
+	s->base_tree = strndup(r.out, strcspn(r.out, "\n"));
+	lcc_exec_result_clear(&r);
+	return 0;
+}
+
+/* 3. the agent, and what it spent: what lcd's gateway metered, else what
+ * the agent says */
+static int solve_agent(solve_t *s, lc_error_t **err)
+{
+	agent_result_t *ar = &s->ar;
+	_cleanup_free_ char *prompt = build_prompt(s->repo, (long)s->n, s->title, s->body, s->test_cmd, s->instructions,
+						   s->requested_by, s->follow ? &s->fu : NULL);
+	if (agent_run(s->c, s->sandbox, &s->ac, s->dir, prompt, ar, err) < 0)
+		return -1;
+	s->spend = ar->spend_usd;
+	if (s->ac.access == AGENT_ACCESS_GATEWAY) {
+		agent_gateway_usage_t gu;
+		if (agent_gateway_usage(s->c, s->sandbox, &gu, err) < 0)
+			return -1;
+		s->spend = gu.spend_usd;
+		agent_result_gateway_stop(ar, &gu, s->ac.max_budget_usd);
+		json_object_set_new(s->result, "gateway_spend_usd", json_real(gu.spend_usd));
+		json_object_set_new(s->result, "gateway_requests", json_integer(gu.requests));
+		json_object_set_new(s->result, "gateway_tokens", gu.tokens ? json_incref(gu.tokens) : json_null());
+		json_object_set_new(s->result, "budget_exceeded", json_boolean(gu.budget_exceeded));
+		agent_gateway_usage_clear(&gu);
+	}
+	json_object_set_new(s->result, "agent", agent_result_json(ar));
+	json_object_set_new(s->result, "turns", ar->turns >= 0 ? json_integer(ar->turns) : json_null());
+	json_object_set_new(s->result, "spend_usd", s->spend >= 0 ? json_real(s->spend) : json_null());
+	fprintf(stderr, "lc-agents solve-issue: the agent ended: %s (%d turns, $%.4f%s, %.1f s)%s%s\n",
+		agent_status_name(ar->status), ar->turns, s->spend < 0 ? 0 : s->spend,
+		s->ac.access == AGENT_ACCESS_GATEWAY ? " metered by the gateway" : "", ar->duration_ms / 1000.0,
+		ar->error ? ": " : "", ar->error ? ar->error : "");
+	if (ar->status != AGENT_OK && ar->stderr_tail && *ar->stderr_tail)
+		fprintf(stderr, "the agent's stderr (last lines):\n%s\n", ar->stderr_tail);
+	return 0;
+}
+
+/* 4. the change, as a patch against the tree it started from (taken
+ * before the tests run, so nothing they build is in it) */
+static int solve_take_change(solve_t *s, lc_error_t **err)
+{
+	lcc_exec_result_t r;
+	_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_TREE", s->base_tree, "PATCH_FILE", PATCH_FILE);
+	if (sb_sh(s->c, s->sandbox, s->ac.user, s->dir,
+		  GIT_SAFE "export GIT_INDEX_FILE=" AFTER_INDEX "; cp " BASE_INDEX " \"$GIT_INDEX_FILE\" && g add -A . && "
+			   "g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_TREE\" -- > \"$PATCH_FILE\"",
+		  penv, 600, &r, err) < 0)
+		return -1;
+	if (r.exit_code != 0) {
+		_cleanup_free_ char *l = last_line(&r);
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "cannot take the change out of the agent's sandbox: %s", l);
+		lcc_exec_result_clear(&r);
+		return -1;
+	}
+	lcc_exec_result_clear(&r);
+	if (lcc_sandbox_download(s->c, s->sandbox, PATCH_FILE, &s->patch, &s->patch_len, err) < 0)
+		return -1;
+	/* the model key is in the agent's sandbox when MODEL_ACCESS=direct
+	 * (and a change that carries it is never pushed, whatever the mode) */
+	const char *key = getenv(s->ac.key_secret);
+	if (key && strlen(key) >= 8 && memmem(s->patch, s->patch_len, key, strlen(key)))
+		return lc_error_set(err, LC_EXIT_PERM, 0, "the agent's change contains the value of %s: not pushed",
+				    s->ac.key_secret);
+	if (s->patch_len > PATCH_MAX)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "the agent's change is %zu bytes, over %d", s->patch_len, PATCH_MAX);
+	return 0;
+}
+
+/* 5. the tests, in the same sandbox (when there are a TEST_COMMAND and a
+ * change) */
+static int solve_tests(solve_t *s, lc_error_t **err)
+{
+	if (!s->test_cmd || s->patch_len == 0)
+		return 0;
+	long tto = cfg_long("TEST_TIMEOUT_SECONDS", 1800, 1, 86400, err);
+	if (tto < 0)
+		return -1;
+	lcc_exec_result_t r;
+	_cleanup_json_ json_t *tenv = json_pack("{s:s}", "TEST_COMMAND", s->test_cmd);
+	if (sb_sh(s->c, s->sandbox, s->ac.user, s->dir, "exec 2>&1; eval \"$TEST_COMMAND\"", tenv, (int)tto, &r, err) < 0)
+		return -1;
+	s->tests_rc = r.exit_code;
+	s->tests_tail = agent_tail(r.out, r.out_len, 40);
+	json_object_set_new(s->result, "tests_passed", json_boolean(s->tests_rc == 0));
+	json_object_set_new(s->result, "tests_exit_code", json_integer(s->tests_rc));
+	json_object_set_new(s->result, "tests_tail", json_string(s->tests_tail));
+	fprintf(stderr, "lc-agents solve-issue: tests %s (exit %d%s)\n", s->tests_rc == 0 ? "passed" : "failed", s->tests_rc,
+		r.timed_out ? ", timed out" : "");
+	lcc_exec_result_clear(&r);
+	return 0;
+}
+
+/* The agent's sandbox ends here, whatever comes next (a failure to remove
+ * it is said, not fatal). */
+static void solve_end_sandbox(solve_t *s)
+{
+	lc_error_t *err = NULL;
+	if (lcc_sandbox_delete(s->c, s->sandbox, &err) < 0) {
+		fprintf(stderr, "lc-agents solve-issue: %s\n", err->msg);
+		lc_error_free(err);
+	}
+}
+
+/* 6. outside the agent's sandbox: the totals (a follow-up's over its runs)
+ * and the report that goes to GitHub, the model key redacted */
+static void solve_report(solve_t *s)
+{
+	const agent_result_t *ar = &s->ar;
+	const follow_t *fu = &s->fu;
+	const char *task = getenv("LC_TASK_ID");
+	s->runs = s->follow ? fu->runs + 1 : 1;
+	s->turns_total = ar->turns >= 0 ? ar->turns + (s->follow ? fu->turns : 0) : s->follow ? fu->turns : -1;
+	s->spend_total = (s->spend >= 0 ? s->spend : 0) + (s->follow ? fu->spend : 0);
+	if (!s->follow && s->spend < 0)
+		s->spend_total = -1;
+	s->tail = report_tail(&s->ac, ar, s->turns_total, s->spend_total, s->runs, s->test_cmd, s->tests_rc, s->tests_tail,
+			      task);
+	s->summary = ar->summary && *ar->summary ? ar->summary : "(the agent gave no summary)";
+	s->report = lc_strdup_printf("%s\n\n%s", s->summary, s->tail);
+	redact(s->report, getenv(s->ac.key_secret));
+	if (s->follow) {
+		json_object_set_new(s->result, "turns_total", s->turns_total >= 0 ? json_integer(s->turns_total) : json_null());
+		json_object_set_new(s->result, "spend_usd_total", json_real(s->spend_total));
+		json_object_set_new(s->result, "runs", json_integer(s->runs));
+		s->summary_all = lc_strdup_printf("%s\n\n**After review (run %d):** %s", fu->prev && *fu->prev ? fu->prev : "",
+						  s->runs, s->summary);
+		redact(s->summary_all, getenv(s->ac.key_secret));
+	}
+}
+
+/* No change to push (the agent failed, or changed nothing): a comment on
+ * the issue, or a reply on the review.  A failed agent fails the run. */
+static int solve_no_change(solve_t *s, lc_error_t **err)
+{
+	const follow_t *fu = &s->fu;
+	bool failed_agent = s->ar.status != AGENT_OK;
+	_cleanup_free_ char *text = lc_strdup_printf("%s\n\n%s\n\n%s", failed_agent
+			? s->follow ? "The coding agent did not finish this review; nothing was pushed."
+				    : "The coding agent did not finish this issue; no pull request was made."
+			: s->follow ? "The coding agent made no change for this review."
+				    : "The coding agent made no change for this issue, so there is no pull request.",
+			s->report, OWN_MARK);
+	_cleanup_free_ char *curl = NULL;
+	if (s->follow && fu->reply_to > 0) {
+		if (gh_pr_comment_reply(s->gh, s->repo, fu->pr, fu->reply_to, text, &curl, err) < 0)
+			return -1;
+	} else if (gh_issue_comment(s->gh, s->repo, s->follow ? fu->pr : (long)s->n, text, &curl, err) < 0) {
+		return -1;
+	}
+	if (s->follow)
+		pr_record_put(s->c, s->repo, fu->pr, (long)s->n, s->runs, s->turns_total < 0 ? 0 : s->turns_total,
+			      s->spend_total, fu->prev ? fu->prev : "");
+	json_object_set_new(s->result, "outcome", json_string(failed_agent ? "agent-failed" : "no-change"));
+	json_object_set_new(s->result, "comment_url", curl ? json_string(curl) : json_null());
+	if (failed_agent)
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "%s", s->ar.error ? s->ar.error : agent_status_name(s->ar.status));
+	return 0;
+}
+
+/* The change, committed on the branch and pushed (with the credential,
+ * here, outside any sandbox). */
+static int solve_push(solve_t *s, lc_error_t **err)
+{
+	_cleanup_free_ char *msg = NULL;
+	if (s->follow)
+		msg = lc_strdup_printf("Review of #%ld on #%lld: %s\n\n%s\n", s->fu.pr, (long long)s->n, s->title, s->summary);
+	else
+		msg = lc_strdup_printf("Fix #%lld: %s\n\n%s\n\nCloses #%lld\n", (long long)s->n, s->title,
+				       s->ar.summary ? s->ar.summary : "", (long long)s->n);
+	gitops_push_t gp = { .url = s->url, .auth = s->auth, .base = s->base, .commit = s->follow ? s->fu.head : s->commit,
+			     .branch = s->branch, .follow_up = s->follow, .patch = s->patch, .patch_len = s->patch_len,
+			     .message = msg,
+			     .author = cfg("GIT_AUTHOR", "coding-agents <coding-agents@users.noreply.github.com>") };
+	if (gitops_push_patch(&gp, &s->sha, err) < 0)
+		return -1;
+	json_object_set_new(s->result, "commit", json_string(s->sha));
+	fprintf(stderr, "lc-agents solve-issue: pushed %.12s to %s (%s)\n", s->sha, s->branch, gh_auth_name(s->auth));
+	return 0;
+}
+
+/* A follow-up: the reply on the review's thread, then the pull request's
+ * description with the totals.  *pr gets the pull request. */
+static int solve_reply(solve_t *s, const char *prtitle, json_t **pr, lc_error_t **err)
+{
+	const follow_t *fu = &s->fu;
+	_cleanup_free_ char *text = lc_strdup_printf("%s\n\nPushed %.12s to `%s`.\n\n%s\n\n%s", s->summary, s->sha, s->branch,
+						      s->tail, OWN_MARK);
+	redact(text, getenv(s->ac.key_secret));
+	_cleanup_free_ char *replied = NULL;
+	if (fu->reply_to > 0) {
+		if (gh_pr_comment_reply(s->gh, s->repo, fu->pr, fu->reply_to, text, &replied, err) < 0)
+			return -1;
+	} else if (gh_issue_comment(s->gh, s->repo, fu->pr, text, &replied, err) < 0) {
+		return -1;
+	}
+	json_object_set_new(s->result, "reply_url", replied ? json_string(replied) : json_null());
+	_cleanup_free_ char *prbody = lc_strdup_printf("%s\n\n%s\n\nCloses #%lld\n", s->summary_all, s->tail, (long long)s->n);
+	if (gh_pr_update(s->gh, s->repo, fu->pr, prtitle, prbody, pr, err) < 0)
+		return -1;
+	pr_record_put(s->c, s->repo, fu->pr, (long)s->n, s->runs, s->turns_total < 0 ? 0 : s->turns_total, s->spend_total,
+		      s->summary_all);
+	json_object_set_new(s->result, "outcome", json_string("follow-up"));
+	return 0;
+}
+
+/* The first run: the branch's open pull request updated, else a new one.
+ * *pr gets the pull request. */
+static int solve_open_pr(solve_t *s, const char *prtitle, json_t **pr, lc_error_t **err)
+{
+	_cleanup_free_ char *prbody = lc_strdup_printf("%s\n\nCloses #%lld\n", s->report, (long long)s->n);
+	int found = gh_pr_find_open(s->gh, s->repo, s->branch, pr, err);
+	if (found < 0)
+		return -1;
+	if (found) {
+		json_int_t num = json_integer_value(json_object_get(*pr, "number"));
+		json_decref(*pr);
+		*pr = NULL;
+		if (gh_pr_update(s->gh, s->repo, (long)num, prtitle, prbody, pr, err) < 0)
+			return -1;
+		json_object_set_new(s->result, "outcome", json_string("pull-request-updated"));
+	} else {
+		if (gh_pr_create(s->gh, s->repo, prtitle, s->branch, s->base, prbody, pr, err) < 0)
+			return -1;
+		json_object_set_new(s->result, "outcome", json_string("pull-request"));
+	}
+	pr_record_put(s->c, s->repo, (long)json_integer_value(json_object_get(*pr, "number")), (long)s->n, 1,
+		      s->ar.turns >= 0 ? s->ar.turns : 0, s->spend >= 0 ? s->spend : 0, s->summary);
+	return 0;
+}
+
+/* The pull request: a follow-up's reply and update, or the first run's. */
+static int solve_pull_request(solve_t *s, lc_error_t **err)
+{
+	_cleanup_free_ char *prtitle = lc_strdup_printf("Fix #%lld: %s", (long long)s->n, s->title);
+	_cleanup_json_ json_t *pr = NULL;
+	if ((s->follow ? solve_reply(s, prtitle, &pr, err) : solve_open_pr(s, prtitle, &pr, err)) < 0)
+		return -1;
+	const char *u = lc_json_str(pr, "html_url");
+	json_object_set_new(s->result, "pr_url", u ? json_string(u) : json_null());
+	json_object_set_new(s->result, "pr_number", json_incref(json_object_get(pr, "number")));
+	fprintf(stderr, "lc-agents solve-issue: %s: %s (%s)\n", s->branch, u ? u : "?",
+		lc_json_str(s->result, "outcome"));
+	return 0;
+}
+
+/* The steps of a run, in order; the first that fails ends it. */
+static int solve_steps(solve_t *s, lc_error_t **err)
+{
+	if (solve_args(s, err) < 0 || solve_connect(s, err) < 0 || solve_snapshot(s, err) < 0 || solve_issue(s, err) < 0)
+		return -1;
+	if (s->follow && solve_review(s, err) < 0)
+		return -1;
+	if (solve_sandbox(s, err) < 0 || solve_base_tree(s, err) < 0 || solve_agent(s, err) < 0)
+		return -1;
+	if (s->ar.status == AGENT_OK && (solve_take_change(s, err) < 0 || solve_tests(s, err) < 0))
+		return -1;
+	solve_end_sandbox(s);
+	solve_report(s);
+	if (s->ar.status != AGENT_OK || s->patch_len == 0)
+		return solve_no_change(s, err);
+	if (solve_push(s, err) < 0)
+		return -1;
+	return solve_pull_request(s, err);
+}
+
+static void solve_clear(solve_t *s)
+{
+	agent_result_clear(&s->ar);
+	agent_config_clear(&s->ac);
+	follow_clear(&s->fu);
+	gh_free(s->gh);
+	gh_auth_free(s->auth);
+	if (s->c)
+		lcc_free(s->c);
+	free(s->sandbox);
+	json_decref(s->result);
+	json_decref(s->args);
+	json_decref(s->snap);
+	free(s->repo);
+	free(s->branch);
+	free(s->title);
+	free(s->body);
+	free(s->bpatch);
+	free(s->base_tree);
+	free(s->patch);
+	free(s->tests_tail);
+	free(s->tail);
+	free(s->report);
+	free(s->summary_all);
+	free(s->sha);
+}
+
 static int fn_solve(void)
 {
 	lc_error_t *err = NULL;
-	solve_t s = { 0 };
-	follow_t fu = { 0 };
-	int rc = 0;
-	_cleanup_json_ json_t *args = load_args(&err);
-	if (!args)
+	solve_t s = { .tests_rc = -1 };
+	s.args = load_args(&err);
+	if (!s.args)
 		return fail(NULL, err);
-	s.result = json_object();
-	json_int_t n = json_integer_value(json_object_get(args, "issue"));
-	json_int_t prn = json_integer_value(json_object_get(args, "pr"));
-	bool follow = prn > 0;
-	fu.pr = (long)prn;
-	_cleanup_free_ char *repo = NULL;
-	if (json_is_string(json_object_get(args, "repo")))
-		repo = strdup(json_string_value(json_object_get(args, "repo")));
-	else
-		repo = configured_repo();
-	const char *claim = json_string_value(json_object_get(args, "claim"));
-	const char *delivery = json_string_value(json_object_get(args, "delivery"));
-	const char *instructions = json_string_value(json_object_get(args, "instructions"));
-	const char *requested_by = json_string_value(json_object_get(args, "requested_by"));
-	const char *dir = cfg("REPO_DIR", "/workspace/repo");
-	const char *test_cmd = cfg("TEST_COMMAND", NULL);
-	const char *url = cfg("REPOSITORY", NULL);
-	_cleanup_free_ char *branch = lc_strdup_printf("agent/issue-%lld", (long long)n);
-	_cleanup_free_ char *title = NULL, *body = NULL, *prompt = NULL, *patch = NULL, *tests_tail = NULL;
-	_cleanup_free_ char *snapv = NULL, *sha = NULL, *report = NULL, *pr_url = NULL, *base_tree = NULL;
-	_cleanup_free_ char *bpatch = NULL, *summary_all = NULL, *prv = NULL, *replied = NULL, *tail = NULL;
-	_cleanup_json_ json_t *snap = NULL, *limits = NULL, *pr = NULL, *labels = NULL, *perms = NULL;
-	_cleanup_free_ char *msg = NULL, *prtitle = NULL, *prbody = NULL, *lab = NULL;
-	size_t patch_len = 0, bpatch_len = 0;
-	int tests_rc = -1;
-	agent_result_t ar = { 0 };
-	json_object_set_new(s.result, "issue", json_integer(n));
-	json_object_set_new(s.result, "branch", json_string(branch));
-	json_object_set_new(s.result, "pr_url", json_null());
-	json_object_set_new(s.result, "tests_passed", json_null());
-	json_object_set_new(s.result, "turns", json_null());
-	json_object_set_new(s.result, "spend_usd", json_null());
-	json_object_set_new(s.result, "sandbox_id", json_null());
-	if (follow)
-		json_object_set_new(s.result, "pr_number", json_integer(prn));
-	if (n <= 0) {
-		lc_error_set(&err, LC_EXIT_USAGE, 0, "arguments: expected {\"issue\": N} (and \"repo\": \"OWNER/REPO\")");
-		goto failed;
-	}
-	if (!repo || !url) {
-		lc_error_set(&err, LC_EXIT_USAGE, 0, "REPOSITORY is not set (or is not a URL of OWNER/REPO)");
-		goto failed;
-	}
-	json_object_set_new(s.result, "repo", json_string(repo));
-	if (agent_config_from_env(&s.ac, &err) < 0)
-		goto failed;
-	perms = json_pack("{s:s, s:s, s:s}", "contents", "write", "issues", "write", "pull_requests", "write");
-	if (github_auth(repo, perms, &s.auth, &err) < 0)
-		goto failed;
-	s.gh = gh_auth_client(s.auth, &err);
-	if (!s.gh)
-		goto failed;
-	s.c = lcc_new(NULL, NULL, &err);
-	if (!s.c)
-		goto failed;
-	/* the credential works (a bad one fails here, before the agent spends) */
-	if (check_access(s.auth, repo, NULL, &err) < 0)
-		goto failed;
-	/* 1. the snapshot */
-	int have = lcc_map_get(s.c, NULL, MAP, SNAPSHOT_KEY, &snapv, &err);
-	if (have < 0)
-		goto failed;
-	snap = have ? json_loads(snapv, 0, NULL) : NULL;
-	const char *image = json_string_value(json_object_get(snap, "image"));
-	const char *commit = json_string_value(json_object_get(snap, "commit"));
-	const char *base = json_string_value(json_object_get(snap, "branch"));
-	if (!image || !commit || !base) {
-		lc_error_set(&err, LC_EXIT_UNKNOWN, 0,
-			     "no repository snapshot (map %s, key %s): run `lcctl run coding-agents:snapshot` first", MAP,
-			     SNAPSHOT_KEY);
-		goto failed;
-	}
-	json_object_set_new(s.result, "snapshot", json_incref(snap));
-	if (json_is_string(json_object_get(args, "title"))) {
-		title = strdup(json_string_value(json_object_get(args, "title")));
-		const char *b = json_string_value(json_object_get(args, "body"));
-		body = strdup(b ? b : "");
+	int rc = 0;
+	if (solve_steps(&s, &err) == 0) {
+		if (gh_auth_kind(s.auth) == GH_AUTH_APP)
+			json_object_set_new(s.result, "installation_tokens", json_integer(gh_auth_minted(s.auth)));
+		release_claim(s.c, s.claim, s.delivery);
+		write_result(s.result);
 	} else {
-		_cleanup_json_ json_t *issue = NULL;
-		if (gh_issue_get(s.gh, repo, (long)n, &issue, &err) < 0)
-			goto failed;
-		const char *t = json_string_value(json_object_get(issue, "title"));
-		const char *b = json_string_value(json_object_get(issue, "body"));
-		title = strdup(t ? t : "");
-		body = strdup(b ? b : "");
+		if (s.c && s.sandbox) {
+			lc_error_t *e2 = NULL;
+			if (lcc_sandbox_delete(s.c, s.sandbox, &e2) < 0)
+				lc_error_free(e2);
+		}
+		if (s.c)
+			release_claim(s.c, s.claim, s.delivery);
+		rc = fail(s.result, err);
 	}
-	if (follow) {
-		/* 1b. the pull request, the review, the branch as it is now */
-		if (gh_pr_get(s.gh, repo, fu.pr, &pr, &err) < 0)
-			goto failed;
-		const char *ref = json_string_value(json_object_get(json_object_get(pr, "head"), "ref"));
-		const char *st = json_string_value(json_object_get(pr, "state"));
-		if (!ref || strcmp(ref, branch) != 0 || !st || strcmp(st, "open") != 0) {
-			lc_error_set(&err, LC_EXIT_STATE, 0, "pull request #%ld is not an open pull request from %s", fu.pr, branch);
-			goto failed;
-		}
-		if (gather_feedback(&s, repo, json_object_get(args, "trigger"), &fu, &err) < 0)
-			goto failed;
-		_cleanup_free_ char *key = pr_key(repo, fu.pr);
-		lc_error_t *e2 = NULL;
-		if (lcc_map_get(s.c, NULL, MAP, key, &prv, &e2) > 0) {
-			_cleanup_json_ json_t *rec = json_loads(prv, 0, NULL);
-			fu.runs = (int)json_integer_value(json_object_get(rec, "runs"));
-			fu.turns = (int)json_integer_value(json_object_get(rec, "turns"));
-			fu.spend = json_number_value(json_object_get(rec, "spend_usd"));
-			const char *sm = json_string_value(json_object_get(rec, "summary"));
-			fu.prev = sm ? strdup(sm) : NULL;
-		}
-		lc_error_free(e2);
-		if (!fu.prev) {
-			/* no record of the runs (a pull request from before): its description */
-			const char *pb = json_string_value(json_object_get(pr, "body"));
-			fu.prev = pb ? strndup(pb, 8192) : NULL;
-		}
-		json_decref(pr);
-		pr = NULL;
-		if (gitops_branch_diff(url, s.auth, base, commit, branch, &bpatch, &bpatch_len, &fu.head, &err) < 0) {
-			lc_error_wrap(&err, "cannot read %s", branch);
-			goto failed;
-		}
-		json_object_set_new(s.result, "branch_head", json_string(fu.head));
-	}
-	/* 2. the agent's sandbox */
-	limits = own_limits(s.c);
-	lab = lc_strdup_printf("%s#%lld", repo, (long long)n);
-	labels = json_pack("{s:s, s:s}", "coding-agents", "solve-issue", "issue", lab);
-	agent_sandbox_opts_t so = { .image = image, .workdir = dir, .limits = limits, .labels = labels };
-	if (agent_sandbox_create(s.c, &s.ac, &so, &s.sandbox, &err) < 0)
-		goto failed;
-	json_object_set_new(s.result, "sandbox_id", json_string(s.sandbox));
-	fprintf(stderr, "lc-agents solve-issue: %s#%lld%s%s in sandbox %s (image %s, commit %.12s)\n", repo, (long long)n,
-		follow ? " review of " : "", follow ? branch : "", s.sandbox, image, follow ? fu.head : commit);
-	if (follow && apply_branch(&s, dir, bpatch, bpatch_len, &err) < 0)
-		goto failed;
-	/* the tree as the snapshot left it (SETUP_COMMAND's files included;
-	 * a follow-up's with the branch's commits), in an index of its own:
-	 * the change is what the agent adds to it */
-	{
-		lcc_exec_result_t r;
-		if (sb_sh(s.c, s.sandbox, s.ac.user, dir, GIT_SAFE "GIT_INDEX_FILE=" BASE_INDEX " g add -A . && GIT_INDEX_FILE=" BASE_INDEX " g write-tree",
-			  NULL, 600, &r, &err) < 0)
-			goto failed;
-		if (r.exit_code != 0 || !r.out || strlen(r.out) < 40) {
-			_cleanup_free_ char *l = last_line(&r);
-			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "cannot read the snapshot's tree in %s: %s", dir, l);
-			lcc_exec_result_clear(&r);
-			goto failed;
-		}
-		base_tree = strndup(r.out, strcspn(r.out, "\n"));
-		lcc_exec_result_clear(&r);
-	}
-	/* 3. the agent */
-	prompt = build_prompt(repo, (long)n, title, body, test_cmd, instructions, requested_by, follow ? &fu : NULL);
-	if (agent_run(s.c, s.sandbox, &s.ac, dir, prompt, &ar, &err) < 0)
-		goto failed;
-	/* the spend: what lcd's gateway metered, else what the agent says */
-	double spend = ar.spend_usd;
-	if (s.ac.access == AGENT_ACCESS_GATEWAY) {
-		agent_gateway_usage_t gu;
-		if (agent_gateway_usage(s.c, s.sandbox, &gu, &err) < 0)
-			goto failed;
-		spend = gu.spend_usd;
-		agent_result_gateway_stop(&ar, &gu, s.ac.max_budget_usd);
-		json_object_set_new(s.result, "gateway_spend_usd", json_real(gu.spend_usd));
-		json_object_set_new(s.result, "gateway_requests", json_integer(gu.requests));
-		json_object_set_new(s.result, "gateway_tokens", gu.tokens ? json_incref(gu.tokens) : json_null());
-		json_object_set_new(s.result, "budget_exceeded", json_boolean(gu.budget_exceeded));
-		agent_gateway_usage_clear(&gu);
-	}
-	json_object_set_new(s.result, "agent", agent_result_json(&ar));
-	json_object_set_new(s.result, "turns", ar.turns >= 0 ? json_integer(ar.turns) : json_null());
-	json_object_set_new(s.result, "spend_usd", spend >= 0 ? json_real(spend) : json_null());
-	fprintf(stderr, "lc-agents solve-issue: the agent ended: %s (%d turns, $%.4f%s, %.1f s)%s%s\n",
-		agent_status_name(ar.status), ar.turns, spend < 0 ? 0 : spend,
-		s.ac.access == AGENT_ACCESS_GATEWAY ? " metered by the gateway" : "", ar.duration_ms / 1000.0,
-		ar.error ? ": " : "", ar.error ? ar.error : "");
-	if (ar.status != AGENT_OK && ar.stderr_tail && *ar.stderr_tail)
-		fprintf(stderr, "the agent's stderr (last lines):\n%s\n", ar.stderr_tail);
-	if (ar.status == AGENT_OK) {
-		/* 4. the change, as a patch against the tree it started from
-		 * (taken before the tests run, so nothing they build is in it) */
-		lcc_exec_result_t r;
-		_cleanup_json_ json_t *penv = json_pack("{s:s, s:s}", "BASE_TREE", base_tree, "PATCH_FILE", PATCH_FILE);
-		if (sb_sh(s.c, s.sandbox, s.ac.user, dir,
-			  GIT_SAFE "export GIT_INDEX_FILE=" AFTER_INDEX "; cp " BASE_INDEX " \"$GIT_INDEX_FILE\" && g add -A . && "
-			  "g diff --cached --binary --full-index --no-ext-diff --no-textconv \"$BASE_TREE\" -- > \"$PATCH_FILE\"",
-			  penv, 600, &r, &err) < 0)
-			goto failed;
-		if (r.exit_code != 0) {
-			_cleanup_free_ char *l = last_line(&r);
-			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "cannot take the change out of the agent's sandbox: %s", l);
-			lcc_exec_result_clear(&r);
-			goto failed;
-		}
-		lcc_exec_result_clear(&r);
-		if (lcc_sandbox_download(s.c, s.sandbox, PATCH_FILE, &patch, &patch_len, &err) < 0)
-			goto failed;
-		/* the model key is in the agent's sandbox when MODEL_ACCESS=direct
-		 * (and a change that carries it is never pushed, whatever the mode) */
-		const char *key = getenv(s.ac.key_secret);
-		if (key && strlen(key) >= 8 && memmem(patch, patch_len, key, strlen(key))) {
-			lc_error_set(&err, LC_EXIT_PERM, 0, "the agent's change contains the value of %s: not pushed",
-				     s.ac.key_secret);
-			goto failed;
-		}
-		if (patch_len > PATCH_MAX) {
-			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the agent's change is %zu bytes, over %d", patch_len, PATCH_MAX);
-			goto failed;
-		}
-		/* 5. the tests, in the same sandbox */
-		if (test_cmd && patch_len > 0) {
-			long tto = cfg_long("TEST_TIMEOUT_SECONDS", 1800, 1, 86400, &err);
-			if (tto < 0)
-				goto failed;
-			_cleanup_json_ json_t *tenv = json_pack("{s:s}", "TEST_COMMAND", test_cmd);
-			if (sb_sh(s.c, s.sandbox, s.ac.user, dir, "exec 2>&1; eval \"$TEST_COMMAND\"", tenv, (int)tto, &r, &err) < 0)
-				goto failed;
-			tests_rc = r.exit_code;
-			tests_tail = agent_tail(r.out, r.out_len, 40);
-			json_object_set_new(s.result, "tests_passed", json_boolean(tests_rc == 0));
-			json_object_set_new(s.result, "tests_exit_code", json_integer(tests_rc));
-			json_object_set_new(s.result, "tests_tail", json_string(tests_tail));
-			fprintf(stderr, "lc-agents solve-issue: tests %s (exit %d%s)\n", tests_rc == 0 ? "passed" : "failed",
-				tests_rc, r.timed_out ? ", timed out" : "");
-			lcc_exec_result_clear(&r);
-		}
-	}
-	/* the agent's sandbox ends here, whatever comes next */
-	if (lcc_sandbox_delete(s.c, s.sandbox, &err) < 0) {
-		fprintf(stderr, "lc-agents solve-issue: %s\n", err->msg);
-		lc_error_free(err);
-		err = NULL;
-	}
-	/* 6. outside the agent's sandbox: push and the pull request, or a comment */
-	const char *task = getenv("LC_TASK_ID");
-	int runs = follow ? fu.runs + 1 : 1;
-	int turns_total = ar.turns >= 0 ? ar.turns + (follow ? fu.turns : 0) : follow ? fu.turns : -1;
-	double spend_total = (spend >= 0 ? spend : 0) + (follow ? fu.spend : 0);
-	if (!follow && spend < 0)
-		spend_total = -1;
-	tail = report_tail(&s.ac, &ar, turns_total, spend_total, runs, test_cmd, tests_rc, tests_tail, task);
-	const char *summary = ar.summary && *ar.summary ? ar.summary : "(the agent gave no summary)";
-	report = lc_strdup_printf("%s\n\n%s", summary, tail);
-	redact(report, getenv(s.ac.key_secret));
-	if (follow) {
-		json_object_set_new(s.result, "turns_total", turns_total >= 0 ? json_integer(turns_total) : json_null());
-		json_object_set_new(s.result, "spend_usd_total", json_real(spend_total));
-		json_object_set_new(s.result, "runs", json_integer(runs));
-		summary_all = lc_strdup_printf("%s\n\n**After review (run %d):** %s", fu.prev && *fu.prev ? fu.prev : "", runs,
-					       summary);
-		redact(summary_all, getenv(s.ac.key_secret));
-	}
-	if (ar.status != AGENT_OK || patch_len == 0) {
-		bool failed_agent = ar.status != AGENT_OK;
-		_cleanup_free_ char *text = lc_strdup_printf("%s\n\n%s\n\n%s", failed_agent
-						? follow ? "The coding agent did not finish this review; nothing was pushed."
-							 : "The coding agent did not finish this issue; no pull request was made."
-						: follow ? "The coding agent made no change for this review."
-							 : "The coding agent made no change for this issue, so there is no pull request.",
-						report, OWN_MARK);
-		_cleanup_free_ char *curl = NULL;
-		if (follow && fu.reply_to > 0) {
-			if (gh_pr_comment_reply(s.gh, repo, fu.pr, fu.reply_to, text, &curl, &err) < 0)
-				goto failed;
-		} else if (gh_issue_comment(s.gh, repo, follow ? fu.pr : (long)n, text, &curl, &err) < 0) {
-			goto failed;
-		}
-		if (follow)
-			pr_record_put(s.c, repo, fu.pr, (long)n, runs, turns_total < 0 ? 0 : turns_total, spend_total,
-				      fu.prev ? fu.prev : "");
-		json_object_set_new(s.result, "outcome", json_string(failed_agent ? "agent-failed" : "no-change"));
-		json_object_set_new(s.result, "comment_url", curl ? json_string(curl) : json_null());
-		if (failed_agent) {
-			lc_error_set(&err, LC_EXIT_RUNTIME, 0, "%s", ar.error ? ar.error : agent_status_name(ar.status));
-			goto failed;
-		}
-		goto done;
-	}
-	if (follow)
-		msg = lc_strdup_printf("Review of #%ld on #%lld: %s\n\n%s\n", fu.pr, (long long)n, title, summary);
-	else
-		msg = lc_strdup_printf("Fix #%lld: %s\n\n%s\n\nCloses #%lld\n", (long long)n, title,
-				       ar.summary ? ar.summary : "", (long long)n);
-	gitops_push_t gp = { .url = url, .auth = s.auth, .base = base, .commit = follow ? fu.head : commit,
-			     .branch = branch, .follow_up = follow, .patch = patch, .patch_len = patch_len, .message = msg,
-			     .author = cfg("GIT_AUTHOR", "coding-agents <coding-agents@users.noreply.github.com>") };
-	if (gitops_push_patch(&gp, &sha, &err) < 0)
-		goto failed;
-	json_object_set_new(s.result, "commit", json_string(sha));
-	fprintf(stderr, "lc-agents solve-issue: pushed %.12s to %s (%s)\n", sha, branch, gh_auth_name(s.auth));
-	prtitle = lc_strdup_printf("Fix #%lld: %s", (long long)n, title);
-	if (follow) {
-		/* the reply on the review's thread, then the description with the totals */
-		_cleanup_free_ char *text = lc_strdup_printf("%s\n\nPushed %.12s to `%s`.\n\n%s\n\n%s", summary, sha, branch,
-							      tail, OWN_MARK);
-		redact(text, getenv(s.ac.key_secret));
-		if (fu.reply_to > 0) {
-			if (gh_pr_comment_reply(s.gh, repo, fu.pr, fu.reply_to, text, &replied, &err) < 0)
-				goto failed;
-		} else if (gh_issue_comment(s.gh, repo, fu.pr, text, &replied, &err) < 0) {
-			goto failed;
-		}
-		json_object_set_new(s.result, "reply_url", replied ? json_string(replied) : json_null());
-		prbody = lc_strdup_printf("%s\n\n%s\n\nCloses #%lld\n", summary_all, tail, (long long)n);
-		if (gh_pr_update(s.gh, repo, fu.pr, prtitle, prbody, &pr, &err) < 0)
-			goto failed;
-		pr_record_put(s.c, repo, fu.pr, (long)n, runs, turns_total < 0 ? 0 : turns_total, spend_total, summary_all);
-		json_object_set_new(s.result, "outcome", json_string("follow-up"));
-	} else {
-		prbody = lc_strdup_printf("%s\n\nCloses #%lld\n", report, (long long)n);
-		int found = gh_pr_find_open(s.gh, repo, branch, &pr, &err);
-		if (found < 0)
-			goto failed;
-		if (found) {
-			json_int_t num = json_integer_value(json_object_get(pr, "number"));
-			json_decref(pr);
-			pr = NULL;
-			if (gh_pr_update(s.gh, repo, (long)num, prtitle, prbody, &pr, &err) < 0)
-				goto failed;
-			json_object_set_new(s.result, "outcome", json_string("pull-request-updated"));
-		} else {
-			if (gh_pr_create(s.gh, repo, prtitle, branch, base, prbody, &pr, &err) < 0)
-				goto failed;
-			json_object_set_new(s.result, "outcome", json_string("pull-request"));
-		}
-		pr_record_put(s.c, repo, (long)json_integer_value(json_object_get(pr, "number")), (long)n, 1,
-			      ar.turns >= 0 ? ar.turns : 0, spend >= 0 ? spend : 0, summary);
-	}
-	const char *u = json_string_value(json_object_get(pr, "html_url"));
-	json_object_set_new(s.result, "pr_url", u ? json_string(u) : json_null());
-	json_object_set_new(s.result, "pr_number", json_incref(json_object_get(pr, "number")));
-	fprintf(stderr, "lc-agents solve-issue: %s: %s (%s)\n", branch, u ? u : "?", json_string_value(json_object_get(s.result, "outcome")));
-done:
-	if (gh_auth_kind(s.auth) == GH_AUTH_APP)
-		json_object_set_new(s.result, "installation_tokens", json_integer(gh_auth_minted(s.auth)));
-	release_claim(s.c, claim, delivery);
-	write_result(s.result);
-	goto out;
-failed:
-	if (s.c && s.sandbox) {
-		lc_error_t *e2 = NULL;
-		if (lcc_sandbox_delete(s.c, s.sandbox, &e2) < 0)
-			lc_error_free(e2);
-	}
-	if (s.c)
-		release_claim(s.c, claim, delivery);
-	rc = fail(json_incref(s.result), err);
-out:
-	agent_result_clear(&ar);
-	agent_config_clear(&s.ac);
-	follow_clear(&fu);
-	gh_free(s.gh);
-	gh_auth_free(s.auth);
-	if (s.c)
-		lcc_free(s.c);
-	free(s.sandbox);
-	json_decref(s.result);
+	solve_clear(&s);
 	return rc;
 }
 

@@ -33,6 +33,7 @@
 #include "agent.h"
 #include "ghauth.h"
 #include "github.h"
+#include "json.h"
 #include "lcclient.h"
 #include "util.h"
 #include "workload.h"
@@ -285,10 +286,10 @@ static int fn_eval_task(void)
 	_cleanup_json_ json_t *args = wl_args(&err);
 	if (!args)
 		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
-	const char *task = json_string_value(json_object_get(args, "task"));
+	const char *task = lc_json_str(args, "task");
 	if (!name_ok(task))
 		return wl_fail(WL_EXIT_USAGE, NULL, "args.task: expected the name of a task under EVAL_DIR");
-	const char *model = json_string_value(json_object_get(args, "model"));
+	const char *model = lc_json_str(args, "model");
 	if (model && *model)
 		setenv("AGENT_MODEL", model, 1); /* this run's model, whatever the config says */
 	const char *edir = wl_config("EVAL_DIR", DEFAULT_EVAL_DIR);
@@ -320,7 +321,7 @@ static int fn_eval_task(void)
 	const char *status;
 	if (json_is_true(json_object_get(out, "passed")))
 		status = "resolved";
-	else if (strcmp(json_string_value(json_object_get(out, "agent_status")), "ok"))
+	else if (strcmp(lc_json_str(out, "agent_status"), "ok"))
 		status = "error";
 	else if (json_integer_value(json_object_get(out, "diff_bytes")) == 0)
 		status = "empty_patch";
@@ -374,9 +375,9 @@ static json_t *spawn_all(lcc_t *c, const char *fn, json_t *args, lc_error_t **er
 /* What went wrong with a task that did not succeed, in one line. */
 static const char *task_error(json_t *e)
 {
-	const char *why = json_string_value(json_object_get(json_object_get(e, "result"), "error"));
+	const char *why = lc_json_str(json_object_get(e, "result"), "error");
 	if (!why)
-		why = json_string_value(json_object_get(e, "error"));
+		why = lc_json_str(e, "error");
 	return why ? why : "no reason given";
 }
 
@@ -456,12 +457,12 @@ static char *report_markdown(json_t *rep)
 	char total[32];
 	long long n = json_integer_value(json_object_get(rep, "total_instances"));
 	long long ok = json_integer_value(json_object_get(rep, "resolved_instances"));
-	const char *model = json_string_value(json_object_get(rep, "model"));
+	const char *model = lc_json_str(rep, "model");
 	_cleanup_free_ char *md = lc_strdup_printf(
 		"## Nightly eval, %s\n\nModel `%s` (%s) · pass rate **%lld/%lld (%.0f%%)** · spend %s · %.1f s\n\n"
 		"| task | result | turns | spend | wall time | sandbox |\n|---|---|---|---|---|---|\n",
-		json_string_value(json_object_get(rep, "date")), model ? model : "the agent's default",
-		json_string_value(json_object_get(rep, "agent")), ok, n, n ? 100.0 * (double)ok / (double)n : 0.0,
+		lc_json_str(rep, "date"), model ? model : "the agent's default",
+		lc_json_str(rep, "agent"), ok, n, n ? 100.0 * (double)ok / (double)n : 0.0,
 		md_money(total, sizeof(total), json_object_get(rep, "total_spend_usd")),
 		json_number_value(json_object_get(rep, "wall_time_s")));
 	size_t i;
@@ -471,14 +472,14 @@ static char *report_markdown(json_t *rep)
 		json_t *tv = json_object_get(t, "turns");
 		if (json_is_integer(tv))
 			snprintf(turns, sizeof(turns), "%lld", (long long)json_integer_value(tv));
-		const char *st = json_string_value(json_object_get(t, "status"));
-		_cleanup_free_ char *why = md_cell(json_string_value(json_object_get(t, "error")));
+		const char *st = lc_json_str(t, "status");
+		_cleanup_free_ char *why = md_cell(lc_json_str(t, "error"));
 		_cleanup_free_ char *what = !strcmp(st, "resolved") ? strdup("✅ resolved")
 					     : !strcmp(st, "error")  ? lc_strdup_printf("❌ error: %s", why)
 								     : lc_strdup_printf("❌ %s", st);
-		const char *sb = json_string_value(json_object_get(t, "sandbox_id"));
+		const char *sb = lc_json_str(t, "sandbox_id");
 		char *line = lc_strdup_printf("%s| %s | %s | %s | %s | %.1f s | %s%s%s |\n", md,
-					      json_string_value(json_object_get(t, "id")), what, turns,
+					      lc_json_str(t, "id"), what, turns,
 					      md_money(spend, sizeof(spend), json_object_get(t, "spend_usd")),
 					      json_number_value(json_object_get(t, "wall_time_s")), sb ? "`" : "", sb ? sb : "-",
 					      sb ? "`" : "");
@@ -576,10 +577,10 @@ static int fn_eval(void)
 	json_array_foreach(outcomes, i, o) {
 		const char *name = json_string_value(json_array_get(names, i));
 		json_t *res = json_object_get(o, "result");
-		bool ran = !strcmp(json_string_value(json_object_get(o, "state")) ?: "", "succeeded") && json_is_object(res);
-		const char *status = ran ? json_string_value(json_object_get(res, "status")) : "error";
+		bool ran = !strcmp(lc_json_str(o, "state") ?: "", "succeeded") && json_is_object(res);
+		const char *status = ran ? lc_json_str(res, "status") : "error";
 		json_t *t = json_pack("{s:s, s:s, s:b, s:s}", "id", name, "status", status, "passed",
-				      !strcmp(status, "resolved"), "task_id", json_string_value(json_object_get(o, "task_id")));
+				      !strcmp(status, "resolved"), "task_id", lc_json_str(o, "task_id"));
 		static const char *const copy[] = { "turns", "spend_usd", "wall_time_s", "sandbox_id", "check_exit_code",
 						    "agent_status", "diff_lines" };
 		for (size_t k = 0; k < sizeof(copy) / sizeof(copy[0]); k++) {
@@ -590,8 +591,8 @@ static int fn_eval(void)
 			json_object_set_new(t, "wall_time_s", json_real(0));
 		if (!ran) {
 			_cleanup_free_ char *why = lc_strdup_printf("the eval-task %s %s: %s",
-								   json_string_value(json_object_get(o, "task_id")),
-								   json_string_value(json_object_get(o, "state")), task_error(o));
+								   lc_json_str(o, "task_id"),
+								   lc_json_str(o, "state"), task_error(o));
 			json_object_set_new(t, "error", json_string(why));
 		} else if (json_object_get(res, "error")) {
 			json_object_set(t, "error", json_object_get(res, "error"));
@@ -675,9 +676,9 @@ static int fn_attempt(void)
 	_cleanup_json_ json_t *args = wl_args(&err);
 	if (!args)
 		return wl_fail_err(WL_EXIT_USAGE, NULL, err);
-	const char *prompt = json_string_value(json_object_get(args, "prompt"));
-	const char *image = json_string_value(json_object_get(args, "image"));
-	const char *commit = json_string_value(json_object_get(args, "commit"));
+	const char *prompt = lc_json_str(args, "prompt");
+	const char *image = lc_json_str(args, "image");
+	const char *commit = lc_json_str(args, "commit");
 	json_int_t k = json_integer_value(json_object_get(args, "attempt"));
 	const char *test = wl_config("TEST_COMMAND", NULL);
 	if (!prompt || !image || !commit || k < 1)
@@ -722,8 +723,8 @@ static int fn_best_of_n(void)
 	_cleanup_free_ char *snapv = NULL;
 	int have = lcc_map_get(c, NULL, MAP, SNAPSHOT_KEY, &snapv, &err);
 	_cleanup_json_ json_t *snap = have > 0 ? json_loads(snapv, 0, NULL) : NULL;
-	const char *image = json_string_value(json_object_get(snap, "image"));
-	const char *commit = json_string_value(json_object_get(snap, "commit"));
+	const char *image = lc_json_str(snap, "image");
+	const char *commit = lc_json_str(snap, "commit");
 	if (!image || !commit) {
 		lcc_free(c);
 		if (have < 0)
@@ -756,13 +757,13 @@ static int fn_best_of_n(void)
 	json_t *o;
 	json_array_foreach(outcomes, i, o) {
 		json_t *res = json_object_get(o, "result");
-		bool ran = !strcmp(json_string_value(json_object_get(o, "state")) ?: "", "succeeded") && json_is_object(res);
+		bool ran = !strcmp(lc_json_str(o, "state") ?: "", "succeeded") && json_is_object(res);
 		json_t *a = ran ? json_deep_copy(res) : json_pack("{s:I, s:b}", "attempt", (json_int_t)(i + 1), "passed", 0);
 		if (!ran) {
 			if (json_is_object(res))
 				json_object_update_missing(a, res);
 			_cleanup_free_ char *why = lc_strdup_printf("the attempt's task %s: %s",
-								   json_string_value(json_object_get(o, "state")), task_error(o));
+								   lc_json_str(o, "state"), task_error(o));
 			json_object_set_new(a, "error", json_string(why));
 			json_object_set_new(a, "passed", json_false());
 		}
@@ -806,7 +807,7 @@ static int fn_best_of_n(void)
 		json_object_del(o, "diff");
 	json_object_set(out, "attempts", attempts);
 	fprintf(stderr, "best-of-n: %lld attempt(s), winner %s\n", (long long)n,
-		winner ? json_string_value(json_object_get(winner, "task_id")) : "none");
+		winner ? lc_json_str(winner, "task_id") : "none");
 	if (wl_result(out) < 0)
 		return WL_EXIT_LCD;
 	return winner ? 0 : WL_EXIT_FAILED;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "chat.h"
+#include "json.h"
 #include "lcclient.h"
 #include "patch_contract.h"
 #include "util.h"
@@ -224,7 +225,7 @@ static json_t *run_planner(struct run *run, const char *instruction, int *code)
 		lc_error_free(err);
 		return NULL;
 	}
-	const char *state = json_string_value(json_object_get(task, "state"));
+	const char *state = lc_json_str(task, "state");
 	json_t *result = json_object_get(task, "result");
 	if (!state || strcmp(state, "succeeded")) {
 		/* the planner's own reason (provider status, contract rule) */
@@ -234,9 +235,9 @@ static json_t *run_planner(struct run *run, const char *instruction, int *code)
 			if (json_object_get(result, copy[i]))
 				json_object_set(extra, copy[i], json_object_get(result, copy[i]));
 		long long pcode = json_integer_value(json_object_get(task, "exit_code"));
-		const char *why = json_string_value(json_object_get(result, "error"));
+		const char *why = lc_json_str(result, "error");
 		if (!why)
-			why = json_string_value(json_object_get(task, "error"));
+			why = lc_json_str(task, "error");
 		*code = wl_fail(pcode == WL_EXIT_PROVIDER || pcode == WL_EXIT_REFUSED || pcode == WL_EXIT_USAGE ? (int)pcode
 			       : WL_EXIT_LCD, extra, "the planner task %s %s: %s", run->planner_task, state ? state : "?",
 			       why ? why : "no reason given");
@@ -388,7 +389,7 @@ static int inspect_sandboxes(void)
 	size_t live = 0, i;
 	json_t *s;
 	json_array_foreach(list, i, s) {
-		if (strcmp(json_string_value(json_object_get(s, "state")) ?: "", "terminated"))
+		if (strcmp(lc_json_str(s, "state") ?: "", "terminated"))
 			live++;
 	}
 	_cleanup_json_ json_t *out = json_pack("{s:s, s:I, s:O, s:I}", "app", app, "n", (json_int_t)n, "sandboxes", list,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "patch_contract.h"
 #include "util.h"
 #include "workload.h"
@@ -265,7 +266,7 @@ json_t *wl_tree_find(json_t *files, const char *path)
 	size_t i;
 	json_t *f;
 	json_array_foreach(files, i, f) {
-		if (!strcmp(json_string_value(json_object_get(f, "path")), path))
+		if (!strcmp(lc_json_str(f, "path"), path))
 			return json_object_get(f, "content");
 	}
 	return NULL;
@@ -292,7 +293,7 @@ int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user,
 	size_t i;
 	json_t *f;
 	json_array_foreach(files, i, f) {
-		const char *p = json_string_value(json_object_get(f, "path"));
+		const char *p = lc_json_str(f, "path");
 		const char *slash = strrchr(p, '/');
 		if (!slash)
 			continue;
@@ -317,7 +318,7 @@ int wl_tree_upload(lcc_t *c, const char *id, const char *root, const char *user,
 		json_t *content = json_object_get(f, "content");
 		json_t *mode = json_object_get(f, "mode");
 		_cleanup_free_ char *dst =
-			lc_strdup_printf("%s/%s", root, json_string_value(json_object_get(f, "path")));
+			lc_strdup_printf("%s/%s", root, lc_json_str(f, "path"));
 		if (lcc_sandbox_upload(c, id, dst, json_string_value(content), json_string_length(content),
 				       json_is_integer(mode) ? (unsigned)json_integer_value(mode) : 0644, err) < 0)
 			return lc_error_wrap(err, "uploading %s", dst);

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "image.h"
+#include "json.h"
 #include "util.h"
 
 #define FORK_MAX 256
@@ -39,8 +40,8 @@ static void on_done(long i, json_t *r, void *ud)
 		json_t *j = c->res[c->next];
 		long k = c->next + 1;
 		int ec = (int)json_integer_value(json_object_get(j, "exit_code"));
-		const char *e = json_string_value(json_object_get(j, "error"));
-		const char *id = json_string_value(json_object_get(j, "id"));
+		const char *e = lc_json_str(j, "error");
+		const char *id = lc_json_str(j, "id");
 		if (e)
 			fprintf(stderr, "lcrun: fork %ld/%ld: %s\n", k, c->count, e);
 		else

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "image.h"
 #include "registry.h"
+#include "json.h"
 #include "util.h"
 
 static void human_size(long long n, char *buf, size_t len)
@@ -66,7 +67,7 @@ static int cmd_ls(int argc, char **argv)
 		return lc_cli_fail(err);
 	/* build cache steps are images too, shown with --all */
 	for (size_t k = json_array_size(list); !all && k-- > 0;)
-		if (!strncmp(json_string_value(json_object_get(json_array_get(list, k), "name")), LC_IMAGE_CACHE_PREFIX,
+		if (!strncmp(lc_json_str(json_array_get(list, k), "name"), LC_IMAGE_CACHE_PREFIX,
 			     strlen(LC_IMAGE_CACHE_PREFIX)))
 			json_array_remove(list, k);
 	if (json) {
@@ -78,12 +79,12 @@ static int cmd_ls(int argc, char **argv)
 	size_t i;
 	json_t *row;
 	json_array_foreach(list, i, row) {
-		const char *dg = json_string_value(json_object_get(row, "digest"));
+		const char *dg = lc_json_str(row, "digest");
 		char sz[32];
 		human_size(json_integer_value(json_object_get(row, "size")), sz, sizeof(sz));
-		const char *base = json_string_value(json_object_get(row, "base"));
-		const char *created = json_string_value(json_object_get(row, "created"));
-		printf("%-24s %-12.12s %6lld %10s  %-5s %s\n", json_string_value(json_object_get(row, "name")),
+		const char *base = lc_json_str(row, "base");
+		const char *created = lc_json_str(row, "created");
+		printf("%-24s %-12.12s %6lld %10s  %-5s %s\n", lc_json_str(row, "name"),
 		       dg && strlen(dg) > 7 ? dg + 7 : "?", (long long)json_integer_value(json_object_get(row, "layers")),
 		       sz, base ? base : "-", created ? created : "-");
 	}
@@ -277,7 +278,7 @@ static int cmd_prune(int argc, char **argv)
 		size_t i;
 		json_t *row;
 		json_array_foreach(list, i, row) {
-			const char *n = json_string_value(json_object_get(row, "name"));
+			const char *n = lc_json_str(row, "name");
 			if (!strncmp(n, LC_IMAGE_CACHE_PREFIX, strlen(LC_IMAGE_CACHE_PREFIX)) &&
 			    lc_image_remove(n, &err) < 0)
 				return lc_cli_fail(err);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "json.h"
 #include "util.h"
 
 static bool want_json(int argc, char **argv, int *bad)
@@ -51,7 +52,7 @@ int lc_cmd_ps(int argc, char **argv)
 	size_t i;
 	json_t *x;
 	json_array_foreach(list, i, x) {
-		const char *name = json_string_value(json_object_get(x, "name"));
+		const char *name = lc_json_str(x, "name");
 		time_t t = (time_t)(json_integer_value(json_object_get(x, "created")) / 1000);
 		char created[32], cpu[32], mem[32];
 		struct tm tm;
@@ -63,11 +64,11 @@ int lc_cmd_ps(int argc, char **argv)
 			snprintf(cpu, sizeof(cpu), "-");
 		json_t *m = json_object_get(x, "memory_bytes");
 		human_bytes(json_is_integer(m) ? json_integer_value(m) : -1, mem, sizeof(mem));
-		const char *addr = json_string_value(json_object_get(x, "address"));
+		const char *addr = lc_json_str(x, "address");
 		printf("%-12s  %-16s  %-10s  %-8s  %-20s  %8s  %8s  %s%s%s\n",
-		       json_string_value(json_object_get(x, "id")), name ? name : "-",
-		       json_string_value(json_object_get(x, "image")), json_string_value(json_object_get(x, "state")),
-		       created, cpu, mem, json_string_value(json_object_get(x, "net")), addr ? " " : "", addr ? addr : "");
+		       lc_json_str(x, "id"), name ? name : "-",
+		       lc_json_str(x, "image"), lc_json_str(x, "state"),
+		       created, cpu, mem, lc_json_str(x, "net"), addr ? " " : "", addr ? addr : "");
 	}
 	return 0;
 }

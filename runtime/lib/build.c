@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "json.h"
 #include "lcrun.h"
 #include "sandbox_priv.h"
 #include "util.h"
@@ -278,8 +279,8 @@ static char *def_path(struct build *b, const char *rel, lc_error_t **err)
 static int step_copy(struct build *b, const char *parent, json_t *step, const char *prev_key, char *key,
 		     lc_error_t **err)
 {
-	const char *src_rel = json_string_value(json_object_get(step, "copy"));
-	const char *to = json_string_value(json_object_get(step, "to"));
+	const char *src_rel = lc_json_str(step, "copy");
+	const char *to = lc_json_str(step, "to");
 	if (!to || to[0] != '/' || strstr(to, ".."))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "copy: \"to\" must be an absolute path without '..'");
 	_cleanup_free_ char *src = def_path(b, src_rel, err);
@@ -457,7 +458,7 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	if (name_override)
 		name = strdup(name_override);
 	else if (json_is_string(json_object_get(def, "name")))
-		name = strdup(json_string_value(json_object_get(def, "name")));
+		name = strdup(lc_json_str(def, "name"));
 	else {
 		_cleanup_free_ char *b2 = strdup(file);
 		name = strdup(basename(b2));
@@ -481,7 +482,7 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	char key[LC_HEX_LEN + 1];
 	_cleanup_free_ char *parent = NULL;
 	b.step = 1;
-	const char *from = json_string_value(json_object_get(def, "from"));
+	const char *from = lc_json_str(def, "from");
 	if (build_from(&b, from, key, &parent, err) < 0)
 		return lc_error_wrap(err, "%s", file);
 	if (!parent)

@@ -35,6 +35,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "lifecycle.h"
 #include "seccomp.h"
 #include "util.h"
@@ -304,7 +305,7 @@ static int prepare(exec_ctx_t *x, const char *id, json_t *st, lc_error_t **err)
 	if (!lc_seccomp_load_saved(bpf, &x->prog) &&
 	    lc_seccomp_prepare_caps(x->spec->seccomp, x->spec->caps, &x->prog, err) < 0)
 		return -1;
-	x->cgroup = json_string_value(json_object_get(st, "cgroup"));
+	x->cgroup = lc_json_str(st, "cgroup");
 	x->pidfd = lc_state_pid1_pidfd(st, id, err);
 	if (x->pidfd < 0)
 		return -1;

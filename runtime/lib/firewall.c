@@ -20,6 +20,7 @@
 #include <nftables/libnftables.h>
 
 #include "firewall.h"
+#include "json.h"
 #include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
@@ -584,7 +585,7 @@ static void walk_table(json_t *doc, walk_fn fn, void *ud)
 	json_array_foreach(items, i, it) {
 		json_t *c = json_object_get(it, "chain");
 		if (c) {
-			fn("chain", NULL, json_string_value(json_object_get(c, "name")), ud);
+			fn("chain", NULL, lc_json_str(c, "name"), ud);
 			continue;
 		}
 		json_t *m = json_object_get(it, "map");
@@ -592,7 +593,7 @@ static void walk_table(json_t *doc, walk_fn fn, void *ud)
 			m = json_object_get(it, "set");
 		if (!m)
 			continue;
-		const char *mname = json_string_value(json_object_get(m, "name"));
+		const char *mname = lc_json_str(m, "name");
 		size_t j;
 		json_t *e;
 		json_array_foreach(json_object_get(m, "elem"), j, e) {
@@ -809,8 +810,8 @@ static bool has_chain(json_t *doc, const char *name)
 	json_t *it;
 	json_array_foreach(json_object_get(doc, "nftables"), i, it) {
 		json_t *c = json_object_get(it, "chain");
-		const char *t = json_string_value(json_object_get(c, "table"));
-		const char *n = json_string_value(json_object_get(c, "name"));
+		const char *t = lc_json_str(c, "table");
+		const char *n = lc_json_str(c, "name");
 		if (t && n && !strcmp(t, LC_FW_TABLE) && !strcmp(n, name))
 			return true;
 	}
@@ -862,7 +863,7 @@ long long lc_fw_dropped(const char *id)
 	json_t *it, *x;
 	json_array_foreach(json_object_get(doc, "nftables"), i, it) {
 		json_t *rule = json_object_get(it, "rule");
-		const char *chain = json_string_value(json_object_get(rule, "chain"));
+		const char *chain = lc_json_str(rule, "chain");
 		if (!chain || (strcmp(chain, out) && strcmp(chain, host)))
 			continue;
 		json_array_foreach(json_object_get(rule, "expr"), j, x) {

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "lifecycle.h"
 #include "net.h"
 #include "netspare.h"
@@ -63,8 +64,8 @@ static void gc_state(const char *id, json_t *removed)
 		return;
 	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
 		return;
-	const char *status = json_string_value(json_object_get(st, "status"));
-	const char *cg = json_string_value(json_object_get(st, "cgroup"));
+	const char *status = lc_json_str(st, "status");
+	const char *cg = lc_json_str(st, "cgroup");
 	status = status ? status : "";
 	if (!strcmp(status, "stopped") || !strcmp(status, "exited")) {
 		if (cg && access(cg, F_OK) == 0 && lc_cgroup_destroy(cg, NULL) == 0)

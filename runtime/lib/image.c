@@ -21,6 +21,7 @@
 
 #include "archivelib.h"
 #include "image.h"
+#include "json.h"
 #include "lcrun.h"
 #include "util.h"
 
@@ -120,7 +121,7 @@ static const char *digest_hex(const char *digest)
 
 static const char *desc_hex(json_t *desc, lc_error_t **err)
 {
-	const char *d = json_string_value(json_object_get(desc, "digest"));
+	const char *d = lc_json_str(desc, "digest");
 	const char *hex = digest_hex(d);
 	if (!hex)
 		lc_error_set(err, LC_EXIT_INVALID, 0, "descriptor with a bad digest '%s'", d ? d : "(none)");
@@ -277,7 +278,7 @@ static int index_save(json_t *idx, lc_error_t **err)
 
 static const char *desc_name(json_t *desc)
 {
-	return json_string_value(json_object_get(json_object_get(desc, "annotations"), ANN_REF));
+	return lc_json_str(json_object_get(desc, "annotations"), ANN_REF);
 }
 
 /* The index entry for a name (or a manifest digest); borrowed; -1 if none. */
@@ -293,7 +294,7 @@ static ssize_t index_find(json_t *idx, const char *name)
 	}
 	if (digest_hex(name)) {
 		json_array_foreach(ms, i, d) {
-			const char *dg = json_string_value(json_object_get(d, "digest"));
+			const char *dg = lc_json_str(d, "digest");
 			if (dg && !strcmp(dg, name))
 				return (ssize_t)i;
 		}
@@ -393,7 +394,7 @@ static int img_load_manifest(struct img *im, lc_error_t **err)
 	if (!json_is_array(layers) || !json_is_array(diffs) || json_array_size(layers) != json_array_size(diffs))
 		return lc_error_set(err, LC_EXIT_INVALID, 0,
 				    "image %s: manifest layers and config diff_ids do not match", im->name);
-	const char *base = json_string_value(json_object_get(json_object_get(im->manifest, "annotations"), ANN_BASE));
+	const char *base = lc_json_str(json_object_get(im->manifest, "annotations"), ANN_BASE);
 	im->base_host = base && !strcmp(base, LC_IMAGE_HOST);
 	return 0;
 }
@@ -410,7 +411,7 @@ static int img_load(const char *name, struct img *im, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no image named %s (see lcrun image ls)", name);
 	im->desc = json_deep_copy(json_array_get(json_object_get(idx, "manifests"), (size_t)i));
 	im->name = strdup(name);
-	const char *mt = json_string_value(json_object_get(im->desc, "mediaType"));
+	const char *mt = lc_json_str(im->desc, "mediaType");
 	if (mt && strcmp(mt, MT_MANIFEST) && strcmp(mt, MT_DOCKER_MANIFEST)) {
 		lc_error_set(err, LC_EXIT_INVALID, 0, "image %s is a %s, not an image manifest", name, mt);
 		img_clear(im);
@@ -481,7 +482,7 @@ static int unpack_layer(const char *blob_hex, const char *diff_hex, unsigned fla
 
 static bool desc_trusted(json_t *desc)
 {
-	const char *t = json_string_value(json_object_get(json_object_get(desc, "annotations"), ANN_TRUSTED));
+	const char *t = lc_json_str(json_object_get(desc, "annotations"), ANN_TRUSTED);
 	return t && !strcmp(t, "true");
 }
 
@@ -844,7 +845,7 @@ static json_int_t layers_size(json_t *manifest)
 static int cmp_name(const void *a, const void *b)
 {
 	json_t *const *x = a, *const *y = b;
-	return strcmp(json_string_value(json_object_get(*x, "name")), json_string_value(json_object_get(*y, "name")));
+	return strcmp(lc_json_str(*x, "name"), lc_json_str(*y, "name"));
 }
 
 int lc_image_list(json_t **out, lc_error_t **err)
@@ -912,13 +913,7 @@ int lc_image_inspect(const char *name, json_t **out, lc_error_t **err)
 			 im.manifest_hex, "base", im.base_host ? json_string(LC_IMAGE_HOST) : json_null(), "created",
 			 created ? created : json_null(), "config", cfg ? cfg : json_object(), "layers", layers,
 			 "size", layers_size(im.manifest), "annotations", ann ? ann : json_object(), "architecture",
-			 json_string_value(json_object_get(im.config, "architecture"))
-				 ? json_string_value(json_object_get(im.config, "architecture"))
-				 : "",
-			 "os",
-			 json_string_value(json_object_get(im.config, "os"))
-				 ? json_string_value(json_object_get(im.config, "os"))
-				 : "");
+			 lc_json_str(im.config, "architecture") ?: "", "os", lc_json_str(im.config, "os") ?: "");
 	img_clear(&im);
 	if (!*out)
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot describe image %s", name);
@@ -1102,8 +1097,8 @@ static json_t *pick_platform(json_t *index)
 	json_t *d;
 	json_array_foreach(json_object_get(index, "manifests"), i, d) {
 		json_t *p = json_object_get(d, "platform");
-		const char *os = json_string_value(json_object_get(p, "os"));
-		const char *arch = json_string_value(json_object_get(p, "architecture"));
+		const char *os = lc_json_str(p, "os");
+		const char *arch = lc_json_str(p, "architecture");
 		if ((!os || !strcmp(os, "linux")) && (!arch || !strcmp(arch, oci_arch())))
 			return d;
 	}
@@ -1143,7 +1138,7 @@ static int import_oci_image(const char *layout, json_t *desc, const char *name, 
 				json_decref(j);
 			return -1;
 		}
-		const char *mt = json_string_value(json_object_get(j, "mediaType"));
+		const char *mt = lc_json_str(j, "mediaType");
 		if (mt && !strcmp(mt, MT_INDEX) && depth < 2) {
 			if (nested)
 				json_decref(nested);
@@ -1511,7 +1506,7 @@ static void keep_digest(json_t *keep, const char *digest)
 /* Blobs and diff_ids reachable from one descriptor (index or manifest). */
 static void mark_desc(json_t *desc, json_t *blobs, json_t *diffs, int depth)
 {
-	const char *digest = json_string_value(json_object_get(desc, "digest"));
+	const char *digest = lc_json_str(desc, "digest");
 	const char *hex = digest_hex(digest);
 	if (!hex || depth > 3)
 		return;
@@ -1528,7 +1523,7 @@ static void mark_desc(json_t *desc, json_t *blobs, json_t *diffs, int depth)
 		mark_desc(d, blobs, diffs, depth + 1);
 	json_t *cfg = json_object_get(j, "config");
 	if (cfg) {
-		const char *cd = json_string_value(json_object_get(cfg, "digest"));
+		const char *cd = lc_json_str(cfg, "digest");
 		keep_digest(blobs, cd);
 		_cleanup_json_ json_t *c = NULL;
 		if (digest_hex(cd) && load_blob_json(digest_hex(cd), &c, &e) == 0) {
@@ -1539,7 +1534,7 @@ static void mark_desc(json_t *desc, json_t *blobs, json_t *diffs, int depth)
 		}
 	}
 	json_array_foreach(json_object_get(j, "layers"), i, d)
-		keep_digest(blobs, json_string_value(json_object_get(d, "digest")));
+		keep_digest(blobs, lc_json_str(d, "digest"));
 }
 
 /* diff_ids that sandboxes record in lc_run_dir()/ID/state.json "layers". */

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "lifecycle.h"
 #include "net.h"
 #include "seccomp.h"
@@ -94,11 +95,6 @@ static long long jint(json_t *st, const char *k)
 	return (long long)json_integer_value(json_object_get(st, k));
 }
 
-static const char *jstr(json_t *st, const char *k)
-{
-	return json_string_value(json_object_get(st, k));
-}
-
 bool lc_state_pid1_alive(json_t *st, const char *id)
 {
 	return lc_proc_is((pid_t)jint(st, "pid"), (unsigned long long)jint(st, "pid_start"), id);
@@ -131,7 +127,7 @@ bool lc_state_creator_alive(json_t *st)
 
 const char *lc_state_status(json_t *st, const char *id)
 {
-	const char *s = jstr(st, "status");
+	const char *s = lc_json_str(st, "status");
 	if (!s)
 		return "unknown";
 	if (!strcmp(s, "running") || !strcmp(s, "paused") || !strcmp(s, "creating")) {
@@ -195,7 +191,7 @@ static int patch_status(const char *id, const char *status, lc_error_t **err)
 
 void lc_sandbox_purge(const char *id, json_t *st)
 {
-	const char *cg = st ? jstr(st, "cgroup") : NULL;
+	const char *cg = st ? lc_json_str(st, "cgroup") : NULL;
 	_cleanup_free_ char *cgp = cg ? strdup(cg) : lc_cgroup_path_for(id);
 	lc_error_t *e = NULL;
 	if (cgp && lc_cgroup_destroy(cgp, &e) < 0) {
@@ -663,7 +659,7 @@ int lc_sandbox_stop(const char *id_or_name, lc_error_t **err)
 	}
 	if (!strcmp(status, "dead")) {
 		/* its monitor was killed: finish what it could not */
-		const char *cg = jstr(st, "cgroup");
+		const char *cg = lc_json_str(st, "cgroup");
 		if (cg)
 			lc_cgroup_destroy(cg, NULL);
 		_cleanup_json_ json_t *p = json_pack("{s:s, s:i, s:s}", "status", "stopped", "pid", 0,
@@ -681,7 +677,7 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 	const char *status = lc_state_status(h.st, h.id);
 	if (strcmp(status, "running"))
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not running", h.id, status);
-	if (jstr(h.st, "name") || !json_object_get(h.st, "monitor_pid"))
+	if (lc_json_str(h.st, "name") || !json_object_get(h.st, "monitor_pid"))
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s was not made to be claimed", h.id);
 	/* Its monitor records "confirmed" once create has returned, by a
 	 * write of the whole state: wait for it, or that write would undo ours. */
@@ -705,7 +701,7 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 		       lim->cpu_weight > 0 || lim->io_weight > 0;
 	_cleanup_free_ char *skipped = NULL;
 	if (limited) {
-		const char *cg = jstr(h.st, "cgroup");
+		const char *cg = lc_json_str(h.st, "cgroup");
 		if (!cg && !lim->best_effort)
 			return lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s has no cgroup to limit", h.id);
 		if (cg && (lc_cgroup_check_limits(lim, err) < 0 || lc_cgroup_set_limits(cg, lim, &skipped, err) < 0))
@@ -792,7 +788,7 @@ int lc_sandbox_start(const char *id_or_name, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not stopped", id, status);
 	if (tell_monitor(st, id, SIGUSR1, err) < 0) /* its ttl timer */
 		return -1;
-	const char *cg = jstr(st, "cgroup");
+	const char *cg = lc_json_str(st, "cgroup");
 	if (cg && lc_cgroup_destroy(cg, err) < 0)
 		return -1;
 	lc_spec_t *spec = lc_spec_from_json(json_object_get(st, "spec"));
@@ -838,7 +834,7 @@ static int set_frozen(const char *id_or_name, bool frozen, lc_error_t **err)
 	const char *want = frozen ? "running" : "paused";
 	if (strcmp(status, want))
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not %s", id, status, want);
-	const char *cg = jstr(st, "cgroup");
+	const char *cg = lc_json_str(st, "cgroup");
 	if (!cg)
 		return lc_error_set(err, LC_EXIT_PERM, 0, "sandbox %s has no cgroup (rootless): pause needs one", id);
 	if (lc_cgroup_freeze(cg, frozen, err) < 0)
@@ -884,13 +880,13 @@ static long long memory_in_use(const char *cg)
 json_t *lc_sandbox_info(const char *id, json_t *st)
 {
 	const char *status = lc_state_status(st, id);
-	const char *image = jstr(st, "image") ? jstr(st, "image") : jstr(st, "rootfs") ? jstr(st, "rootfs") : "host";
-	const char *cg = jstr(st, "cgroup");
+	const char *image = lc_json_str(st, "image") ?: lc_json_str(st, "rootfs") ?: "host";
+	const char *cg = lc_json_str(st, "cgroup");
 	bool live = !strcmp(status, "running") || !strcmp(status, "paused");
 	json_t *j = json_pack("{s:s, s:o, s:s, s:s, s:I, s:s}", "id", id,
 			      "name", json_deep_copy(json_object_get(st, "name") ? json_object_get(st, "name") : json_null()),
 			      "image", image, "state", status, "created", (json_int_t)jint(st, "created"),
-			      "net", jstr(st, "net") ? jstr(st, "net") : "none");
+			      "net", lc_json_str(st, "net") ?: "none");
 	long long cpu = live && cg ? lc_cgroup_read_key(cg, "cpu.stat", "usage_usec") : -1;
 	long long mem = live && cg ? memory_in_use(cg) : -1;
 	json_object_set_new(j, "cpu_usec", cpu >= 0 ? json_integer(cpu) : json_null());

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "net.h"
 #include "netpool.h"
 #include "util.h"
@@ -370,7 +371,7 @@ static json_t *lease_to_json(const lc_lease_t *l)
 
 static void copy_str(json_t *o, const char *key, char *out, size_t len)
 {
-	const char *s = json_string_value(json_object_get(o, key));
+	const char *s = lc_json_str(o, key);
 	snprintf(out, len, "%s", s ? s : "");
 }
 

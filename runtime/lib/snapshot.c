@@ -11,6 +11,7 @@
 
 #include "disk.h"
 #include "image.h"
+#include "json.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -50,15 +51,15 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 	 * (the same filesystem where the sandbox runs), never the host's. */
 	json_t *disk = json_object_get(st, "disk");
 	_cleanup_close_ int dfd = -1;
-	if (disk && lc_disk_mount(json_string_value(json_object_get(disk, "image")),
+	if (disk && lc_disk_mount(lc_json_str(disk, "image"),
 				  json_integer_value(json_object_get(disk, "size")), 0, &dfd, err) < 0)
 		return lc_error_wrap(err, "cannot snapshot sandbox %s", id);
 	_cleanup_strv_ char **on_disk = NULL;
 	lc_upper_t *uppers = lc_xmalloc0(n * sizeof(*uppers));
 	for (size_t i = 0; i < n; i++) {
 		json_t *u = json_array_get(ups, i);
-		uppers[i].dir = json_string_value(json_object_get(u, "path"));
-		uppers[i].prefix = json_string_value(json_object_get(u, "prefix"));
+		uppers[i].dir = lc_json_str(u, "path");
+		uppers[i].prefix = lc_json_str(u, "prefix");
 		if (!uppers[i].prefix)
 			uppers[i].prefix = "";
 		if (!uppers[i].dir) {
@@ -73,16 +74,16 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 	for (size_t i = 0; i < n && on_disk; i++)
 		uppers[i].dir = on_disk[i];
 	/* the manifest it ran on (a name may have moved since), else the name */
-	const char *image = json_string_value(json_object_get(st, "image_digest"));
+	const char *image = lc_json_str(st, "image_digest");
 	if (!image)
-		image = json_string_value(json_object_get(st, "image"));
-	const char *rootfs = json_string_value(json_object_get(st, "rootfs"));
+		image = lc_json_str(st, "image");
+	const char *rootfs = lc_json_str(st, "rootfs");
 	bool host = json_is_true(json_object_get(st, "host_image"));
 	json_t *ub = json_object_get(st, "uid_base"), *gb = json_object_get(st, "gid_base");
 	uid_t uid_base = json_is_integer(ub) ? (uid_t)json_integer_value(ub) : lc_uid_base();
 	gid_t gid_base = json_is_integer(gb) ? (gid_t)json_integer_value(gb) : (gid_t)uid_base;
-	const char *status = json_string_value(json_object_get(st, "status"));
-	const char *cg = json_string_value(json_object_get(st, "cgroup"));
+	const char *status = lc_json_str(st, "status");
+	const char *cg = lc_json_str(st, "cgroup");
 	bool running = status && strcmp(status, "exited") && strcmp(status, "stopped");
 
 	bool froze = false;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "lcrun.h"
 #include "net.h"
 #include "util.h"
@@ -221,7 +222,7 @@ json_t *lc_spec_to_wire(const lc_spec_t *s)
 
 static char *jdup(json_t *j, const char *k)
 {
-	const char *v = json_string_value(json_object_get(j, k));
+	const char *v = lc_json_str(j, k);
 	return v ? strdup(v) : NULL;
 }
 
@@ -257,7 +258,7 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 	}
 	json_array_foreach(json_object_get(j, "mounts"), i, x) {
 		s->mounts = realloc(s->mounts, (s->n_mounts + 1) * sizeof(*s->mounts));
-		const char *im = json_string_value(json_object_get(x, "idmap"));
+		const char *im = lc_json_str(x, "idmap");
 		int idmap = LC_IDMAP_AUTO;
 		for (int k = 0; im && k < 3; k++)
 			if (!strcmp(im, idmap_names[k]))
@@ -278,7 +279,7 @@ lc_spec_t *lc_spec_from_json(json_t *j)
 		s->limits.disk = json_integer_value(json_object_get(l, "disk"));
 	}
 	json_t *n = json_object_get(j, "net");
-	const char *mode = json_string_value(json_object_get(n, "mode"));
+	const char *mode = lc_json_str(n, "mode");
 	s->net.mode = mode && !strcmp(mode, "allow") ? LC_NET_ALLOW : mode && !strcmp(mode, "open") ? LC_NET_OPEN : LC_NET_NONE;
 	s->net.policy = jdup(n, "policy");
 	s->net.dns = jdup(n, "dns");

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -82,7 +83,7 @@ int lc_state_remove(const char *id)
 	_cleanup_free_ char *dir = lc_state_dir(id);
 	json_t *st = lc_state_read(id, NULL);
 	if (st) {
-		const char *name = json_string_value(json_object_get(st, "name"));
+		const char *name = lc_json_str(st, "name");
 		if (name)
 			lc_name_unlink(id, name);
 		json_decref(st);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "oci.h"
 #include "sandbox_priv.h"
 #include "util.h"
@@ -129,7 +130,7 @@ static int parse_rlimits(json_t *v, lc_ctr_process_t *p, const char *where, lc_e
 	size_t i;
 	json_t *e;
 	json_array_foreach(v, i, e) {
-		const char *type = json_string_value(json_object_get(e, "type"));
+		const char *type = lc_json_str(e, "type");
 		json_t *hard = json_object_get(e, "hard"), *soft = json_object_get(e, "soft");
 		if (!type || strncmp(type, "RLIMIT_", 7) || !json_is_integer(hard) || !json_is_integer(soft))
 			return BAD("%srlimits[%zu]: expected {\"type\": \"RLIMIT_…\", \"hard\": N, \"soft\": N}", where, i);
@@ -433,14 +434,14 @@ static int parse_devrules(json_t *v, lc_ctr_spec_t *s, lc_error_t **err)
 		if (!json_is_boolean(allow))
 			return BAD("linux.resources.devices[%zu].allow: expected a boolean", i);
 		r->allow = json_is_true(allow);
-		const char *type = json_string_value(json_object_get(e, "type"));
+		const char *type = lc_json_str(e, "type");
 		r->type = type && *type ? type[0] : 'a';
 		if (type && (strlen(type) != 1 || !strchr("acb", type[0])))
 			return BAD("linux.resources.devices[%zu].type: '%s' is not one of a, c, b", i, type);
 		json_t *maj = json_object_get(e, "major"), *min = json_object_get(e, "minor");
 		r->major = json_is_integer(maj) ? json_integer_value(maj) : -1;
 		r->minor = json_is_integer(min) ? json_integer_value(min) : -1;
-		const char *acc = json_string_value(json_object_get(e, "access"));
+		const char *acc = lc_json_str(e, "access");
 		r->access = acc ? 0 : LC_DEV_READ | LC_DEV_WRITE | LC_DEV_MKNOD;
 		for (const char *a = acc; a && *a; a++) {
 			if (*a == 'r')
@@ -556,8 +557,8 @@ static int parse_resources(json_t *r, lc_ctr_spec_t *s, lc_error_t **err)
 			lc_strv_push(&s->unified, u);
 			free(u);
 		}
-		const char *cpus = json_string_value(json_object_get(cpu, "cpus"));
-		const char *mems = json_string_value(json_object_get(cpu, "mems"));
+		const char *cpus = lc_json_str(cpu, "cpus");
+		const char *mems = lc_json_str(cpu, "mems");
 		if ((cpus && *cpus) || (mems && *mems)) {
 			if (need_controller("linux.resources.cpu.cpus/mems", "cpuset", err) < 0)
 				return -1;
@@ -710,7 +711,7 @@ static int parse_linux(json_t *l, const char *id, lc_ctr_spec_t *s, lc_error_t *
 	size_t i;
 	json_t *e;
 	json_array_foreach(nss, i, e) {
-		const char *t = json_string_value(json_object_get(e, "type"));
+		const char *t = lc_json_str(e, "type");
 		int type = t ? ns_type(t) : 0;
 		if (!type)
 			return BAD("linux.namespaces[%zu].type: unknown namespace type '%s'", i, t ? t : "(missing)");
@@ -753,7 +754,7 @@ static int parse_linux(json_t *l, const char *id, lc_ctr_spec_t *s, lc_error_t *
 		return BAD("linux.namespaces: a new user namespace needs linux.uidMappings and linux.gidMappings");
 	if (parse_devices(json_object_get(l, "devices"), s, err) < 0)
 		return -1;
-	const char *cgp = json_string_value(json_object_get(l, "cgroupsPath"));
+	const char *cgp = lc_json_str(l, "cgroupsPath");
 	const char *root = lc_cgroup_root(NULL);
 	if (!root)
 		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "this host has no cgroup v2 hierarchy mounted");
@@ -804,7 +805,7 @@ static int parse_linux(json_t *l, const char *id, lc_ctr_spec_t *s, lc_error_t *
 	}
 	if (parse_seccomp(json_object_get(l, "seccomp"), s, err) < 0)
 		return -1;
-	const char *prop = json_string_value(json_object_get(l, "rootfsPropagation"));
+	const char *prop = lc_json_str(l, "rootfsPropagation");
 	if (prop && *prop && parse_propagation(prop, &s->rootfs_propagation) < 0)
 		return BAD("linux.rootfsPropagation: unknown value '%s'", prop);
 	if (get_strv(l, "maskedPaths", "linux.", &s->masked, err) < 0 ||
@@ -839,7 +840,7 @@ lc_ctr_spec_t *oci_config_load(const char *bundle, const char *id, lc_error_t **
 		BAD("%s: expected an object", path);
 		goto out;
 	}
-	const char *ver = json_string_value(json_object_get(c, "ociVersion"));
+	const char *ver = lc_json_str(c, "ociVersion");
 	if (!ver) {
 		BAD("ociVersion: missing");
 		goto out;

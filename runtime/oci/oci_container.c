@@ -18,6 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "lifecycle.h"
 #include "oci.h"
 #include "util.h"
@@ -65,9 +66,9 @@ int oci_load(const char *id, oci_container_t *c, lc_error_t **err)
 	}
 	json_t *lc = json_object_get(c->state, "lcrun");
 	c->pid = (pid_t)json_integer_value(json_object_get(c->state, "pid"));
-	c->cgroup = json_string_value(json_object_get(lc, "cgroup"));
+	c->cgroup = lc_json_str(lc, "cgroup");
 	unsigned long long start = (unsigned long long)json_integer_value(json_object_get(lc, "starttime"));
-	const char *st = json_string_value(json_object_get(c->state, "status"));
+	const char *st = lc_json_str(c->state, "status");
 	if (st && !strcmp(st, "creating")) {
 		c->status = "creating";
 		return 0;
@@ -160,7 +161,7 @@ int oci_destroy(oci_container_t *c, lc_error_t **err)
 	}
 	json_t *lc = json_object_get(c->state, "lcrun");
 	json_t *base = json_object_get(lc, "hostRootBase");
-	const char *rootfs = json_string_value(json_object_get(c->state, "rootfs"));
+	const char *rootfs = lc_json_str(c->state, "rootfs");
 	if (base && rootfs) {
 		lc_error_t *e = NULL;
 		if (lc_ctr_detach_root(rootfs, (uint64_t)json_integer_value(base),
@@ -174,7 +175,7 @@ int oci_destroy(oci_container_t *c, lc_error_t **err)
 	if (hooks) {
 		lc_ctr_spec_t *s = lc_ctr_spec_new();
 		s->id = strdup(c->id);
-		s->bundle = strdup(json_string_value(json_object_get(c->state, "bundle")) ?: "");
+		s->bundle = strdup(lc_json_str(c->state, "bundle") ?: "");
 		json_t *ann = json_object_get(c->state, "annotations");
 		s->annotations = ann ? json_incref(ann) : NULL;
 		if (oci_hooks_parse(hooks, s, err) == 0) {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "oci.h"
 #include "util.h"
 
@@ -173,7 +174,7 @@ int oci_cmd_exec(int argc, char **argv)
 	}
 	int peer = -1;
 	lc_ctr_exec_opts_t o = { .cgroup = ct.cgroup, .console_fd = -1, .preserve_fds = preserve, .detach = true,
-				 .seccomp = json_string_value(json_object_get(lc, "seccomp")) };
+				 .seccomp = lc_json_str(lc, "seccomp") };
 	if (p.terminal) {
 		if (console) {
 			o.console_fd = oci_console_connect(console, &err);

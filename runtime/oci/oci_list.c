@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "oci.h"
 #include "util.h"
 
@@ -45,13 +46,13 @@ int oci_cmd_list(int argc, char **argv)
 	json_t *c;
 	json_array_foreach(all, i, c) {
 		if (quiet)
-			printf("%s\n", json_string_value(json_object_get(c, "id")));
+			printf("%s\n", lc_json_str(c, "id"));
 		else
-			printf("%-24s %-8lld %-10s %-40s %s\n", json_string_value(json_object_get(c, "id")),
+			printf("%-24s %-8lld %-10s %-40s %s\n", lc_json_str(c, "id"),
 			       (long long)json_integer_value(json_object_get(c, "pid")),
-			       json_string_value(json_object_get(c, "status")),
-			       json_string_value(json_object_get(c, "bundle")),
-			       json_string_value(json_object_get(c, "created")));
+			       lc_json_str(c, "status"),
+			       lc_json_str(c, "bundle"),
+			       lc_json_str(c, "created"));
 	}
 	return 0;
 }

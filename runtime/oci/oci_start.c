@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "oci.h"
 #include "util.h"
 
@@ -18,7 +19,7 @@ int oci_start_loaded(oci_container_t *c, lc_error_t **err)
 	if (hooks && json_array_size(json_object_get(hooks, "poststart"))) {
 		lc_ctr_spec_t *s = lc_ctr_spec_new();
 		s->id = strdup(c->id);
-		s->bundle = strdup(json_string_value(json_object_get(c->state, "bundle")) ?: "");
+		s->bundle = strdup(lc_json_str(c->state, "bundle") ?: "");
 		json_t *ann = json_object_get(c->state, "annotations");
 		s->annotations = ann ? json_incref(ann) : NULL;
 		lc_error_t *e = NULL;

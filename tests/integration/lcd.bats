@@ -527,6 +527,34 @@ count_fn() { # FN [STATE]
 	[ "$(stat -c %a "$LCD_SOCKET")" = 660 ]
 }
 
+@test "lcctl: a bad option or target stops the verb: one line, exit 123, nothing done" {
+	run "$LCCTL" map set demo/state k v --bogus
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: unknown option '--bogus' (see lcctl --help)" ]
+	run "$LCCTL" map set demo/state k v --if-absent=1
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: option --if-absent takes no value" ]
+	run "$LCCTL" map get demo/state k
+	[ "$status" -eq 120 ] # neither set the key
+	run "$LCCTL" secret set S1 --from-env
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: option --from-env needs a value" ]
+	[ -z "$("$LCCTL" secret ls)" ]
+	run "$LCCTL" run demo:fail -x
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: unknown option '-x' (see lcctl --help)" ]
+	[ "$(count_fn fail)" -eq 0 ]
+	run "$LCCTL" run nocolon
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: 'nocolon': expected APP:FUNCTION or APP:SCHEDULE" ]
+	run "$LCCTL" map get demo k
+	[ "$status" -eq 123 ]
+	[ "$output" = "lcctl: 'demo': expected APP/MAP" ]
+	# what looks like an option but is not one stays an argument
+	"$LCCTL" map set demo/state k -5
+	[ "$("$LCCTL" map get demo/state k)" = -5 ]
+}
+
 @test "lcd: app delete removes the app and everything it owns; redeploy replaces" {
 	id=$("$LCCTL" run --json demo:hello | jq -r .id)
 	"$LCCTL" map set demo/state k v
