@@ -82,12 +82,7 @@ typedef struct lcd {
 	bool spawn_committing;
 } lcd_t;
 
-/* The network policy loader (runtime/net.h) is used once liblcrun has it;
- * until then a function whose net is not "none" is refused at deploy. */
-#if __has_include("net.h")
 #include "net.h"
-#define LCD_HAVE_NET_POLICY 1
-#endif
 
 /* Fill spec with the named policy ("none": nothing to do). */
 int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec, lc_error_t **err);

@@ -141,15 +141,9 @@ int lcd_net_policy(const char *function, const char *policy, lc_net_spec_t *spec
 {
 	if (!strcmp(policy, "none"))
 		return 0;
-#ifdef LCD_HAVE_NET_POLICY
 	if (lc_net_policy_load(policy, spec, err) < 0)
 		return lc_error_wrap(err, "functions.%s.net", function);
 	return 0;
-#else
-	return lc_error_set(err, LC_EXIT_UNKNOWN, 0,
-			    "functions.%s.net: network policy '%s' cannot be applied: this lcrun has no policy loader",
-			    function, policy);
-#endif
 }
 
 /* Policies named by functions must load now, not when a task starts. */
@@ -158,9 +152,7 @@ static int check_policies(const lcd_app_t *app, lc_error_t **err)
 	for (size_t i = 0; i < app->n_functions; i++) {
 		lc_net_spec_t net = { 0 };
 		int r = lcd_net_policy(app->functions[i].name, app->functions[i].net, &net, err);
-#ifdef LCD_HAVE_NET_POLICY
 		lc_net_spec_clear(&net);
-#endif
 		if (r < 0)
 			return -1;
 	}
