@@ -24,6 +24,7 @@
 
 #include "archivelib.h"
 #include "e2b.h"
+#include "fault.h"
 #include "gateway.h"
 #include "images.h"
 #include "lcd.h"
@@ -406,7 +407,7 @@ int main(int argc, char **argv)
 		case 's': sock_opt = optarg; break;
 		case 'k': clock_opt = optarg; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("lcd %s\n", PACKAGE_VERSION); return 0;
+		case 'V': printf("lcd %s%s\n", PACKAGE_VERSION, LC_FAULT_BUILD ? " (fault-injection: a test build)" : ""); return 0;
 		default: usage(stderr); return LC_EXIT_USAGE;
 		}
 	}
