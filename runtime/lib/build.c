@@ -422,10 +422,12 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 	lc_spec_free(s);
 	if (r < 0)
 		return lc_error_wrap(err, "run step");
+	LC_FAULT("build-step-ran");
 	if (res.exit_code == 0)
 		r = lc_sandbox_snapshot(res.id, name, err);
 	else
 		r = lc_error_set(err, res.exit_code, 0, "run step exited %d (sandbox %s)", res.exit_code, res.id);
+	LC_FAULT("build-step-snapshotted");
 	/* the sandbox has served; its state and upper go */
 	if (res.id[0]) {
 		_cleanup_free_ char *sd = lc_sandbox_dir(res.id);
@@ -541,6 +543,7 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	/* the name now points at the last step's image */
 	if (lc_image_exists(name, err) > 0 && lc_image_remove(name, err) < 0)
 		return -1;
+	LC_FAULT("build-untagged");
 	if (lc_image_tag(parent, name, err) < 0)
 		return -1;
 	if (out_name)

@@ -451,6 +451,7 @@ static int unpack_layer_locked(const char *blob_hex, const char *diff_hex, const
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "layer blob sha256:%s is corrupt (hashes to %s)",
 				    blob_hex, got_blob);
 	}
+	LC_FAULT("image-layer-unpacked");
 	struct stat st;
 	if (chmod(tmp, 0755) < 0 || rename(tmp, final) < 0) {
 		int e = errno;
@@ -684,6 +685,7 @@ static int record_image(const char *name, json_t *config, json_t *layers, json_t
 		json_object_set(m, "annotations", annotations);
 	if (put_blob_json(m, mhex, &mlen, err) < 0)
 		return -1;
+	LC_FAULT("image-manifest-stored");
 	return index_add(name, mhex, mlen, err);
 }
 
@@ -738,10 +740,12 @@ static int add_layer(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t g
 		unlink(tmp);
 		return -1;
 	}
+	LC_FAULT("image-layer-written");
 	if (put_blob_file(tmp, hex, created, err) < 0) {
 		unlink(tmp);
 		return -1;
 	}
+	LC_FAULT("image-layer-stored");
 	json_array_append_new(layers, layer_desc(MT_LAYER, hex, size, true));
 	config_add_layer(config, hex, created_by);
 	return 0;
@@ -1012,6 +1016,7 @@ static int import_layer_file(const char *path, bool keep_as_is, unsigned flags, 
 			*created = true;
 		}
 	}
+	LC_FAULT("import-blob-stored");
 	if (unpack_layer(blob_hex, diff_hex, flags, err) < 0) {
 		if (*created) {
 			_cleanup_free_ char *bp = blob_path(blob_hex);
@@ -1305,6 +1310,7 @@ int lc_image_import(const char *src, const char *name, unsigned flags, json_t **
 			if (n == 0)
 				break;
 		}
+		LC_FAULT("import-stdin-copied");
 		path = stdin_copy;
 	}
 	json_t *names = json_array();

@@ -1213,6 +1213,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	}
 	reap_userns_child(c);
 	trace("teardown");
+	LC_FAULT("teardown-killed");
 	if (c->net_up) {
 		lc_error_t *e = NULL;
 		if (!remover_net(c) && lc_net_teardown_exited(c->id, &e) < 0) {
@@ -1221,6 +1222,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		c->net_up = false;
 		trace("network removed");
+		LC_FAULT("teardown-net");
 	}
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
@@ -1229,6 +1231,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			lc_error_free(e);
 		}
 		trace("cgroup removed");
+		LC_FAULT("teardown-cgroup");
 	}
 	/* In a batch's trash, the batch's remover removes the state too
 	 * (lc_sb_remove_detached). */
@@ -1236,6 +1239,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	if (!keep && c->sbdir && !batched && remover_go(c) < 0 && lc_sb_remove_later(c->sbdir, c->id) < 0)
 		lc_sb_remove_now(c->sbdir);
 	trace("dirs removed");
+	LC_FAULT("teardown-dirs");
 	if (!keep && c->state_written) {
 		if ((!c->rm_went && !batched) || state_to_trash(c) < 0)
 			lc_state_remove(c->id);
@@ -1383,6 +1387,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
 		}
 		c->state_dir_made = true;
+		LC_FAULT("sandbox-claimed");
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
@@ -1396,6 +1401,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
 	trace("cgroup made");
+	LC_FAULT("sandbox-cgroup");
 	if (plan_root(c, err) < 0)
 		return -1;
 	trace("root planned");
@@ -1489,6 +1495,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * first, already keeps gc away; a name taken ends the start there). */
 	if (make_dirs(c, err) < 0)
 		return -1;
+	LC_FAULT("sandbox-dirs");
 	if (c->plan.disk_fd >= 0) {
 		lc_msg_send_fd(c->sp[0], LC_MSG_DISK, 0, c->plan.disk_fd);
 		close(c->plan.disk_fd);
@@ -1514,6 +1521,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	}
 	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0)
 		return -1;
+	LC_FAULT("sandbox-state");
 	/* Joined, no network: pid 1 waits for this word, the only one after
 	 * the first GO (with a network, the GOs after USERNS come later and
 	 * gate it the same way), and its seccomp program with it: where
@@ -1537,6 +1545,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		if (lc_net_prepare(c->id, &c->spec->net, &c->lease, err) < 0)
 			return -1;
 		c->net_up = true;
+		LC_FAULT("sandbox-net-prepared");
 	}
 	return 0;
 }
@@ -1592,6 +1601,7 @@ int lc_sb_step(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		}
 		trace("network set up");
+		LC_FAULT("sandbox-net-attached");
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 		break;
 	}
@@ -1641,6 +1651,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	int r;
 	while ((r = lc_sb_step(c, err)) == 0)
 		;
+	if (r > 0)
+		LC_FAULT("sandbox-running");
 	return r < 0 ? -1 : 0;
 }
 

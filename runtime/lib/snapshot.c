@@ -95,6 +95,7 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 				goto out;
 			}
 			froze = true;
+			LC_FAULT("snapshot-frozen");
 		}
 	} else if (running && cg) {
 		/* the cgroup is gone: the sandbox ended while its state says running */
@@ -108,6 +109,8 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 	ret = lc_image_commit_ex(image, host, rootfs, uppers, n, uid_base, gid_base, new_name, NULL, NULL, NULL, err);
 	if (ret < 0)
 		lc_error_wrap(err, "cannot snapshot sandbox %s", id);
+	else
+		LC_FAULT("snapshot-committed");
 out:
 	if (froze) {
 		lc_error_t *e2 = NULL;
