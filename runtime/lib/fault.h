@@ -6,8 +6,10 @@
  * --enable-fault-injection, LCRUN_FAULT=STEP[:N] makes the process that
  * passes STEP for the Nth time (default 1) write "lcrun: fault injected at
  * STEP" on stderr and kill itself with SIGKILL, as a kill -9 or an OOM kill
- * would; LCRUN_FAULT_LOG=FILE appends "STEP" for every step passed, so a
- * test can list the steps an operation passes.  tests/faults/ does both.
+ * would; LCRUN_FAULT_LOG=FILE appends "STEP" for every step passed (and
+ * "STEP killed" before the kill), so a test can list the steps an
+ * operation passes and learn that a helper whose stderr goes nowhere died
+ * where it should.  tests/faults/ does both.
  *
  * In any other build LC_FAULT() is nothing at all: no call, no getenv. */
 #ifndef LC_FAULT_H
