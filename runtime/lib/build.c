@@ -47,13 +47,14 @@ static void hash_str(const char *s, char *hex)
 	lc_sha256_buf(s, strlen(s), hex);
 }
 
-/* A fresh directory lc_lib_dir()/tmp/PREFIX-XXXXXX (prune removes leftovers). */
+/* A fresh directory lc_lib_dir()/tmp/PREFIX-PID.START-XXXXXX (lcrun gc and
+ * prune remove it if this process is killed). */
 static char *make_tmp_dir(const char *prefix, lc_error_t **err)
 {
 	_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
 	if (lc_mkdir_p(tmpd, 0700, err) < 0)
 		return NULL;
-	char *dir = lc_strdup_printf("%s/%s-XXXXXX", tmpd, prefix);
+	char *dir = lc_image_tmp_name(tmpd, prefix);
 	if (!mkdtemp(dir)) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 		free(dir);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "lifecycle.h"
 #include "net.h"
 #include "netspare.h"
@@ -390,6 +391,13 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(state_trash, gc_state_trash_entry, removed);
 	_cleanup_free_ char *spare = lc_spare_dir();
 	each_entry(spare, gc_spare_entry, removed);
+	/* the image store: what a killed snapshot, build or import wrote */
+	_cleanup_json_ json_t *store = json_array();
+	lc_image_gc(store);
+	size_t si;
+	json_t *sp;
+	json_array_foreach(store, si, sp)
+		note(removed, "removed %s (its writer was gone)", json_string_value(sp));
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)

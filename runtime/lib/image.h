@@ -114,6 +114,20 @@ typedef struct lc_prune_stats {
  * a sandbox (lc_run_dir()/ID/state.json "layers") uses. */
 int lc_image_prune(lc_prune_stats_t *stats, lc_error_t **err);
 
+/* A name for a temporary file or directory of the store, DIR/PREFIX-
+ * PID.START-XXXXXX (for mkostemp or mkdtemp; START: the process's start
+ * time, in clock ticks after boot): the name says who makes it, so that
+ * lc_image_gc() removes what a killed process left and nothing a live one
+ * is writing. */
+char *lc_image_tmp_name(const char *dir, const char *prefix);
+
+/* Remove what killed writers left in the store: temporary files and
+ * directories in tmp/ and layers/ whose maker is gone (entries of an
+ * older lcrun, which names none, once untouched for an hour), and
+ * half-written copies of the index and of small blobs (NAME.tmp.PID of a
+ * dead PID).  Each path removed is appended to removed (strings). */
+void lc_image_gc(json_t *removed);
+
 /* Where the store lives (lc_lib_dir()/images) and unpacked layers
  * (lc_lib_dir()/layers). */
 char *lc_image_store_dir(void);
