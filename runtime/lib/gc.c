@@ -48,9 +48,11 @@ static void gc_state(const char *id, json_t *removed)
 	_cleanup_free_ char *file = lc_strdup_printf("%s/state.json", dir);
 	struct stat sb;
 	if (stat(file, &sb) < 0) {
-		/* An id claimed by a start that never wrote its state: leave
-		 * a fresh one alone (it may be writing it right now). */
-		if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 10 && lc_rm_rf(dir, NULL) == 0)
+		/* An id claimed by a start that never wrote its state: its
+		 * maker holds the claim (flock) until it writes the state.
+		 * Nobody holds it: the maker was killed. */
+		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && stat(file, &sb) < 0 && lc_rm_rf(dir, NULL) == 0)
 			note(removed, "removed state %s (empty)", dir);
 		return;
 	}

@@ -230,6 +230,8 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (c->claim_fd >= 0) /* the claim is its maker's to hold */
+		close(c->claim_fd);
 	for (size_t i = 0; i < c->n_foreign_fds; i++)
 		close(c->foreign_fds[i]);
 	if (!c->single_threaded) /* only another thread can hold the pool's lock now */
@@ -787,8 +789,13 @@ int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 	json_t *j = lc_sb_state_json(c, status);
 	int r = lc_state_write(c->id, j, err);
 	json_decref(j);
-	if (r == 0)
+	if (r == 0) {
 		c->state_written = true;
+		if (c->claim_fd >= 0) {
+			close(c->claim_fd);
+			c->claim_fd = -1;
+		}
+	}
 	return r;
 }
 
@@ -1255,6 +1262,10 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 
 void lc_sb_free(lc_sb_t *c)
 {
+	if (c->claim_fd >= 0) {
+		close(c->claim_fd);
+		c->claim_fd = -1;
+	}
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
 	free(c->lease);
@@ -1304,6 +1315,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->rm_pipe = -1;
 	c->held_ns[0] = c->held_ns[1] = -1;
 	c->stage_ns = -1;
+	c->claim_fd = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -1381,10 +1393,23 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		 * else, so lcrun gc never takes a starting sandbox for debris. */
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
 		lc_dir_spread(lc_run_dir(), false);
-		if (mkdir(sd, 0700) < 0) {
-			if (errno == EEXIST)
-				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+		for (int tries = 0;; tries++) {
+			if (mkdir(sd, 0700) < 0) {
+				if (errno == EEXIST)
+					return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+			}
+			/* Held until the first state is written, so that a
+			 * claim a killed start left is debris for lcrun gc
+			 * at once.  gc may take this one for debris before
+			 * the flock (its link count is 0 then): claim again. */
+			struct stat cst;
+			c->claim_fd = open(sd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (c->claim_fd < 0 || flock(c->claim_fd, LOCK_SH) < 0 || fstat(c->claim_fd, &cst) < 0 ||
+			    cst.st_nlink > 0 || tries == 2)
+				break;
+			close(c->claim_fd);
+			c->claim_fd = -1;
 		}
 		c->state_dir_made = true;
 		LC_FAULT("sandbox-claimed");

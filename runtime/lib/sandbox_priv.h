@@ -227,6 +227,9 @@ typedef struct lc_sb {
 	bool host_image;
 	bool state_written;
 	bool state_dir_made; /* this start made the (empty) state directory */
+	int claim_fd;        /* that directory, flocked (shared) until the first
+				state is written: lcrun gc removes a claim
+				without state only when nobody holds it */
 	bool name_linked;
 	bool net_up;          /* lc_net_prepare() ran (and no attach failed): lc_net_teardown() at the end */
 	lc_rootfs_plan_t plan;
