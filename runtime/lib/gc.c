@@ -64,8 +64,11 @@ static void gc_state(const char *id, json_t *removed)
 	_cleanup_json_ json_t *st = lc_state_read(id, NULL);
 	if (!st)
 		return;
-	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st)) {
+		if (lc_sandbox_thaw_left(id, st) == 1)
+			note(removed, "thawed sandbox %s (a snapshot of it was killed while it was frozen)", id);
 		return;
+	}
 	const char *status = json_string_value(json_object_get(st, "status"));
 	const char *cg = json_string_value(json_object_get(st, "cgroup"));
 	status = status ? status : "";
