@@ -541,11 +541,11 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	}
 	if (!parent)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: nothing to build (no steps on the host image)", file);
-	/* the name now points at the last step's image */
-	if (lc_image_exists(name, err) > 0 && lc_image_remove(name, err) < 0)
-		return -1;
-	LC_FAULT("build-untagged");
-	if (lc_image_tag(parent, name, err) < 0)
+	/* the name now points at the last step's image, in one write of the
+	 * index: a build killed here leaves it naming the old image or the
+	 * new one (it used to be removed, then tagged again) */
+	LC_FAULT("build-naming");
+	if (lc_image_tag_replace(parent, name, err) < 0)
 		return -1;
 	if (out_name)
 		*out_name = lc_steal(name);

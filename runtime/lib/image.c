@@ -962,7 +962,7 @@ int lc_image_remove(const char *name, lc_error_t **err)
 	return index_save(idx, err);
 }
 
-int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
+static int tag(const char *src, const char *dst, bool replace, lc_error_t **err)
 {
 	if (!lc_image_name_valid(dst))
 		return check_new_name(dst, err);
@@ -971,7 +971,8 @@ int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
 	ssize_t i = index_edit(src, &lk, &idx, err);
 	if (i < 0)
 		return -1;
-	if (index_find(idx, dst) >= 0)
+	ssize_t old = index_find(idx, dst);
+	if (old >= 0 && !replace)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", dst);
 	json_t *ms = json_object_get(idx, "manifests");
 	json_t *d = json_deep_copy(json_array_get(ms, (size_t)i));
@@ -981,8 +982,21 @@ int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
 		json_object_set_new(d, "annotations", ann);
 	}
 	json_object_set_new(ann, ANN_REF, json_string(dst));
-	json_array_append_new(ms, d);
+	if (old >= 0)
+		json_array_set_new(ms, (size_t)old, d);
+	else
+		json_array_append_new(ms, d);
 	return index_save(idx, err);
+}
+
+int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
+{
+	return tag(src, dst, false, err);
+}
+
+int lc_image_tag_replace(const char *src, const char *dst, lc_error_t **err)
+{
+	return tag(src, dst, true, err);
 }
 
 /* ---- import --------------------------------------------------------------- */

@@ -95,6 +95,9 @@ int lc_image_list(json_t **out, lc_error_t **err);
 int lc_image_inspect(const char *name, json_t **out, lc_error_t **err);
 int lc_image_remove(const char *name, lc_error_t **err);
 int lc_image_tag(const char *src, const char *dst, lc_error_t **err);
+/* The same, but dst may exist: it names src's manifest from then on, in
+ * one write of the index (a crash leaves dst naming the old or the new). */
+int lc_image_tag_replace(const char *src, const char *dst, lc_error_t **err);
 
 /* Import a rootfs tarball (any compression), a directory, or an OCI archive
  * (a tar holding oci-layout and index.json); src "-" reads standard input.
