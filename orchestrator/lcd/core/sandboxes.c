@@ -675,6 +675,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		return -1;
 	}
 	lc_trace(from_pool ? "lcd create: row written (a pool member taken)" : "lcd create: row written");
+	LC_FAULT("lcd-create-row");
 	char owner[256];
 	owner_text(who, owner, sizeof(owner));
 	int rc = 0;
@@ -700,6 +701,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		if (rc < 0)
 			break; /* its row goes, and the rows of those not made yet */
 		lc_trace(from_pool ? "lcd create: member claimed" : "lcd create: sandbox made");
+		LC_FAULT("lcd-create-made");
 		/* Live only if the owner did not end meanwhile (then its row is
 		 * 'deleting' or gone, and this sandbox is removed here). */
 		int live = lcd_db_exec(lcd->db, err, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'creating'",
@@ -713,6 +715,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		if (r.has_gw && (rc = lcd_gateway_attach(lcd, who, made[i], &r.gw, err)) < 0)
 			break;
 		lc_trace("lcd create: row live");
+		LC_FAULT("lcd-create-live");
 		lcd_log("sandbox %s created for %s (image %s%s)", made[i], owner, r.image, from_pool ? ", from the pool" : "");
 	}
 	if (rc < 0) {

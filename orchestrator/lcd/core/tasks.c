@@ -481,8 +481,10 @@ static void *worker(void *arg)
 	 * (runner.c), task_nice levels below lcd (at most 19).  Tasks are
 	 * batch work: on a busy machine the API's answers and the sandboxes
 	 * lcd's callers make wait less behind them. */
+	LC_FAULT("lcd-task-starting");
 	if (lcd_runner_run(lcd, spec, lcd->nice + lcd->task_nice, &res, &err) < 0)
 		goto failed_to_run;
+	LC_FAULT("lcd-task-exited");
 
 	result = read_result(taskdir, &note);
 	exit_code = res.exit_code;
@@ -538,6 +540,7 @@ done:
 	}
 	log_line(logfd, "lcd: task %s %s", j->id, state);
 	finish(j, state, result, exit_code, error);
+	LC_FAULT("lcd-task-ended");
 
 	if (spec) {
 		/* The fds are ours: keep lc_spec_free from closing them. */
@@ -661,6 +664,7 @@ static void dispatch_once(lcd_t *lcd)
 				}
 				break;
 			}
+			LC_FAULT("lcd-task-claimed");
 			start_worker(lcd, app, fn, task, sandbox);
 		}
 		lcd_app_unref(app);
