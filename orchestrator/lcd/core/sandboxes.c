@@ -954,11 +954,19 @@ int lcd_sandbox_snapshot(lcd_t *lcd, const lcd_caller_t *who, json_t *row, const
 	if (!who->operator && lcd_grant_snapshot_name(who->app, name, err) < 0)
 		return -1;
 	const char *id = jstr(row, "id");
-	if (lc_sandbox_snapshot(id, name, err) < 0)
+	/* Recorded first: killed while the image is made, lcd still knows
+	 * whose it is at its next start (lcd_images_recover). */
+	if (lcd_image_reserve(lcd, who, name, "snapshot", id, err) < 0)
 		return -1;
+	if (lc_sandbox_snapshot(id, name, err) < 0) {
+		lcd_image_unreserve(lcd, name);
+		return -1;
+	}
+	LC_FAULT("lcd-snapshot-made");
 	lcd_log("sandbox %s: snapshot %s", id, name);
 	if (lcd_image_record(lcd, who, name, "snapshot", id, err) < 0)
 		return -1;
+	LC_FAULT("lcd-snapshot-recorded");
 	return image_digest(name, out, err);
 }
 
@@ -970,7 +978,16 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	/* a task's fork images are its app's (grant.h), the operator's fork/ */
 	_cleanup_free_ char *image = who->operator ? lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms())
 						   : lc_strdup_printf("%s/fork-%s-%lld", who->app, id, lc_wall_ms());
-	if (lc_sandbox_snapshot(id, image, err) < 0 || lcd_image_record(lcd, who, image, "fork", id, err) < 0)
+	/* Recorded first, with its end: a fork image a crash left is still
+	 * removed in time. */
+	if (lcd_image_reserve(lcd, who, image, "fork", id, err) < 0)
+		return -1;
+	if (lc_sandbox_snapshot(id, image, err) < 0) {
+		lcd_image_unreserve(lcd, image);
+		return -1;
+	}
+	LC_FAULT("lcd-fork-snapshot");
+	if (lcd_image_record(lcd, who, image, "fork", id, err) < 0)
 		return -1;
 	_cleanup_json_ json_t *req = json_loads(jstr(row, "request"), 0, NULL);
 	json_object_del(req, "name");
