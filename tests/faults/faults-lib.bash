@@ -40,9 +40,7 @@ faults_teardown() {
 		[ -n "$cg" ] && [ -e "$cg/cgroup.freeze" ] && echo 0 >"$cg/cgroup.freeze" 2>/dev/null
 		timeout 30 "$LCRUN" rm -f "$id" >/dev/null 2>&1 || true
 	done
-	timeout 30 "$LCRUN" gc >/dev/null 2>&1 || true
-	net_settle
-	removers_settle
+	timeout 30 "$LCRUN" gc --wait >/dev/null 2>&1 || true
 	for m in $(awk -v f="$F" 'index($5, f) == 1 { print $5 }' /proc/self/mountinfo | sort -r); do
 		umount -l "$m" 2>/dev/null || true
 	done
@@ -114,11 +112,11 @@ live_ids() {
 #  - no frozen cgroup of a sandbox that is not paused.
 faults_check() {
 	remember_ids
-	run "$LCRUN" gc
+	# --wait: for this state directory's removers and network helpers
+	# (other suites' are no business of this test's)
+	run "$LCRUN" gc --wait
 	echo "gc: $output"
 	[ "$status" -eq 0 ]
-	net_settle
-	removers_settle
 	local live kept id cgroot bad=
 	live=" $(live_ids | tr '\n' ' ') "
 	# stopped or exited: kept on purpose (a created sandbox whose monitor
