@@ -151,7 +151,11 @@ faults_check() {
 		if [ -e "$LCRUN_STATE_DIR/$id" ]; then echo "state of $id left" >&2; bad=1; fi
 		if [ -e "$LCRUN_ROOT/sandboxes/$id" ]; then echo "sandbox directory of $id left" >&2; bad=1; fi
 	done
-	if awk -v f="$F" 'index($5, f) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+	# (a devbox's disk, lcd/disks/NAME, stays mounted while its box's
+	# sandbox lives: boxes outlive lcd by design)
+	local disks=-
+	[ "$live" = "  " ] || disks="$LCRUN_ROOT/lcd/disks/"
+	if awk -v f="$F" -v d="$disks" 'index($5, f) == 1 && index($5, d) != 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
 		echo "mounts left under $F:" >&2
 		awk -v f="$F" 'index($5, f) == 1 { print $5 }' /proc/self/mountinfo >&2
 		bad=1

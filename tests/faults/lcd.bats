@@ -10,6 +10,8 @@
 
 load faults-lib
 load ../integration/lcd-lib
+load ../integration/doubles-lib
+load ../integration/gateway-lib
 
 setup() {
 	faults_setup
@@ -28,6 +30,7 @@ setup() {
 teardown() {
 	stop_lcd
 	lcd_leftovers_remove >/dev/null 2>&1 || true
+	[ -z "${GW_UP:-}" ] || { dbl_stop model; dbl_netns_down; }
 	faults_teardown
 }
 
@@ -216,3 +219,91 @@ task_case() { # STEP END-STATE
 @test "faults: lcd: task: lcd-task-starting" { task_case lcd-task-starting failed; }
 @test "faults: lcd: task: lcd-task-exited" { task_case lcd-task-exited failed; }
 @test "faults: lcd: task: lcd-task-ended (its end was written: not run again)" { task_case lcd-task-ended succeeded; }
+
+# A devbox's first start (made by `lcctl devbox NAME ssh`), killed once its
+# sandbox is made but before sshd is set up in it: lcd's start must not
+# leave a box that says running without sshd; the next login starts it.
+@test "faults: lcd: devbox: lcd-devbox-made (the next login sets the box up)" {
+	command -v ssh >/dev/null && command -v mkfs.ext4 >/dev/null && [ -x /usr/sbin/sshd ] ||
+		skip "needs ssh, sshd and mkfs.ext4"
+	export HOME="$F/home"
+	mkdir -p -m 0700 "$HOME/.ssh"
+	ssh-keygen -q -t ed25519 -N '' -C faults -f "$HOME/.ssh/id_ed25519"
+	SSHO=(-F /dev/null -i "$HOME/.ssh/id_ed25519" -o BatchMode=yes -o ConnectTimeout=60)
+	start_faulty_lcd lcd-devbox-made
+	"$LCCTL" devbox create b1 --image host --disk 64M
+	run timeout 60 "$LCCTL" devbox b1 ssh "${SSHO[@]}" -- true
+	[ "$status" -ne 0 ]
+	lcd_died_at lcd-devbox-made
+	run "$LCCTL" devbox b1 ssh "${SSHO[@]}" -- 'echo "in $LCRUN_DEVBOX"'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"in b1"* ]]
+	[ "$("$LCCTL" devbox show b1 | jq -r .state)" = running ]
+	"$LCCTL" devbox stop b1
+	"$LCCTL" disk delete b1
+	# and with the box, its disk's mount is gone
+	if awk -v f="$F" 'index($5, f) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+		echo "mounts left under $F" >&2
+		return 1
+	fi
+}
+
+# The model gateway against the Anthropic double (a network namespace of
+# the test's own, TLS with a CA of the test's own), lcd killed at STEP.
+# The double's log (it holds the real key, as the provider would) is kept
+# out of $F, where no secret may be.
+gateway_up() { # STEP
+	export DBL_NS=lcfgw-$$ W=$F GW_CA=$F/ca
+	gw_ca "$GW_CA"
+	cat >"$F/turns.json" <<-'EOF'
+	{"turns": [{"text": "first", "usage": {"input_tokens": 1000, "output_tokens": 100}},
+	           {"text": "second", "usage": {"input_tokens": 2000, "output_tokens": 10}},
+	           {"text": "third", "usage": {"input_tokens": 3000, "output_tokens": 1}}]}
+	EOF
+	GW_UP=1
+	dbl_netns_up
+	dbl_start anthropic-double.py model --listen "$DBL4" --script "$F/turns.json" --log "$BATS_TEST_TMPDIR/req.jsonl" \
+		--tls-cert "$GW_CA/srv.pem" --tls-key "$GW_CA/srv.key"
+	jq -n --arg u "https://$DBL4:$DBL_PORT" --arg ca "$GW_CA/ca.pem" \
+		'{gateway: {upstreams: {anthropic: $u}, ca_file: $ca, idle_timeout: 3}}' >"$F/lcd.json"
+	GW_PROVIDER=anthropic
+	start_lcd
+	printf '%s\n' "$SECRET" | "$LCCTL" secret set ANTHROPIC_API_KEY
+	SB=$("$LCCTL" sandbox create --model-gateway anthropic:ANTHROPIC_API_KEY --budget-usd 5)
+	stop_lcd
+	rm -f "$F/fault.log"
+	start_lcd env LCRUN_FAULT="$1" LCRUN_FAULT_LOG="$F/fault.log"
+}
+
+S4=claude-sonnet-4-5
+
+# Killed while an answer streams: the client sees the stream end, lcd comes
+# back, the sandbox's token still works, and the next request is metered.
+@test "faults: lcd: gateway: lcd-gateway-streaming" {
+	gateway_up lcd-gateway-streaming
+	run ask "$SB" "{\"model\": \"$S4\", \"stream\": true, \"messages\": []}"
+	echo "$output"
+	lcd_died_at lcd-gateway-streaming
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(echo "${lines[0]}" | jq -r '.content[0].text')" = second ]
+	[ "$(ledger "sandbox_id = '$SB' AND outcome = 'ok'" | jq -r .input_tokens)" = 2000 ]
+	"$LCCTL" sandbox rm "$SB"
+}
+
+# Killed right after a request's ledger row was written: the row is there
+# after the restart (a committed row is never lost), counted once.
+@test "faults: lcd: gateway: lcd-ledger-written (the committed row survives)" {
+	gateway_up lcd-ledger-written
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	echo "$output"
+	lcd_died_at lcd-ledger-written
+	[ "$(ledger "sandbox_id = '$SB'" | jq -r '"\(.outcome) \(.input_tokens) \(.cost_pusd)"')" = "ok 1000 4500000000" ]
+	run ask "$SB" "{\"model\": \"$S4\", \"messages\": []}"
+	[ "${lines[-1]}" = 200 ]
+	[ "$(ledger "sandbox_id = '$SB'" | wc -l)" -eq 2 ]
+	[ "$("$LCCTL" sandbox show "$SB" | jq -r .spend_usd)" = 0.01065 ]
+	"$LCCTL" sandbox rm "$SB"
+}
