@@ -12,7 +12,15 @@ struct gh {
 	CURL *curl;
 	char *api;
 	char *auth; /* "Authorization: Bearer TOKEN", or NULL */
+	gh_token_fn src;
+	void *src_ud;
 };
+
+void gh_set_token_source(gh_t *g, gh_token_fn fn, void *ud)
+{
+	g->src = fn;
+	g->src_ud = ud;
+}
 
 gh_t *gh_new(const char *api, const char *token, lc_error_t **err)
 {
@@ -89,6 +97,15 @@ static char *error_text(json_t *a)
 int gh_request(gh_t *g, const char *method, const char *path, json_t *body, long *status, json_t **answer,
 	       lc_error_t **err)
 {
+	if (g->src) {
+		const char *tok = NULL;
+		if (g->src(g->src_ud, &tok, err) < 0)
+			return -1;
+		if (g->auth)
+			explicit_bzero(g->auth, strlen(g->auth));
+		free(g->auth);
+		g->auth = tok ? lc_strdup_printf("Authorization: Bearer %s", tok) : NULL;
+	}
 	_cleanup_free_ char *url = lc_strdup_printf("%s%s", g->api, path);
 	_cleanup_free_ char *data = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	CURL *c = g->curl;
@@ -231,4 +248,60 @@ int gh_pr_update(gh_t *g, const char *repo, long number, const char *title, cons
 	_cleanup_free_ char *path = lc_strdup_printf("/repos/%s/pulls/%ld", repo, number);
 	_cleanup_json_ json_t *req = json_pack("{s:s, s:s}", "title", title, "body", body);
 	return gh_request(g, "PATCH", path, req, NULL, pr, err);
+}
+
+int gh_pr_get(gh_t *g, const char *repo, long number, json_t **pr, lc_error_t **err)
+{
+	_cleanup_free_ char *path = lc_strdup_printf("/repos/%s/pulls/%ld", repo, number);
+	return gh_request(g, "GET", path, NULL, NULL, pr, err);
+}
+
+int gh_permission(gh_t *g, const char *repo, const char *user, char **perm, lc_error_t **err)
+{
+	_cleanup_free_ char *eu = esc_path(g, user);
+	_cleanup_free_ char *path = lc_strdup_printf("/repos/%s/collaborators/%s/permission", repo, eu);
+	_cleanup_json_ json_t *a = NULL;
+	long st = 0;
+	if (gh_request(g, "GET", path, NULL, &st, &a, err) < 0) {
+		if (st != 404)
+			return -1;
+		/* not a user GitHub knows: no permission */
+		lc_error_free(*err);
+		*err = NULL;
+		*perm = strdup("none");
+		return 0;
+	}
+	const char *p = json_string_value(json_object_get(a, "permission"));
+	*perm = strdup(p ? p : "none");
+	return 0;
+}
+
+int gh_pr_review_comments(gh_t *g, const char *repo, long number, long long review_id, json_t **comments,
+			  lc_error_t **err)
+{
+	_cleanup_free_ char *path = review_id > 0
+		? lc_strdup_printf("/repos/%s/pulls/%ld/reviews/%lld/comments?per_page=100", repo, number, review_id)
+		: lc_strdup_printf("/repos/%s/pulls/%ld/comments?per_page=100", repo, number);
+	if (gh_request(g, "GET", path, NULL, NULL, comments, err) < 0)
+		return -1;
+	if (!json_is_array(*comments)) {
+		json_decref(*comments);
+		*comments = NULL;
+		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "GitHub GET %s: the answer is not a list", path);
+	}
+	return 0;
+}
+
+int gh_pr_comment_reply(gh_t *g, const char *repo, long number, long long comment_id, const char *body, char **url,
+			lc_error_t **err)
+{
+	_cleanup_free_ char *path = lc_strdup_printf("/repos/%s/pulls/%ld/comments/%lld/replies", repo, number, comment_id);
+	_cleanup_json_ json_t *req = json_pack("{s:s}", "body", body), *a = NULL;
+	if (gh_request(g, "POST", path, req, NULL, &a, err) < 0)
+		return -1;
+	if (url) {
+		const char *u = json_string_value(json_object_get(a, "html_url"));
+		*url = u ? strdup(u) : NULL;
+	}
+	return 0;
 }

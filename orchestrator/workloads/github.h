@@ -14,10 +14,16 @@
 
 typedef struct gh gh_t;
 
-/* api: the API's base URL (GITHUB_API_URL, https://api.github.com);
- * token may be NULL (anonymous calls). */
+/* api: the API's base URL (GITHUB_API_URL, https://api.github.com;
+ * GitHub Enterprise Server: https://HOST/api/v3); token may be NULL
+ * (anonymous calls). */
 gh_t *gh_new(const char *api, const char *token, lc_error_t **err);
 void gh_free(gh_t *g);
+/* Instead of a fixed token: fn(ud, &token, err) asked before each call
+ * (a GitHub App's installation token, renewed as it nears its end; NULL
+ * token: anonymous). */
+typedef int (*gh_token_fn)(void *ud, const char **token, lc_error_t **err);
+void gh_set_token_source(gh_t *g, gh_token_fn fn, void *ud);
 
 /* One call: path below the base URL ("/repos/o/r/issues/7").  0 and
  * *answer (optional) on 2xx; else negative with the error (status in
@@ -38,5 +44,16 @@ int gh_pr_create(gh_t *g, const char *repo, const char *title, const char *head,
 		 json_t **pr, lc_error_t **err);
 int gh_pr_update(gh_t *g, const char *repo, long number, const char *title, const char *body, json_t **pr,
 		 lc_error_t **err);
+int gh_pr_get(gh_t *g, const char *repo, long number, json_t **pr, lc_error_t **err);
+/* A user's permission on repo as GET /repos/O/R/collaborators/U/permission
+ * says it: "admin", "write", "read" or "none" (*perm, a new string). */
+int gh_permission(gh_t *g, const char *repo, const char *user, char **perm, lc_error_t **err);
+/* The review comments of pull request number: all of them (review_id 0),
+ * or one review's.  *comments: an array. */
+int gh_pr_review_comments(gh_t *g, const char *repo, long number, long long review_id, json_t **comments,
+			  lc_error_t **err);
+/* A reply in the thread of review comment comment_id; *url optional. */
+int gh_pr_comment_reply(gh_t *g, const char *repo, long number, long long comment_id, const char *body, char **url,
+			lc_error_t **err);
 
 #endif

@@ -1,5 +1,5 @@
 /* lc-eval — the coding-agents app's nightly eval and best-of-N
- * (contrib/apps/coding-agents, README "The nightly eval and best-of-N"):
+ * (contrib/apps/coding-agents, docs/guides/coding-agents.md):
  *
  *   lc-eval eval               one eval-task per task under EVAL_DIR
  *                              (spawn_map), every outcome collected, a
@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "ghauth.h"
 #include "github.h"
 #include "lcclient.h"
 #include "util.h"
@@ -502,11 +503,15 @@ static int post_report(const char *where, const char *md, char **url, lc_error_t
 	if (!repo || !*repo || !strchr(repo, '/'))
 		return lc_error_set(err, WL_EXIT_USAGE, 0,
 				    "config EVAL_REPORT_ISSUE=%s: no repository (give OWNER/REPO#N, or set REPOSITORY)", where);
-	gh_t *gh = gh_new(wl_config("GITHUB_API_URL", "https://api.github.com"), getenv("GITHUB_TOKEN"), err);
-	if (!gh)
+	/* GITHUB_TOKEN, or the GitHub App's token for the repository (issues: write) */
+	_cleanup_json_ json_t *perms = json_pack("{s:s}", "issues", "write");
+	gh_auth_t *auth = NULL;
+	if (gh_auth_from_env(wl_config("GITHUB_API_URL", "https://api.github.com"), repo, perms, &auth, err) < 0)
 		return -1;
-	int r = gh_issue_comment(gh, repo, n, md, url, err);
+	gh_t *gh = gh_auth_client(auth, err);
+	int r = gh ? gh_issue_comment(gh, repo, n, md, url, err) : -1;
 	gh_free(gh);
+	gh_auth_free(auth);
 	return r;
 }
 
@@ -824,6 +829,6 @@ int main(int argc, char **argv)
 				return fns[i].fn();
 			}
 	fprintf(stderr, "usage: lc-eval eval|eval-task|best-of-n|best-of-n-attempt (run by lcd as the coding-agents "
-			"app's functions: README \"The nightly eval and best-of-N\")\n");
+			"app's functions: docs/guides/coding-agents.md)\n");
 	return WL_EXIT_USAGE;
 }

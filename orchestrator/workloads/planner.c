@@ -1,5 +1,5 @@
-/* planner.c — the sandboxed-coding-agent app's functions (README "The
- * sandboxed-coding-agent app"):
+/* planner.c — the sandboxed-coding-agent app's functions
+ * (docs/guides/sandboxed-coding-agent.md):
  *
  *   plan-patch         ask an OpenAI-compatible model for one patch (complete
  *                      contents of allowed files) and validate it against
@@ -408,7 +408,7 @@ int main(int argc, char **argv)
 				wl_set_name(fns[i].name);
 				return fns[i].fn();
 			}
-	fprintf(stderr, "usage: planner plan-patch|run-agent|inspect-sandboxes (run by lcd as a function: README "
-			"\"The sandboxed-coding-agent app\")\n");
+	fprintf(stderr, "usage: planner plan-patch|run-agent|inspect-sandboxes (run by lcd as a function: "
+			"docs/guides/sandboxed-coding-agent.md)\n");
 	return WL_EXIT_USAGE;
 }

@@ -17,8 +17,7 @@
 #include "error.h"
 #include "lcclient.h"
 
-/* Exit codes of the workload programs (README "The sandboxed-coding-agent
- * app").  0 is success. */
+/* Exit codes of the workload programs (docs/guides/sandboxed-coding-agent.md).  0 is success. */
 enum {
 	WL_EXIT_FAILED = 1,   /* ran to the end, but the verdict is no (tests failed) */
 	WL_EXIT_PROVIDER = 2, /* the model provider failed or answered nothing usable */

@@ -214,6 +214,7 @@ typedef struct ctx {
 	int fifo_fd;         /* O_PATH fd of the exec fifo (stage 2) */
 	int rootfs_fd;       /* O_PATH fd of root.path, opened as host root */
 	bool mnt_joined;     /* the mount namespace is joined by path, not new */
+	bool host_mnt;       /* no mount namespace: the runtime's (the host's) is shared */
 	int tty_slave;
 	char *exe;           /* args[0] resolved in the container */
 	lc_seccomp_prog_t prog;
@@ -550,11 +551,16 @@ static char *find_program(const lc_ctr_process_t *p, lc_error_t **err)
 	return NULL;
 }
 
-static int pivot(const lc_ctr_spec_t *s, int rootfd, lc_error_t **err)
+static int pivot(const lc_ctr_spec_t *s, int rootfd, bool host_mnt, lc_error_t **err)
 {
 	if (fchdir(rootfd) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter the root %s", s->rootfs);
-	if (s->no_pivot) {
+	if (host_mnt) {
+		/* pivot_root or a move onto / would change the host's root for
+		 * every process that shares this mount namespace. */
+		if (chroot(".") < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot enter the root %s", s->rootfs);
+	} else if (s->no_pivot) {
 		if (mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot move into the root %s", s->rootfs);
 	} else {
@@ -565,6 +571,10 @@ static int pivot(const lc_ctr_spec_t *s, int rootfd, lc_error_t **err)
 	}
 	if (chdir("/") < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot chdir to /");
+	/* A shared root was set up as a slave (pivot_root refuses shared
+	 * mounts); it becomes what was asked once it is the root. */
+	if (!host_mnt && (s->rootfs_propagation & MS_SHARED) && mount(NULL, "/", NULL, s->rootfs_propagation, NULL) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "linux.rootfsPropagation: cannot make / shared");
 	if (s->rootfs_ro && lc_remount_ro("/") < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.readonly: cannot remount / read-only");
 	return 0;
@@ -574,7 +584,9 @@ static int build_root(ctx_t *c, lc_error_t **err)
 {
 	const lc_ctr_spec_t *s = c->s;
 	unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
-	if (mount(NULL, "/", NULL, prop, NULL) < 0)
+	if (prop & MS_SHARED)
+		prop = MS_SLAVE | MS_REC; /* made shared after pivot_root (see pivot) */
+	if (!c->host_mnt && mount(NULL, "/", NULL, prop, NULL) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the propagation of /");
 	/* A copy of the root's mount tree, attached on top of it.  Stage 1
 	 * entered the root as host root, and the new mount namespace carried
@@ -588,12 +600,16 @@ static int build_root(ctx_t *c, lc_error_t **err)
 							  AT_EMPTY_PATH);
 	if (rootfd < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot copy the mount of %s", s->rootfs);
+	if (c->host_mnt) {
+		/* In the host's mount table: what the container mounts under its
+		 * root must not propagate to the host's peers of the bundle's mount. */
+		struct mount_attr a = { .propagation = MS_PRIVATE };
+		if (sys_mount_setattr(rootfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a) < 0)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot make the copy of %s private",
+					    s->rootfs);
+	}
 	if (sys_move_mount(rootfd, "", here, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "root.path: cannot attach %s", s->rootfs);
-	if (prop & MS_SHARED) {
-		_cleanup_free_ char *t = lc_strdup_printf("/proc/self/fd/%d", rootfd);
-		mount(NULL, t, NULL, MS_PRIVATE, NULL);
-	}
 	for (size_t i = 0; i < s->n_mounts; i++)
 		if (mount_one(c, rootfd, &s->mounts[i], err) < 0)
 			return -1;
@@ -618,7 +634,7 @@ static int build_root(ctx_t *c, lc_error_t **err)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the hostname");
 	if (s->domainname && setdomainname(s->domainname, strlen(s->domainname)) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot set the domain name");
-	return pivot(s, rootfd, err);
+	return pivot(s, rootfd, c->host_mnt, err);
 }
 
 /* ---- the process ------------------------------------------------------------ */
@@ -797,6 +813,7 @@ static void __attribute__((noreturn)) stage1(ctx_t *c)
 	}
 	/* Into the root while still host root (see build_root). */
 	c->mnt_joined = has_ns(s, CLONE_NEWNS, &mp) && mp;
+	c->host_mnt = !has_ns(s, CLONE_NEWNS, NULL);
 	if (!c->mnt_joined && fchdir(c->rootfs_fd) < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "root.path: cannot enter %s", s->rootfs);
 		fail(c, e);
@@ -856,6 +873,32 @@ static void __attribute__((noreturn)) stage1(ctx_t *c)
 }
 
 /* ---- create ------------------------------------------------------------------ */
+
+uint64_t lc_ctr_mount_id(const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char p[64], b[512];
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	_cleanup_close_ int f = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n = f < 0 ? -1 : read(f, b, sizeof(b) - 1);
+	if (n <= 0)
+		return 0;
+	b[n] = '\0';
+	const char *m = strstr(b, "mnt_id:");
+	return m ? strtoull(m + 7, NULL, 10) : 0;
+}
+
+int lc_ctr_detach_root(const char *rootfs, uint64_t base, uint64_t ours, lc_error_t **err)
+{
+	uint64_t now = lc_ctr_mount_id(rootfs);
+	if (!now || (ours ? now != ours : !base || now == base))
+		return 0;
+	if (umount2(rootfs, MNT_DETACH) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot unmount the container's root %s", rootfs);
+	return 0;
+}
 
 static int write_map(pid_t pid, const char *file, const char *map, lc_error_t **err)
 {
@@ -923,6 +966,7 @@ int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *out, lc_error_t **err)
 	for (int i = 0; i < 8; i++)
 		c.nsfd[i] = -1;
 	c.userns = has_ns(s, CLONE_NEWUSER, NULL);
+	uint64_t root_mnt = has_ns(s, CLONE_NEWNS, NULL) ? 0 : lc_ctr_mount_id(s->rootfs);
 	pid_t st1 = -1, init = -1;
 	bool cg_made = false, fifo_made = false, child_failed = false;
 	int r = -1;
@@ -1055,6 +1099,7 @@ out:
 			lc_cgroup_destroy(s->cgroup, NULL);
 		if (fifo_made)
 			unlink(s->fifo);
+		lc_ctr_detach_root(s->rootfs, root_mnt, 0, NULL);
 	}
 	for (int i = 0; i < 8; i++)
 		if (c.nsfd[i] >= 0)
@@ -1102,6 +1147,7 @@ int lc_ctr_exec(pid_t pid, const lc_ctr_process_t *p, const lc_ctr_exec_opts_t *
 	for (int i = 0; i < 7; i++)
 		fds[i] = -1;
 	int sp[2] = { -1, -1 }, r = -1;
+	_cleanup_close_ int root = -1;
 	pid_t helper = -1, proc = -1;
 	lc_seccomp_prog_t prog = { 0 };
 	if (!p->args || !p->args[0])
@@ -1122,6 +1168,14 @@ int lc_ctr_exec(pid_t pid, const lc_ctr_process_t *p, const lc_ctr_exec_opts_t *
 			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s", a);
 			goto out;
 		}
+	}
+	if (fds[6] < 0) {
+		/* The container shares our mount namespace: its root is a chroot. */
+		char a[64];
+		snprintf(a, sizeof(a), "/proc/%d/root", pid);
+		struct stat sa, sb;
+		if (stat(a, &sa) == 0 && stat("/", &sb) == 0 && (sa.st_ino != sb.st_ino || sa.st_dev != sb.st_dev))
+			root = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	if (o->seccomp) {
 		if (prepare_seccomp(o->seccomp, p, &prog, err) < 0)
@@ -1154,6 +1208,11 @@ int lc_ctr_exec(pid_t pid, const lc_ctr_process_t *p, const lc_ctr_exec_opts_t *
 				lc_msg_send_error(sp[1], e);
 				_exit(1);
 			}
+		if (root >= 0 && (fchdir(root) < 0 || chroot(".") < 0 || chdir("/") < 0)) {
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot enter the container's root");
+			lc_msg_send_error(sp[1], e);
+			_exit(1);
+		}
 		if (fds[0] >= 0) {
 			if (setns(fds[0], CLONE_NEWUSER) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 				lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot join the container's user namespace");

@@ -144,6 +144,14 @@ json_t *lc_ctr_state_json(const lc_ctr_spec_t *s, const char *status, pid_t pid)
  * *pid gets the container process's host pid.  On error nothing is left:
  * no process, cgroup or fifo. */
 int lc_ctr_create(const lc_ctr_spec_t *s, pid_t *pid, lc_error_t **err);
+/* A container without a mount namespace of its own builds its root in the
+ * host's mount table, on top of root.path.  lc_ctr_mount_id: the id of the
+ * top mount at path (0: unknown).  lc_ctr_detach_root: detach the root
+ * create attached there, with everything mounted under it: the top mount
+ * if it is ours (its id after create), or, ours unknown (0), if it is no
+ * longer base (the id before create). */
+uint64_t lc_ctr_mount_id(const char *path);
+int lc_ctr_detach_root(const char *rootfs, uint64_t base, uint64_t ours, lc_error_t **err);
 /* Let a created container run: open the fifo for reading (the process is
  * blocked opening it for writing), read its byte, remove the fifo. */
 int lc_ctr_start(const char *fifo, lc_error_t **err);

@@ -10,7 +10,7 @@
  * An ext4 image works on any host with loop devices, keeps the upper on
  * disk across stop and start, and its cost at start-up is a copy of an
  * empty filesystem's few hundred KiB of metadata, a loop device and a
- * mount (contrib/bench/startup --disk; README, Limits).
+ * mount (contrib/bench/startup --disk; docs/design/sandbox.md).
  *
  * The template for a size is made once, by mkfs.ext4 (lazy inode tables
  * and journal, nothing reserved for root), under a lock, and renamed into

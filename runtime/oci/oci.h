@@ -25,6 +25,10 @@ extern oci_globals_t oci_g;
 int oci_fail(lc_error_t *err);
 int oci_failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void oci_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning: to --log when given (an engine's shim hands create the
+ * container's own stderr, which must not get the runtime's words), else
+ * "lcrun-oci: warning: MSG" on stderr. */
+void oci_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* oci_config.c: config.json → lc_ctr_spec_t.  bundle is a directory;
  * anything the spec defines that lcrun-oci does not do is refused by name. */

@@ -332,8 +332,11 @@ static int parse_mount(json_t *m, size_t idx, const char *bundle, lc_ctr_mount_t
 	}
 	if (!out->bind && !out->type)
 		return BAD("%stype: missing (and not a bind mount)", w);
-	if (out->bind && *data)
-		return BAD("%soptions: '%s' does not apply to a bind mount", w, data);
+	/* A bind takes no filesystem data: mount(8) and runc pass it to the
+	 * kernel, which ignores it for MS_BIND (the spec's examples give
+	 * bind mounts tmpfs-style option lists). */
+	if (out->bind)
+		*data = '\0';
 	if (out->copyup && (out->bind || !out->type || strcmp(out->type, "tmpfs")))
 		return BAD("%soptions: 'tmpcopyup' applies to tmpfs mounts only", w);
 	if (*data)
@@ -523,10 +526,19 @@ static int parse_resources(json_t *r, lc_ctr_spec_t *s, lc_error_t **err)
 		    get_int(cpu, "period", "linux.resources.cpu.", &period, &pset, err) < 0 ||
 		    get_int(cpu, "idle", "linux.resources.cpu.", &idle, &iset, err) < 0)
 			return -1;
-		/* shares 1024 is cgroup v1's default, cpu.weight 100 (v2's default):
-		 * asking for it limits nothing, also where there is no cpu controller. */
-		if (shset && shares == 1024 && !cg_has("cpu"))
+		/* shares are a weight among contending siblings, not a bound.
+		 * Where cgroup v2 has no cpu controller (a hybrid host) there is
+		 * nothing to weigh with: the container runs with its parent's
+		 * share, as it would at the default (1024 = cpu.weight 100).
+		 * containerd's CRI always sends shares (2 for a pod sandbox), so
+		 * they are not applied, with a warning, instead of failing the
+		 * pod; a quota (a bound) is still refused below. */
+		if (shset && !cg_has("cpu")) {
+			if (shares != 1024)
+				oci_warn("linux.resources.cpu.shares %lld not applied: this host's cgroup v2 has no cpu "
+					 "controller", shares);
 			shset = false;
+		}
 		if ((shset && shares > 0) || (qset && quota != 0) || (iset && idle)) {
 			if (need_controller("linux.resources.cpu", "cpu", err) < 0)
 				return -1;
@@ -725,8 +737,13 @@ static int parse_linux(json_t *l, const char *id, lc_ctr_spec_t *s, lc_error_t *
 		mnt |= s->ns[k].type == CLONE_NEWNS;
 		user |= s->ns[k].type == CLONE_NEWUSER && !s->ns[k].path;
 	}
-	if (!mnt)
-		return BAD("linux.namespaces: lcrun-oci needs a mount namespace (type \"mount\")");
+	/* No mount namespace: the container shares the runtime's, as the spec
+	 * says of a type left out.  Its mounts then stand in the host's mount
+	 * table under the root (delete takes them away); paths it would mask
+	 * would be masked for the host too, so those are refused. */
+	if (!mnt && (present(json_object_get(l, "maskedPaths")) || present(json_object_get(l, "readonlyPaths"))))
+		return BAD("linux.maskedPaths/readonlyPaths: need a mount namespace of the container's own "
+			   "(add {\"type\": \"mount\"} to linux.namespaces)");
 	if (parse_maps(json_object_get(l, "uidMappings"), "uidMappings", &s->uid_map, err) < 0 ||
 	    parse_maps(json_object_get(l, "gidMappings"), "gidMappings", &s->gid_map, err) < 0)
 		return -1;
@@ -888,11 +905,13 @@ lc_ctr_spec_t *oci_config_load(const char *bundle, const char *id, lc_error_t **
 	}
 	if (parse_linux(json_object_get(c, "linux"), id, s, err) < 0)
 		goto out;
+	/* A uts namespace joined by path is the container's too (runc sets
+	 * the name there as well); the host's is not. */
 	bool uts = false;
 	for (size_t k = 0; k < s->n_ns; k++)
-		uts |= s->ns[k].type == CLONE_NEWUTS && !s->ns[k].path;
+		uts |= s->ns[k].type == CLONE_NEWUTS;
 	if ((s->hostname || s->domainname) && !uts) {
-		BAD("%s: setting it needs a uts namespace of the container's own", s->hostname ? "hostname" : "domainname");
+		BAD("%s: setting it needs a uts namespace (linux.namespaces type \"uts\")", s->hostname ? "hostname" : "domainname");
 		goto out;
 	}
 	if (oci_hooks_parse(json_object_get(c, "hooks"), s, err) < 0)

@@ -115,8 +115,15 @@ json_t *oci_state_public(const oci_container_t *c)
 
 int oci_signal(const oci_container_t *c, int sig, bool all, lc_error_t **err)
 {
-	if (!strcmp(c->status, "stopped"))
-		return lc_error_set(err, LC_EXIT_STATE, 0, "container \"%s\" is not running", c->id);
+	/* As runc: --all reaches what is left in the cgroup of a container
+	 * whose process has ended (nothing: success); a signal for the
+	 * process alone fails with runc's words, "container not running",
+	 * which the containerd shim reads as "already gone" (it sends
+	 * kill --all 9 after the exit it has reaped, and fails the task's
+	 * delete on any other error). */
+	bool stopped = !strcmp(c->status, "stopped");
+	if (stopped && !(all && c->cgroup && access(c->cgroup, F_OK) == 0))
+		return all ? 0 : lc_error_set(err, LC_EXIT_STATE, 0, "container \"%s\": container not running", c->id);
 	if (all && c->cgroup) {
 		if (sig == SIGKILL && lc_cgroup_kill(c->cgroup) == 0)
 			return 0;
@@ -151,7 +158,18 @@ int oci_destroy(oci_container_t *c, lc_error_t **err)
 			lc_error_free(e);
 		}
 	}
-	json_t *hooks = json_object_get(json_object_get(c->state, "lcrun"), "hooks");
+	json_t *lc = json_object_get(c->state, "lcrun");
+	json_t *base = json_object_get(lc, "hostRootBase");
+	const char *rootfs = json_string_value(json_object_get(c->state, "rootfs"));
+	if (base && rootfs) {
+		lc_error_t *e = NULL;
+		if (lc_ctr_detach_root(rootfs, (uint64_t)json_integer_value(base),
+				       (uint64_t)json_integer_value(json_object_get(lc, "hostRootMount")), &e) < 0) {
+			fprintf(stderr, "lcrun-oci: warning: %s\n", e->msg);
+			lc_error_free(e);
+		}
+	}
+	json_t *hooks = json_object_get(lc, "hooks");
 	int r = 0;
 	if (hooks) {
 		lc_ctr_spec_t *s = lc_ctr_spec_new();

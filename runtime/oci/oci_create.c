@@ -2,6 +2,7 @@
  * [--preserve-fds N] [--no-pivot] [--no-new-keyring] ID */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,14 @@ int oci_do_create(const char *id, const char *bundle, const char *pid_file, cons
 		json_object_set(lc, "process", v);
 	if (s->seccomp)
 		json_object_set_new(lc, "seccomp", json_string(s->seccomp));
+	bool own_mnt = false;
+	for (size_t i = 0; i < s->n_ns; i++)
+		own_mnt |= s->ns[i].type == CLONE_NEWNS;
+	/* Its root is then a mount in the host's table: delete detaches it
+	 * (the mount create attached, or while creating, what is not base). */
+	uint64_t base = own_mnt ? 0 : lc_ctr_mount_id(s->rootfs);
+	if (!own_mnt)
+		json_object_set_new(lc, "hostRootBase", json_integer((json_int_t)base));
 	if (oci_state_save(id, st, &err) < 0)
 		goto out;
 	if (lc_ctr_create(s, pid, &err) < 0)
@@ -101,9 +110,12 @@ int oci_do_create(const char *id, const char *bundle, const char *pid_file, cons
 	json_object_set_new(st, "status", json_string("created"));
 	json_object_set_new(st, "pid", json_integer(*pid));
 	json_object_set_new(lc, "starttime", json_integer((json_int_t)lc_proc_starttime(*pid)));
+	if (!own_mnt)
+		json_object_set_new(lc, "hostRootMount", json_integer((json_int_t)lc_ctr_mount_id(s->rootfs)));
 	if (oci_state_save(id, st, &err) < 0 || (pid_file && oci_write_pid_file(pid_file, *pid, &err) < 0)) {
 		kill(*pid, SIGKILL);
 		lc_cgroup_destroy(s->cgroup, NULL);
+		lc_ctr_detach_root(s->rootfs, base, 0, NULL);
 		goto out;
 	}
 	oci_debug("created %s: pid %d", id, *pid);

@@ -41,11 +41,19 @@ int oci_cmd_features(int argc, char **argv)
 		if (lc_cap_name(c, name, sizeof(name)) == 0)
 			json_array_append_new(caps, json_string(name));
 	}
-	json_t *lx = json_pack("{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:{s:b, s:o, s:o, s:o}, s:{s:b}, s:{s:b}}",
-				  "namespaces", strs(ns), "capabilities", caps,
-				  "cgroup", "v1", 0, "v2", 1, "systemd", 0, "systemdUser", 0, "rdma", 0,
-				  "seccomp", "enabled", 1, "actions", strs(actions), "operators", strs(ops),
-				  "archs", strs(arches), "apparmor", "enabled", 0, "selinux", "enabled", 0);
+	static const char *const none[] = { NULL };
+	/* seccomp flags: known to the spec, none applied (linux.seccomp.flags is refused) */
+	static const char *const sflags[] = { "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
+					      "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+					      "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", NULL };
+	json_t *lx = json_pack("{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:{s:b, s:o, s:o, s:o, s:o, s:o}, s:{s:b}, "
+			       "s:{s:b}, s:{s:b}, s:{s:{s:b}}}",
+			       "namespaces", strs(ns), "capabilities", caps,
+			       "cgroup", "v1", 0, "v2", 1, "systemd", 0, "systemdUser", 0, "rdma", 0,
+			       "seccomp", "enabled", 1, "actions", strs(actions), "operators", strs(ops),
+			       "archs", strs(arches), "knownFlags", strs(sflags), "supportedFlags", strs(none),
+			       "apparmor", "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0,
+			       "mountExtensions", "idmap", "enabled", 0);
 	json_t *j = json_pack("{s:s, s:s, s:o, s:o, s:o, s:{s:s}}", "ociVersionMin", "1.0.0", "ociVersionMax", "1.1.0",
 			      "hooks", strs(hooks), "mountOptions", strs(mopts), "linux", lx, "annotations",
 			      "org.lcrun.version", PACKAGE_VERSION);

@@ -82,6 +82,19 @@ void oci_debug(const char *fmt, ...)
 	free(msg);
 }
 
+void oci_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = vformat(fmt, ap);
+	va_end(ap);
+	if (oci_g.log)
+		log_line("warning", msg ? msg : fmt);
+	else
+		fprintf(stderr, "lcrun-oci: warning: %s\n", msg ? msg : fmt);
+	free(msg);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int, char **);

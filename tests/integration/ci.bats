@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# lcrun as a CI test harness: the sandbox commands of the README's CI recipe
+# lcrun as a CI test harness: the sandbox commands of the CI recipe (docs/guides/ci.md)
 # and of contrib/ci/*.yml, taken from those files as they are, run a small
 # project's test suite (tests/fixtures/ci-project): no network, a writable
 # checkout whose files stay its owner's, the exit code passed through, a
@@ -37,12 +37,12 @@ gitlab_script() {
 	python3 -c 'import sys, yaml
 print("\n".join(yaml.safe_load(open(sys.argv[1]))["test"]["script"]))' "$TOP/contrib/ci/gitlab-ci.yml"
 }
-# The shell block that follows the marker line in the README.
-readme_recipe() {
+# The shell block that follows the marker line in docs/guides/ci.md.
+guide_recipe() {
 	awk '/^<!-- ci-recipe: tested by tests\/integration\/ci.bats -->$/ { m = 1; next }
 		m == 1 && /^```sh$/ { m = 2; next }
 		m == 2 && /^```$/ { exit }
-		m == 2 { print }' "$TOP/README.md"
+		m == 2 { print }' "$TOP/docs/guides/ci.md"
 }
 
 # A checkout of the fixture project owned by UID:GID.
@@ -85,8 +85,8 @@ green_suite() { # SCRIPT UID:GID
 	green_suite "$(gitlab_script)" 0:0
 }
 
-@test "ci: the README's recipe: a failing test fails the step with make's status; the report says which" {
-	script=$(readme_recipe)
+@test "ci: the guide's recipe: a failing test fails the step with make's status; the report says which" {
+	script=$(guide_recipe)
 	[[ "$script" == *"lcrun run"* ]]
 	co="$BATS_TEST_TMPDIR/co"
 	checkout "$co" 1000:1000

@@ -3,9 +3,10 @@
 # lc-agents) end to end against the test doubles: a private lcd per test
 # (its own lcd.db) on one image store per file (the agent-cli image, copied
 # in once, and one repo snapshot made by the repo-builder in setup_file),
-# the GitHub double and the Anthropic double in a network namespace of the
-# test's own, site policies (LCRUN_ETC_DIR) pointing `github`, `model-api`
-# and `open` at them.  The main path runs the real claude CLI of the
+# the GitHub double (a private repository, with a submodule and a Git LFS
+# file, a GitHub App installed on it) and the Anthropic double in a network
+# namespace of the test's own, site policies (LCRUN_ETC_DIR) pointing
+# `github`, `model-api` and `open` at them.  The main path runs the real claude CLI of the
 # agent-cli image; the failure cases run tests/fixtures/scripted-agent,
 # which the test repository carries in tools/.  Needs root and the
 # agent-cli image (built by doubles.bats; tests that need it skip, saying
@@ -19,6 +20,8 @@ load gateway-lib
 
 APP=$BATS_TEST_DIRNAME/../../contrib/apps/coding-agents/app.json
 GH_TOKEN_VALUE=ghs_lcsecret_$$_agentstest
+ALICE_TOKEN=ghp_alice_$$
+BOB_TOKEN=ghp_bob_$$
 HOOK_SECRET=hook-secret-$$
 
 # The test repository: a calculator with a bug, its tests, and the
@@ -56,6 +59,9 @@ EOF
 	cat >"$d/tools/agent.json" <<'EOF'
 {"format": "claude",
  "cases": [
+  {"match": "asked for changes", "steps": [{"run": "sed -n '/^The review:/,/^Instructions:/p' \"$AGENT_PROMPT_FILE\" > review-seen.txt"},
+     {"replace": "calc.py", "old": "def mul(a, b):", "new": "def mul(a, b):\n    \"\"\"a times b\"\"\""}],
+   "result": {"result": "Added the docstring the review asked for.", "num_turns": 2, "total_cost_usd": 0.05}},
   {"match": "issue #7\\b", "steps": [{"replace": "calc.py", "old": "a - b", "new": "a + b"}],
    "result": {"result": "Fixed add(): it subtracted.", "num_turns": 3, "total_cost_usd": 0.42}},
   {"match": "issue #8\\b", "steps": [{"replace": "calc.py", "old": "a * b", "new": "a * b + 1"}],
@@ -70,6 +76,8 @@ EOF
    "result": {"result": "Wrote it down.", "num_turns": 1, "total_cost_usd": 0.01}},
   {"match": "issue #13\\b", "steps": [{"sleep": 6}, {"replace": "calc.py", "old": "a - b", "new": "a + b"}],
    "result": {"result": "Fixed add() slowly.", "num_turns": 2, "total_cost_usd": 0.2}},
+  {"match": "issue #16\\b", "steps": [{"sleep": 12}, {"replace": "calc.py", "old": "a - b", "new": "a + b"}],
+   "result": {"result": "Fixed add() after a long think.", "num_turns": 2, "total_cost_usd": 0.2}},
   {"match": "issue #15\\b", "steps": [{"run": "sh tools/ask-twice.sh"}],
    "result": {"is_error": true, "subtype": "error_during_execution", "result": "API Error: 402", "num_turns": 2, "total_cost_usd": 0}}
  ],
@@ -83,10 +91,25 @@ EOF
 # beside it) does not match it
 pat="ghs_""[l]csecret"
 echo "env-name: $(env | grep -c '^GITHUB_TOKEN=')"
-echo "env-value: $(env | grep -c "$pat")"
-echo "proc: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c "$pat")"
-echo "files: $(grep -rls "$pat" /workspace /home /tmp /etc /run /root 2>/dev/null | grep -v '/tools/probe.sh$' | wc -l)"
+echo "env-value: $(env | grep -c -e "$pat" -e GITHUB_APP)"
+echo "proc: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c -e "$pat" -e 'PRIVATE [K]EY')"
+echo "files: $(grep -rls -e "$pat" -e 'PRIVATE KEY-----' /workspace /home /tmp /etc /run /root 2>/dev/null | grep -v '/tools/[a-z-]*probe.sh$' | wc -l)"
 if curl -s -m 3 -o /dev/null "$GH_PROBE_URL/repos/octo/demo"; then echo "github: reachable"; else echo "github: unreachable"; fi
+echo "user: $(id -un)"
+EOF
+	# what SETUP_COMMAND (the repository's own code) can find of the
+	# credential the repo-builder cloned with
+	cat >"$d/tools/setup-probe.sh" <<'EOF'
+pat="ghs_""[l]csecret"
+echo "env: $(env | grep -c -e "$pat" -e GITHUB_TOKEN -e GITHUB_APP)"
+echo "proc: $(cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' | grep -c -e "$pat" -e 'PRIVATE [K]EY')"
+echo "git-config: $(cat .git/config .git/modules/*/*/config 2>/dev/null | grep -c -i -e "$pat" -e extraheader -e 'x-access-[t]oken' -e helper)"
+echo "helpers: $(git config --get-all credential.helper | wc -l)"
+echo "stores: $(ls -d ~/.git-credentials ~/.config/git/credentials ~/.cache/git/credential /root/.git-credentials 2>/dev/null | wc -l)"
+host=$(git remote get-url origin | sed 's|^[a-z]*://||; s|/.*||')
+echo "fill: $(printf 'protocol=http\nhost=%s\n\n' "$host" | GIT_TERMINAL_PROMPT=0 git credential fill 2>/dev/null | grep -c '^password=')"
+if GIT_TERMINAL_PROMPT=0 git fetch -q origin 2>/dev/null; then echo "fetch: allowed"; else echo "fetch: refused"; fi
+echo "files: $(grep -rls -e "$pat" -e 'PRIVATE KEY-----' /workspace /home /tmp /etc /run /root 2>/dev/null | grep -v -e '/tools/[a-z-]*probe.sh$' | wc -l)"
 echo "user: $(id -un)"
 EOF
 	# two requests to the model through the gateway, as an agent makes them
@@ -97,7 +120,22 @@ for i in 1 2; do
 		"$ANTHROPIC_BASE_URL/v1/messages" >&2
 done
 EOF
+	# a library as a submodule (../lib.git: on the remote, the double's
+	# octo/lib beside octo/demo) and a Git LFS file
+	local lib=$(dirname "$d")/lib
+	mkdir -p "$lib"
+	echo "the vendored library" >"$lib/README"
+	git -C "$lib" init -q -b main
+	git -C "$lib" add -A
+	GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+		git -C "$lib" -c user.name=octocat -c user.email=octocat@example.com commit -q -m "A library"
+	git clone -q --bare "$lib" "$lib.git"
 	git -C "$d" init -q -b main
+	git -C "$d" lfs install --local >/dev/null
+	git -C "$d" lfs track 'assets/*.bin' >/dev/null
+	mkdir -p "$d/assets"
+	head -c 3000 /dev/urandom >"$d/assets/logo.bin"
+	git -C "$d" -c protocol.file.allow=always submodule add -q ../lib.git vendor/lib
 	git -C "$d" add -A
 	GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
 		git -C "$d" -c user.name=octocat -c user.email=octocat@example.com commit -q -m "A calculator"
@@ -106,8 +144,16 @@ EOF
 # The GitHub double's seed: the repository from the source repo, issues 7-13.
 write_seed() {
 	cat >"$1" <<EOF
-{"tokens": {"$GH_TOKEN_VALUE": "coding-agent[bot]"},
- "repos": {"octo/demo": {"private": false, "default_branch": "main", "source": "$SRC",
+{"tokens": {"$GH_TOKEN_VALUE": "coding-agent[bot]", "$ALICE_TOKEN": "alice", "$BOB_TOKEN": "bob"},
+ "apps": {"4242": {"slug": "coding-agents", "public_key": "$BATS_FILE_TMPDIR/app.pub",
+   "permissions": {"contents": "write", "issues": "write", "pull_requests": "write", "metadata": "read"},
+   "installations": {"77": {"account": "octo", "repositories": ["octo/demo", "octo/lib"]},
+                     "78": {"account": "octo", "repositories": ["octo/other"]}}}},
+ "repos": {
+ "octo/lib": {"private": true, "source": "$(dirname "$SRC")/lib"},
+ "octo/other": {"private": true, "files": {"README": "another repository\n"}},
+ "octo/demo": {"private": true, "default_branch": "main", "source": "$SRC",
+   "collaborators": {"alice": "write", "bob": "read"},
    "issues": [
      {"number": 7, "title": "add() subtracts", "body": "add(2, 3) gives -1.", "labels": [], "user": "alice"},
      {"number": 8, "title": "mul() is off", "body": "Make mul() better.", "labels": [], "user": "alice"},
@@ -117,7 +163,8 @@ write_seed() {
      {"number": 12, "title": "probe", "body": "What can you see?", "labels": [], "user": "eve"},
      {"number": 13, "title": "add() subtracts, again", "body": "add(2, 3) gives -1.", "labels": [], "user": "alice"},
      {"number": 14, "title": "leak", "body": "Write the key down.", "labels": [], "user": "eve"},
-     {"number": 15, "title": "costly", "body": "Ask the model twice.", "labels": [], "user": "bob"}
+     {"number": 15, "title": "costly", "body": "Ask the model twice.", "labels": [], "user": "bob"},
+     {"number": 16, "title": "add() subtracts, slowly", "body": "Take your time.", "labels": [], "user": "alice"}
    ]}}}
 EOF
 }
@@ -126,7 +173,8 @@ EOF
 write_policies() { # GHPORT ANTHPORT
 	local p=$LCRUN_ETC_DIR/policies/net
 	mkdir -p "$p"
-	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s]}], "hosts": {"github.com": "%s", "api.github.com": "%s"}}\n' \
+	# (port 1, where nothing listens: the unreachable remote's)
+	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s, 1]}], "hosts": {"github.com": "%s", "api.github.com": "%s"}}\n' \
 		"$DBL4" "$1" "$DBL4" "$DBL4" >"$p/github.json"
 	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s]}], "hosts": {"api.anthropic.com": "%s"}}\n' \
 		"$DBL4" "$2" "$DBL4" >"$p/model-api.json"
@@ -134,6 +182,13 @@ write_policies() { # GHPORT ANTHPORT
 	# of a test may leave the machine
 	# (and port 1, where nothing listens: the unreachable remote's)
 	printf '{"mode": "allow", "allow": [{"cidr": "%s/32", "ports": [%s, 1]}]}\n' "$DBL4" "$1" >"$p/open.json"
+}
+
+image_layers() { # IMAGE: the paths of its layers in the file's image store
+	local d
+	d=$(jq -r --arg n "$1" '.manifests[] | select(.annotations["org.opencontainers.image.ref.name"] == $n) | .digest' 		"$LCRUN_ROOT/images/index.json")
+	[ -n "$d" ] || return 1
+	jq -r '.layers[].digest' "$LCRUN_ROOT/images/blobs/sha256/${d#sha256:}" | sed "s|^sha256:|$LCRUN_ROOT/images/blobs/sha256/|"
 }
 
 free_port() {
@@ -144,10 +199,11 @@ free_port() {
 # gateway whose upstreams are the doubles (HTTPS with the file's test CA;
 # port 9, where nothing listens, for a provider without a double); the
 # doubles; the app deployed with CONFIG (KEY=VALUE…) on top of the file's.
-start_world() { # [--no-anthropic | --openai] [--no-gateway] [--script TURNS] [KEY=VALUE…]
-	local anth=1 script=$W/turns.json gateway=1 OPORT=9
+start_world() { # [--no-anthropic | --openai] [--no-gateway] [--script TURNS] [--app-ttl S] [KEY=VALUE…]
+	local anth=1 script=$W/turns.json gateway=1 OPORT=9 ttl=3600
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--app-ttl) ttl=$2; shift 2 ;;
 		--no-anthropic) anth=0; shift ;;
 		--openai) anth=openai; shift ;;
 		--no-gateway) gateway=0; shift ;;
@@ -157,7 +213,8 @@ start_world() { # [--no-anthropic | --openai] [--no-gateway] [--script TURNS] [K
 	done
 	dbl_netns_up
 	write_seed "$W/seed.json"
-	dbl_start github-double.py gh --listen "$DBL4" --state "$W/gh" --seed "$W/seed.json"
+	dbl_start github-double.py gh --listen "$DBL4" --state "$W/gh" --seed "$W/seed.json" \
+		--app-token-ttl "$ttl" --app-token-prefix ghs_lcsecret_inst_
 	GHPORT=$DBL_PORT
 	APORT=9
 	if [ "$anth" = 1 ]; then
@@ -248,6 +305,10 @@ setup_file() {
 	local F=$BATS_FILE_TMPDIR
 	export SRC=$F/src
 	make_source_repo "$SRC"
+	# the GitHub App's key (the double knows its public half) and another
+	openssl genrsa -out "$F/app.pem" 2048 2>/dev/null
+	openssl rsa -in "$F/app.pem" -pubout -out "$F/app.pub" 2>/dev/null
+	openssl genrsa -out "$F/wrong.pem" 2048 2>/dev/null
 	local out
 	export GW_CA=$F/ca
 	gw_ca "$GW_CA"
@@ -367,8 +428,8 @@ EOF
  {"text": "Fixed add() with codex.", "usage": {"input_tokens": 2000, "output_tokens": 10, "cached_tokens": 1500}}
 ]}
 EOF
-	# what the README says to do for codex: its key declared instead of claude's
-	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY", "GITHUB_TOKEN"]' "$APP" >"$W/app-codex.json"
+	# what docs/guides/coding-agents.md says to do for codex: its key declared instead of claude's
+	jq '.functions["solve-issue"].secrets = ["OPENAI_API_KEY"]' "$APP" >"$W/app-codex.json"
 	APP_FILE=$W/app-codex.json
 	start_world --openai AGENT=codex AGENT_MODEL=gpt-5
 	use_snapshot
@@ -451,7 +512,7 @@ EOF
 	[ "$(jq -r '"\(.outcome) \(.gateway_spend_usd)"' "$W/res.json")" = "pull-request null" ]
 }
 
-@test "a bad or missing signature is 401 and starts nothing; other events, actions and labels are ignored" {
+@test "a bad or missing signature is 401 and starts nothing; other events, actions, labels and comments are ignored" {
 	start_world --no-anthropic
 	run label 7 --bad-signature
 	[ "$(jq -r .status <<<"$output")" = 401 ]
@@ -465,26 +526,33 @@ EOF
 	# ping: 200, nothing
 	run hook --event ping
 	[ "$(jq -r .status <<<"$output")" = 200 ]
-	# issue_comment is not among the hook's events: 200 ignored by lcd
-	run hook --event issue_comment --action created --issue 7 --comment "@agent please"
+	# ping is not among the hook's events: 200 ignored by lcd
+	run hook --event ping
 	[ "$(jq -r .status <<<"$output")" = 200 ]
 	[ "$(tasks | jq length)" = 0 ]
-	# issues events the function ignores: opened (even with the label), closed, unlabeled with nothing running, another label, another repository
+	# what the function ignores: issues opened (even with the label),
+	# closed or unlabeled with nothing running, another label, another
+	# repository; a comment that is no command; a review comment on a
+	# pull request not from an agent/issue-N branch
 	hook --event issues --action opened --issue 7 --labels agent >/dev/null
 	hook --event issues --action closed --issue 7 --labels agent >/dev/null
 	hook --event issues --action unlabeled --label agent --issue 7 >/dev/null
 	hook --event issues --action labeled --label bug --issue 7 >/dev/null
 	"$DBL_PY" "$DBL_FIXTURES/github-webhook.py" --url "$HOOK_URL" --secret "$HOOK_SECRET" --repo other/repo \
 		--event issues --action labeled --label agent --issue 7 >/dev/null
-	wait_tasks_done webhook 5 30
+	hook --event issue_comment --issue 7 --comment "@agent please" --sender alice >/dev/null
+	hook --event pull_request_review_comment --pr 3 --head-ref feature/x --comment "/agent fix" --sender alice >/dev/null
+	wait_tasks_done webhook 7 30
 	tasks webhook | jq -r '.[] | "\(.state) \(.result.status) \(.result.reason)"' | sort >"$W/ignored"
 	cat "$W/ignored"
 	[ "$(cat "$W/ignored")" = "$(printf '%s\n' \
-		"succeeded ignored action closed is not labeled or unlabeled" \
-		"succeeded ignored action opened is not labeled or unlabeled" \
+		"succeeded ignored action opened is not labeled, unlabeled or closed" \
 		"succeeded ignored label bug is not agent" \
 		"succeeded ignored no run holds issue:octo/demo#7" \
-		"succeeded ignored repository other/repo is not REPOSITORY's octo/demo")" ]
+		"succeeded ignored no run holds issue:octo/demo#7" \
+		"succeeded ignored pull request #3 is not from an agent/issue-N branch of octo/demo" \
+		"succeeded ignored repository other/repo is not REPOSITORY's octo/demo" \
+		"succeeded ignored the comment does not start with /agent")" ]
 	[ "$(tasks solve-issue | jq length)" = 0 ]
 	[ "$("$LCCTL" map ls coding-agents/coding-agents --json | jq length)" = 0 ]
 }
@@ -591,7 +659,9 @@ EOF
 	# ...while the function next to it pushed with the token: it works, and is not void
 	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok")) | length >= 1' "$W/gh/requests.jsonl"
 	# and the GitHub double's log shows no request from the agent's sandbox
-	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET") | .path' "$W/gh/requests.jsonl" | wc -l)" = 0 ]
+	# (the probe's has no token; the function's own check has)
+	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET" and .auth != "ok") | .path' "$W/gh/requests.jsonl" | wc -l)" = 0 ]
+	[ "$(jq -r 'select(.path == "/repos/octo/demo" and .method == "GET" and .auth == "ok") | .path' "$W/gh/requests.jsonl" | wc -l)" = 1 ]
 }
 
 @test "solve-issue: 3 running, 20 queued, the next refused; the webhook then releases its claim" {
@@ -628,7 +698,7 @@ EOF
 	"$LCCTL" app delete coding-agents >/dev/null
 }
 
-@test "unlabeled: the issue's run is cancelled, its agent's sandbox removed, nothing pushed, the claim released; labeled and unlabeled at once: taken in that order" {
+@test "unlabeled: the issue's run is cancelled, its agent's sandbox removed, nothing pushed, the claim released; labeled and unlabeled at once: taken in that order; closed: cancelled too" {
 	need_agent_image
 	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json" AGENT_TIMEOUT_SECONDS=600
 	use_snapshot
@@ -676,11 +746,29 @@ EOF
 	for _ in $(seq 100); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ] && break; sleep 0.1; done
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
 	[ "$(pulls | jq length)" = 0 ]
+	# closing the issue cancels its run the same way
+	out=$(label 10)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	for _ in $(seq 300); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 1 ] && break; sleep 0.1; done
+	third=$(tasks solve-issue | jq -r --arg a "$sid" --arg b "$second" '.[] | select(.id != $a and .id != $b) | .id')
+	[ -n "$third" ]
+	out=$(hook --event issues --action closed --issue 10 --title slow --body "body of 10")
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 8 60
+	w=$(tasks webhook | jq -c '.[0]')
+	[ "$(jq -r '"\(.result.status) \(.result.task)"' <<<"$w")" = "cancelled $third" ]
+	"$LCCTL" task logs "$(jq -r .id <<<"$w")" | grep -qxF "lc-agents webhook: issue:octo/demo#10 closed: solve-issue task $third cancelled, the claim released"
+	wait_state "$third" cancelled 30
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#10"
+	[ "$status" -ne 0 ]
+	for _ in $(seq 100); do [ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ] && break; sleep 0.1; done
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	[ "$(pulls | jq length)" = 0 ]
 }
 
-@test "repo-builder: clones, runs SETUP_COMMAND as agent, snapshots, records; an unreachable remote fails clearly" {
+@test "repo-builder on a private repository: cloned by the function with the token (a submodule, an LFS file); SETUP_COMMAND as agent finds no credential in its env, /proc, .git/config, a helper or a store, and cannot fetch; the snapshot's layers hold none; failures are one line" {
 	need_agent_image
-	start_world --no-anthropic "SETUP_COMMAND=id -un > .setup-user && touch .setup-done"
+	start_world --no-anthropic "SETUP_COMMAND=sh tools/setup-probe.sh > .setup-probe 2>&1 && id -un > .setup-user && touch .setup-done"
 	run "$LCCTL" run coding-agents:snapshot
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -690,25 +778,261 @@ EOF
 	[[ "$(jq -r .created <<<"$rec")" =~ ^20[0-9-]+T[0-9:]+Z$ ]]
 	img=$(jq -r .image <<<"$rec")
 	[[ "$img" == coding-agents/repo-* ]]
-	[ "$(jq -r .image <<<"$output")" = "$img" ]
-	# the image has the clone, owned by agent, and what SETUP_COMMAND made as agent
-	run "$LCRUN" run --image "$img" -- sh -c 'cd /workspace/repo && cat .setup-user && stat -c %U calc.py .setup-done && git -c safe.directory='*' log --format=%s -1'
+	[ "$(jq -r '"\(.image) \(.credential)"' <<<"$output")" = "$img GITHUB_TOKEN" ]
+	# the image has the clone, owned by agent, with the submodule and the
+	# LFS file's content, and what SETUP_COMMAND made as agent
+	run "$LCRUN" run --image "$img" -- sh -c 'cd /workspace/repo && cat .setup-user && stat -c %U calc.py .setup-done .git/config &&
+		git -c safe.directory="*" log --format=%s -1 && cat vendor/lib/README && sha256sum < assets/logo.bin'
 	echo "$output"
-	[ "$output" = "$(printf '%s\n' agent agent agent 'A calculator')" ]
+	[ "$output" = "$(printf '%s\n' agent agent agent agent 'A calculator' 'the vendored library' "$(sha256sum < "$SRC/assets/logo.bin")")" ]
+	# what SETUP_COMMAND saw: no credential anywhere, and the private
+	# repository refuses it a fetch (the double is reachable from it)
+	"$LCRUN" run --image "$img" -- cat /workspace/repo/.setup-probe
+	[ "$("$LCRUN" run --image "$img" -- cat /workspace/repo/.setup-probe)" = "$(printf '%s\n' 'env: 0' 'proc: 0' 'git-config: 0' \
+		'helpers: 0' 'stores: 0' 'fill: 0' 'fetch: refused' 'files: 0' 'user: agent')" ]
+	jq -se 'map(select(.path == "/octo/demo.git/info/refs" and .auth == "missing" and .status == 401)) | length >= 1' "$W/gh/requests.jsonl"
+	# ...while the function cloned with the token: octo/demo, the submodule's
+	# octo/lib (the same host), the LFS object
+	jq -se 'map(select(.auth == "ok") | .path) | (index("/octo/demo.git/git-upload-pack") != null) and
+		(index("/octo/lib.git/git-upload-pack") != null) and (index("/octo/demo.git/info/lfs/objects/batch") != null)' "$W/gh/requests.jsonl"
+	# the snapshot's own layers (those agent-cli has not) hold the tree,
+	# never the token nor a helper's trace
+	local layers base l
+	layers=$(image_layers "$img")
+	base=$(image_layers agent-cli)
+	local own=0
+	for l in $layers; do
+		grep -qxF "$l" <<<"$base" && continue
+		own=$((own + 1))
+		[ "$(zstd -dcf "$l" | grep -ac -e "$GH_TOKEN_VALUE" -e x-access-token)" = 0 ]
+		zstd -dcf "$l" | grep -aq 'def add(a, b):'
+	done
+	[ "$own" -ge 1 ]
 	# an unreachable remote: one clear line, no record, no sandbox left
 	"$LCCTL" map del coding-agents/coding-agents snapshot >/dev/null
-	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:1/octo/demo.git" >/dev/null
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:1/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:1" >/dev/null
 	run "$LCCTL" run coding-agents:snapshot
 	echo "$output"
 	[ "$status" -ne 0 ]
 	id=$(tasks snapshot | jq -r '.[0].id')
-	"$LCCTL" task logs "$id" | grep -q "^lc-agents snapshot: cannot clone http://$DBL4:1/octo/demo.git: fatal: unable to access"
-	[[ "$(result_of "$id" | jq -r .error)" == "cannot clone http://$DBL4:1/octo/demo.git: fatal: unable to access"* ]]
+	"$LCCTL" task logs "$id" | grep -qxF "lc-agents snapshot: GITHUB_TOKEN cannot read octo/demo: GitHub GET /repos/octo/demo: Couldn't connect to server"
+	# without a token the clone is tried, and git says why it failed
+	"$LCCTL" secret delete GITHUB_TOKEN >/dev/null
+	run "$LCCTL" run coding-agents:snapshot
+	[ "$status" -ne 0 ]
+	id=$(tasks snapshot | jq -r '.[0].id')
+	[[ "$(result_of "$id" | jq -r .error)" == "cannot clone http://$DBL4:1/octo/demo.git: git clone: fatal: unable to access"* ]]
+	[ "$("$LCCTL" task logs "$id" | grep -c '^lc-agents snapshot: ')" = 1 ]
+	# a clone URL on another host than api.github.com's GitHub: say what to set
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=https://ghe.example.test/octo/demo.git" >/dev/null
+	run "$LCCTL" run coding-agents:snapshot
+	id=$(tasks snapshot | jq -r '.[0].id')
+	[ "$(result_of "$id" | jq -r .error)" = "REPOSITORY is on ghe.example.test but GITHUB_API_URL is https://api.github.com: for GitHub Enterprise Server deploy with GITHUB_API_URL=https://ghe.example.test/api/v3" ]
 	run "$LCCTL" map get coding-agents/coding-agents snapshot
 	[ "$status" -ne 0 ]
 	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+	printf '%s' "$GH_TOKEN_VALUE" | "$LCCTL" secret set GITHUB_TOKEN
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" >/dev/null
 	# solve-issue without a snapshot fails clearly
 	solve '{"issue": 7}'
 	[ "$RC" -eq 120 ]
 	[ "$(jq -r .error "$W/res.json")" = 'no repository snapshot (map coding-agents, key snapshot): run `lcctl run coding-agents:snapshot` first' ]
+}
+
+# The GitHub App instead of the token: its key a secret, its ids config,
+# the REST API below /api/v3 as GitHub Enterprise Server has it.
+# ARGS: more --config KEY=VALUE.
+app_deploy() {
+	"$LCCTL" secret delete GITHUB_TOKEN >/dev/null 2>&1 || true
+	"$LCCTL" secret set GITHUB_APP_PRIVATE_KEY <"${APP_KEY:-$BATS_FILE_TMPDIR/app.pem}"
+	local cfg=(--config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT/api/v3"
+		--config GITHUB_APP_ID=4242 --config "GITHUB_APP_INSTALLATION_ID=${APP_INSTALLATION:-77}"
+		--config "TEST_COMMAND=python3 -m unittest -q" --config "AGENT_TIMEOUT_SECONDS=120"
+		--config "AGENT_COMMAND=GH_PROBE_URL=http://$DBL4:$GHPORT python3 tools/scripted-agent --script tools/agent.json")
+	local kv
+	for kv in "$@"; do cfg+=(--config "$kv"); done
+	"$LCCTL" deploy "$APP" "${cfg[@]}" >/dev/null
+}
+
+exchanges() { # the installation token exchanges the double answered: "STATUS REPOS PERMISSIONS" per line
+	jq -c 'select(.path | endswith("/access_tokens")) | [.status, .body.repositories, .body.permissions]' "$W/gh/requests.jsonl"
+}
+
+@test "GitHub App on the private repository, through /api/v3: snapshot and solve-issue as the App, each installation token for the repository (and its submodule's) with the function's permissions, renewed when it expires mid-run; the PR is the App's; no credential in the agent's sandbox" {
+	need_agent_image
+	# installation tokens last 8 s here (renewed after 6): the agent of
+	# issue 16 works 12 s
+	start_world --no-anthropic --app-ttl 8
+	app_deploy
+	run "$LCCTL" run coding-agents:snapshot
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r .credential <<<"$output")" = "GitHub App 4242 (installation 77)" ]
+	[ "$(jq -r .commit <<<"$output")" = "$(git -C "$SRC" rev-parse HEAD)" ]
+	img=$(jq -r .image <<<"$output")
+	run "$LCRUN" run --image "$img" -- sh -c 'cd /workspace/repo && cat vendor/lib/README && sha256sum < assets/logo.bin'
+	[ "$output" = "$(printf '%s\n' 'the vendored library' "$(sha256sum < "$SRC/assets/logo.bin")")" ]
+	# the repo-builder asked to read the repository, then it and its submodule's
+	exchanges
+	[ "$(exchanges | uniq)" = "$(printf '%s\n' '[201,["demo"],{"contents":"read"}]' '[201,["demo","lib"],{"contents":"read"}]')" ]
+	# issue 16: the token of the start has expired when the agent is done;
+	# the push and the pull request take a new one
+	: >"$W/gh/requests.jsonl"
+	solve '{"issue": 16}'
+	[ "$RC" -eq 0 ]
+	[ "$(jq -r '"\(.outcome) \(.tests_passed)"' "$W/res.json")" = "pull-request true" ]
+	[ "$(jq -r .installation_tokens "$W/res.json")" -ge 2 ]
+	[ "$(exchanges | sort -u)" = '[201,["demo"],{"contents":"write","issues":"write","pull_requests":"write"}]' ]
+	# every call carried a live installation token: none refused (git
+	# asks without one first, and gets its 401 with auth "missing")
+	[ "$(jq -s '[.[] | select(.auth == "bad")] | length' "$W/gh/requests.jsonl")" = 0 ]
+	jq -se 'map(select(.service == "git-receive-pack" and .auth == "ok" and .login == "coding-agents[bot]")) | length >= 1' "$W/gh/requests.jsonl"
+	# the push came after the first token had expired
+	first_exp=$(jq -s '[.[] | select(.token_expires)][0].token_expires' "$W/gh/requests.jsonl")
+	push_at=$(jq -s '[.[] | select(.service == "git-receive-pack")][-1].time' "$W/gh/requests.jsonl")
+	jq -ne "$push_at > $first_exp"
+	[ "$(pulls | jq -r '.[0] | "\(.head.ref) \(.user.login)"')" = "agent/issue-16 coding-agents[bot]" ]
+	[ "$(branch_file agent/issue-16 calc.py | head -2 | tail -1)" = "    return a + b" ]
+	# issue 12: what the agent's sandbox finds of the App's token or key: nothing
+	solve '{"issue": 12}'
+	[ "$RC" -eq 0 ]
+	branch_file agent/issue-12 probe.txt
+	[ "$(branch_file agent/issue-12 probe.txt)" = "$(printf '%s\n' 'env-name: 0' 'env-value: 0' 'proc: 0' 'files: 0' 'github: unreachable' 'user: agent')" ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+}
+
+@test "credential errors are one line each with GitHub's status and message, the task failed, nothing pushed: the App's wrong key, an App not installed on the repository, a revoked token" {
+	need_agent_image
+	start_world --no-anthropic
+	use_snapshot
+	APP_KEY=$BATS_FILE_TMPDIR/wrong.pem app_deploy
+	local msg
+	solve '{"issue": 7}'
+	[ "$RC" -eq 118 ]
+	msg='GitHub App 4242 (installation 77): no installation token for octo/demo: GitHub POST /app/installations/77/access_tokens: 401 A JSON web token could not be decoded'
+	[ "$(jq -r .error "$W/res.json")" = "$msg" ]
+	"$LCCTL" task logs "$(tasks solve-issue | jq -r '.[0].id')" | grep -qxF "lc-agents solve-issue: $msg"
+	run "$LCCTL" run coding-agents:snapshot
+	[ "$status" -ne 0 ]
+	[ "$(result_of "$(tasks snapshot | jq -r '.[0].id')" | jq -r .error)" = "$msg" ]
+	# installed, but on another repository only
+	APP_INSTALLATION=78 app_deploy
+	solve '{"issue": 7}'
+	[ "$RC" -ne 0 ]
+	[ "$(jq -r .error "$W/res.json")" = 'GitHub App 4242 (installation 78): no installation token for octo/demo: GitHub POST /app/installations/78/access_tokens: 422 There is at least one repository that does not exist or is not accessible to the parent installation.' ]
+	# a personal token GitHub no longer takes (revoked, expired)
+	"$LCCTL" secret delete GITHUB_APP_PRIVATE_KEY >/dev/null
+	printf '%s' ghp_revoked_token | "$LCCTL" secret set GITHUB_TOKEN
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config "AGENT_COMMAND=python3 tools/scripted-agent --script tools/agent.json" >/dev/null
+	solve '{"issue": 7}'
+	[ "$RC" -eq 118 ]
+	[ "$(jq -r .error "$W/res.json")" = 'GITHUB_TOKEN cannot read octo/demo: GitHub GET /repos/octo/demo: 401 Bad credentials' ]
+	# nothing ran, nothing was pushed or said
+	[ "$(tasks solve-issue | jq -r '[.[].state] | unique | join(" ")')" = failed ]
+	[ "$(tasks solve-issue | jq -c '[.[] | .result.sandbox_id] | unique')" = '[null]' ]
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" for-each-ref --format='%(refname)' refs/heads)" = refs/heads/main ]
+	[ "$(jq -s '[.[] | select(.method == "POST" and (.path | startswith("/repos/")))] | length' "$W/gh/requests.jsonl")" = 0 ]
+	[ "$("$LCCTL" sandbox ls --json | jq length)" = 0 ]
+}
+
+@test "/agent on an issue: a reader is refused (asked of the API, not the delivery), a writer starts a run with the words after it" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	local out w
+	# bob reads only; the delivery's own author_association says OWNER
+	out=$(hook --event issue_comment --issue 7 --title "add() subtracts" --comment "/agent fix it" --sender bob)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 1 30
+	w=$(tasks webhook | jq -c '.[0]')
+	[ "$(jq -r '"\(.state) \(.result.status) \(.result.reason)"' <<<"$w")" = "succeeded refused bob has read permission on octo/demo: a command needs write" ]
+	jq -se 'map(select(.path == "/repos/octo/demo/collaborators/bob/permission" and .status == 200)) | length == 1' "$W/gh/requests.jsonl"
+	[ "$(tasks solve-issue | jq length)" = 0 ]
+	# alice writes: a run, claimed like a label's, with her words in the prompt
+	out=$(hook --event issue_comment --issue 7 --title "add() subtracts" --comment "  /agent please keep it short" --sender alice)
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 2 30
+	[ "$(tasks webhook | jq -r '[.[] | .result.status] | sort | join(" ")')" = "refused started" ]
+	wait_tasks_done solve-issue 1 120
+	r=$(result_of "$(tasks solve-issue | jq -r '.[0].id')")
+	[ "$(jq -r .outcome <<<"$r")" = pull-request ]
+	[ "$(pulls | jq length)" = 1 ]
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
+	[ "$status" -ne 0 ]
+	# another prefix, by config
+	"$LCCTL" deploy "$APP" --config "REPOSITORY=http://$DBL4:$GHPORT/octo/demo.git" --config "GITHUB_API_URL=http://$DBL4:$GHPORT" \
+		--config COMMAND_PREFIX=/bot >/dev/null
+	hook --event issue_comment --issue 9 --comment "/agent go" --sender alice >/dev/null
+	wait_tasks_done webhook 3 30
+	[ "$(tasks webhook | jq -r '.[0].result.reason')" = "the comment does not start with /bot" ]
+}
+
+@test "a review comment on the agent's pull request: a follow-up with the review in its prompt, a second commit on the branch (no force), a reply in the thread, the description's totals; a review requesting changes is taken once" {
+	need_agent_image
+	start_world --no-anthropic AGENT_COMMAND="python3 tools/scripted-agent --script tools/agent.json"
+	use_snapshot
+	solve '{"issue": 7}'
+	[ "$RC" -eq 0 ]
+	local pr first c out
+	pr=$(jq -r .pr_number "$W/res.json")
+	first=$(git --git-dir "$W/gh/git/octo/demo.git" rev-parse agent/issue-7)
+	# alice comments on line 5 of calc.py, as GitHub's API makes it
+	c=$(curl -s -X POST "http://$DBL4:$GHPORT/repos/octo/demo/pulls/$pr/comments" -H "Authorization: Bearer $ALICE_TOKEN" \
+		-d "{\"body\": \"mul() wants a docstring\", \"path\": \"calc.py\", \"line\": 5, \"commit_id\": \"$first\"}")
+	echo "$c"
+	out=$(hook --event pull_request_review_comment --api "http://$DBL4:$GHPORT" --token "$ALICE_TOKEN" --pr "$pr" --comment-id "$(jq -r .id <<<"$c")")
+	[ "$(jq -r .status <<<"$out")" = 202 ]
+	wait_tasks_done webhook 1 30
+	[ "$(tasks webhook | jq -r '.[0].result | "\(.status) \(.claim) \(.for)"')" = "started issue:octo/demo#7 follow-up on pull request #$pr" ]
+	wait_tasks_done solve-issue 2 120
+	id=$(tasks solve-issue | jq -r '.[0].id')
+	"$LCCTL" task logs "$id"
+	r=$(result_of "$id")
+	echo "$r"
+	[ "$(jq -r '"\(.outcome) \(.runs) \(.turns_total) \(.branch_head)"' <<<"$r")" = "follow-up 2 5 $first" ]
+	# the second commit sits on the first, which the push did not replace
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" rev-parse agent/issue-7~1)" = "$first" ]
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" rev-parse agent/issue-7)" = "$(jq -r .commit <<<"$r")" ]
+	jq -se --arg f "$first" 'map(select(.service == "git-receive-pack" and .ref_updates)) | last | .ref_updates[0].old == $f' "$W/gh/requests.jsonl"
+	branch_file agent/issue-7 calc.py | grep -qF '"""a times b"""'
+	branch_file agent/issue-7 calc.py | grep -qF 'return a + b'
+	# the prompt had the review: who, file and line, what
+	branch_file agent/issue-7 review-seen.txt
+	branch_file agent/issue-7 review-seen.txt | grep -qxF -- '- alice on `calc.py` line 5: mul() wants a docstring'
+	# the reply, in the comment's thread, by the app
+	rc=$(curl -s "http://$DBL4:$GHPORT/repos/octo/demo/pulls/$pr/comments" -H "Authorization: Bearer $ALICE_TOKEN" | jq -c '.[-1]')
+	[ "$(jq -r '"\(.in_reply_to_id) \(.user.login)"' <<<"$rc")" = "$(jq -r .id <<<"$c") coding-agent[bot]" ]
+	[[ "$(jq -r .body <<<"$rc")" == "Added the docstring the review asked for."*"Pushed "*"**Tests:** passed"* ]]
+	# the description: both summaries, the latest verdict, the totals
+	b=$(pulls | jq -r '.[0].body')
+	echo "$b"
+	[[ "$b" == "Fixed add(): it subtracted."*"**After review (run 2):** Added the docstring"* ]]
+	[[ "$b" == *"· 5 turns · \$0.0000 spent · 2 runs ·"* ]]
+	# the app's own reply starts nothing
+	out=$(hook --event pull_request_review_comment --api "http://$DBL4:$GHPORT" --token "$ALICE_TOKEN" --pr "$pr" --comment-id "$(jq -r .id <<<"$rc")")
+	wait_tasks_done webhook 2 30
+	[ "$(tasks webhook | jq -r '.[0].result.reason')" = "the app's own comment" ]
+	# a review requesting changes, with two comments: three deliveries, one run
+	rv=$(curl -s -X POST "http://$DBL4:$GHPORT/repos/octo/demo/pulls/$pr/reviews" -H "Authorization: Bearer $ALICE_TOKEN" \
+		-d '{"event": "REQUEST_CHANGES", "body": "Two more things.", "comments": [{"path": "calc.py", "line": 1, "body": "name it plus"}, {"path": "test_calc.py", "line": 9, "body": "test 0 too"}]}')
+	for cid in $(curl -s "http://$DBL4:$GHPORT/repos/octo/demo/pulls/$pr/reviews/$(jq -r .id <<<"$rv")/comments" -H "Authorization: Bearer $ALICE_TOKEN" | jq -r '.[].id'); do
+		hook --event pull_request_review_comment --api "http://$DBL4:$GHPORT" --token "$ALICE_TOKEN" --pr "$pr" --comment-id "$cid" >/dev/null
+	done
+	hook --event pull_request_review --api "http://$DBL4:$GHPORT" --token "$ALICE_TOKEN" --pr "$pr" --review-id "$(jq -r .id <<<"$rv")" >/dev/null
+	wait_tasks_done webhook 5 30
+	[ "$(tasks webhook | jq -r '[.[0:3][] | .result.status] | sort | join(" ")')" = "already-claimed already-claimed started" ]
+	wait_tasks_done solve-issue 3 120
+	branch_file agent/issue-7 review-seen.txt
+	[ "$(branch_file agent/issue-7 review-seen.txt | grep -c '^- alice')" = 3 ]
+	branch_file agent/issue-7 review-seen.txt | grep -qxF -- '- alice: Two more things.'
+	branch_file agent/issue-7 review-seen.txt | grep -qxF -- '- alice on `test_calc.py` line 9: test 0 too'
+	[ "$(git --git-dir "$W/gh/git/octo/demo.git" rev-parse agent/issue-7~2)" = "$first" ]
+	# bob, a reader, may not ask for a follow-up
+	out=$(hook --event issue_comment --api "http://$DBL4:$GHPORT" --token "$ALICE_TOKEN" --issue "$pr" --comment "/agent again" --sender bob)
+	wait_tasks_done webhook 6 30
+	[ "$(tasks webhook | jq -r '.[0].result.status')" = refused ]
+	[ "$(tasks solve-issue | jq length)" = 3 ]
+	run "$LCCTL" map get coding-agents/coding-agents "issue:octo/demo#7"
+	[ "$status" -ne 0 ]
 }

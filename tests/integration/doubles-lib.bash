@@ -1,5 +1,5 @@
 # doubles-lib.bash — the test doubles of tests/fixtures as a bats test
-# starts them (see README "Test doubles").  Load it with `load doubles-lib`.
+# starts them (see docs/hacking.md, "Test doubles").  Load it with `load doubles-lib`.
 #
 #   dbl_netns_up / dbl_netns_down   a network namespace of the test's own
 #       ($DBL_NS, loopback up) with a veth to the host; the service
@@ -25,8 +25,10 @@
 
 DBL_FIXTURES=$(cd "$BATS_TEST_DIRNAME/../fixtures" && pwd)
 DBL_PY=/usr/bin/python3
-DBL4=192.0.2.10
-DBL6=2001:db8:d0b::10
+# (DBL4 and DBL6 may be set beforehand: two suites that run at once on one
+# host then route each its own address)
+: "${DBL4:=192.0.2.10}"
+: "${DBL6:=2001:db8:d0b::10}"
 : "${DBL_NS:=lcdbl-$$}"
 DBL_HV=${DBL_NS:0:10}h
 

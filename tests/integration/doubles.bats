@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The test doubles of tests/fixtures (README "Test doubles"), proved as the
+# The test doubles of tests/fixtures (docs/hacking.md, "Test doubles"), proved as the
 # workload tests will use them: each double in a network namespace of the
 # test's own (or on loopback inside the agent's sandbox) driven with curl
 # and git, and the real Claude Code and Codex CLIs of the agent-cli image
@@ -299,6 +299,64 @@ EOF
 	if grep -q ghs_good_token "$W/st/requests.jsonl"; then false; fi
 	[ "$(jq -r 'select(.ref_updates and .status==200) | .ref_updates[] | "\(.ref) \(.new)"' "$W/st/requests.jsonl" | tail -1)" = "refs/heads/agent/issue-7 $(git -C "$W/c" rev-parse HEAD)" ]
 	[ "$(jq -r 'select(.service=="git-receive-pack" and .status==401) | .auth' "$W/st/requests.jsonl" | sort -u | tr '\n' ' ')" = "bad missing " ]
+}
+
+# A GitHub App's JWT as its documentation makes it, signed with openssl:
+# KEY [IAT-OFFSET EXP-OFFSET ISS]
+app_jwt() {
+	local now h c
+	now=$(date +%s)
+	h=$(printf '{"alg":"RS256","typ":"JWT"}' | base64 -w0 | tr '+/' '-_' | tr -d =)
+	c=$(printf '{"iat":%d,"exp":%d,"iss":%s}' $((now + ${2:--60})) $((now + ${3:-540})) "${4:-4242}" | base64 -w0 | tr '+/' '-_' | tr -d =)
+	printf '%s.%s.%s\n' "$h" "$c" "$(printf '%s.%s' "$h" "$c" | openssl dgst -sha256 -sign "$1" -binary | base64 -w0 | tr '+/' '-_' | tr -d =)"
+}
+
+@test "github double: a GitHub App's JWT is checked (key, iss, iat, exp); its installation tokens reach their repositories with their permissions, and expire" {
+	dbl_netns_up
+	openssl genrsa -out "$W/app.pem" 2048 2>/dev/null
+	openssl rsa -in "$W/app.pem" -pubout -out "$W/app.pub" 2>/dev/null
+	openssl genrsa -out "$W/other.pem" 2048 2>/dev/null
+	cat >"$W/seed.json" <<EOF
+{"apps": {"4242": {"slug": "coding-agents", "public_key": "$W/app.pub",
+   "installations": {"77": {"account": "octo", "repositories": ["octo/demo"]}}}},
+ "repos": {"octo/demo": {"private": true, "files": {"README.md": "demo\n"}, "collaborators": {"bob": "read"}},
+           "octo/other": {"private": true, "files": {"README.md": "other\n"}}}}
+EOF
+	dbl_start github-double.py gh --state "$W/st" --seed "$W/seed.json" --app-token-ttl 8 --app-token-prefix ghs_inst_
+	local u=http://127.0.0.1:$DBL_PORT tok
+	xchg() { ns_curl -X POST -H "Authorization: Bearer $1" -d "$2" "$u/api/v3/app/installations/${3:-77}/access_tokens"; }
+	[ "$(xchg "$(app_jwt "$W/other.pem")" '{}' | jq -r .message)" = "A JSON web token could not be decoded" ]
+	[ "$(xchg "$(app_jwt "$W/app.pem" -60 540 4243)" '{}' | jq -r .message)" = "A JSON web token could not be decoded" ]
+	[[ "$(xchg "$(app_jwt "$W/app.pem" -700 -100)" '{}' | jq -r .message)" == "'Expiration time' claim ('exp') must be"* ]]
+	[[ "$(xchg "$(app_jwt "$W/app.pem" 300 800)" '{}' | jq -r .message)" == "'Issued at' claim ('iat') must be"* ]]
+	[[ "$(xchg "$(app_jwt "$W/app.pem" -60 1200)" '{}' | jq -r .message)" == *"too far in the future" ]]
+	[ "$(xchg "$(app_jwt "$W/app.pem")" '{}' 99 | jq -r .message)" = "Not Found" ]
+	[[ "$(xchg "$(app_jwt "$W/app.pem")" '{"repositories": ["other"]}' | jq -r .message)" == "There is at least one repository"* ]]
+	[ "$(xchg "$(app_jwt "$W/app.pem")" '{"permissions": {"administration": "write"}}' | jq -r .message)" = "The permissions requested are not granted to this installation." ]
+	out=$(xchg "$(app_jwt "$W/app.pem")" '{"repositories": ["demo"], "permissions": {"contents": "read"}}')
+	echo "$out"
+	tok=$(jq -r .token <<<"$out")
+	[[ "$tok" == ghs_inst_* ]]
+	[ "$(jq -c .permissions <<<"$out")" = '{"contents":"read","metadata":"read"}' ]
+	# it reads octo/demo, as the App; writes nothing; does not see octo/other
+	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/demo" | jq -r .full_name)" = octo/demo ]
+	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/demo/collaborators/bob/permission" | jq -r .permission)" = read ]
+	[ "$(ns_curl -X POST -H "Authorization: Bearer $tok" -d '{"body": "x"}' "$u/repos/octo/demo/issues/1/comments" | jq -r .message)" = "Resource not accessible by integration" ]
+	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/other" | jq -r .message)" = "Not Found" ]
+	export GIT_TERMINAL_PROMPT=0
+	run in_ns git clone -q "http://x-access-token:$tok@127.0.0.1:$DBL_PORT/octo/demo.git" "$W/c"
+	[ "$status" -eq 0 ]
+	run in_ns git clone -q "http://x-access-token:$tok@127.0.0.1:$DBL_PORT/octo/other.git" "$W/o"
+	[ "$status" -ne 0 ]
+	# once its expires_at has passed (8 s after it was made) it is spent
+	local left=$(( $(date -d "$(jq -r .expires_at <<<"$out")" +%s) - $(date +%s) + 1 ))
+	[ "$left" -le 0 ] || sleep "$left"
+	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/demo" | jq -r .message)" = "Bad credentials" ]
+	# a revoked one too
+	tok=$(xchg "$(app_jwt "$W/app.pem")" '{}' | jq -r .token)
+	ns_curl -X DELETE -H "Authorization: Bearer $tok" "$u/installation/token" -o /dev/null -w '%{http_code}\n' | grep -qx 204
+	[ "$(ns_curl -H "Authorization: Bearer $tok" "$u/repos/octo/demo" | jq -r .message)" = "Bad credentials" ]
+	if grep -q ghs_inst_ "$W/st/requests.jsonl"; then false; fi
 }
 
 @test "github-webhook: signed deliveries as GitHub sends them; bad and missing signatures; one id repeated" {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# lcd's model gateway (README "The model gateway") as a sandbox meets it: a
+# lcd's model gateway (docs/design/gateway.md) as a sandbox meets it: a
 # private lcd per test whose gateway talks HTTPS (a test CA, verified) to a
 # model double in a network namespace of the test's own; sandboxes made with
 # "model_gateway" call it with curl, the real Claude Code and the real Codex
@@ -407,7 +407,7 @@ EOF2
 	echo "$v" | jq -e '.tokens.input == 3000 and .tokens.output == 100 and .model_requests == 1 and .model_refused == 1 and .budget_exceeded == true'
 	sb=$(echo "$v" | jq -r .result.sandbox)
 	[ "$(ledger "task_id = '$t'" | jq -r '"\(.sandbox_id) \(.app) \(.outcome) \(.budget_exceeded)"' | tr '\n' ,)" = "$sb gwa ok 1," ]
-	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused (budget): the task's model budget of \$0.01 has no room" "$T/lcd.log"
+	grep -q "model gateway: sandbox $sb task $t anthropic /v1/messages model claude-sonnet-4-5: 402 refused (budget): the task's model budget of \$0.01 is spent" "$T/lcd.log"
 	[ "$(jq -s length "$W/req.jsonl")" -eq 1 ]
 }
 

@@ -37,7 +37,7 @@ host_state() {
 }
 
 # A run's state directory waits in trash-state/ for its remover, a moment
-# after run returned (see README, Speed): wait for those, 5 s at most.
+# after run returned (docs/design/sandbox.md, "The end of a run"): wait for those, 5 s at most.
 state_settle() {
 	for _ in $(seq 50); do
 		[ -z "$(ls -A "${LCRUN_STATE_DIR:-/run/lcrun}/trash-state" "$LCRUN_RUN/trash-state" 2>/dev/null | grep -v -e '^$' -e ':$')" ] && break
@@ -50,9 +50,19 @@ state_settle() {
 # chains and directories, a moment after its run or its lcd ended) may
 # still be at work when the next test looks at the host: wait for them
 # (zombies aside: this machine's pid 1 may leave them), 15 s at most.
+# Under tests/run-job, only this job's (those in its cgroup namespace: a
+# process outside it has a cgroup path starting "/..").
 removers_settle() {
+	local p busy
 	for _ in $(seq 150); do
-		ps -eo stat=,comm= | awk '$1 !~ /^Z/ && ($2 == "lcrun-rm" || $2 == "lcrun-net") { f = 1 } END { exit !f }' || break
+		busy=
+		for p in $(ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && ($3 == "lcrun-rm" || $3 == "lcrun-net") { print $1 }'); do
+			if [ -n "${LCRUN_TEST_JOB:-}" ] && grep -q '^0::/\.\.' "/proc/$p/cgroup" 2>/dev/null; then
+				continue
+			fi
+			busy=1
+		done
+		[ -n "$busy" ] || break
 		sleep 0.1
 	done
 	true
@@ -66,7 +76,7 @@ host_snapshot() {
 
 # Wait (without collecting anything) for the helpers that remove what
 # runs left of their networks for a moment: each holds an flock on a file
-# net/pending.N of the state directory it ran with (see README, Network).
+# net/pending.N of the state directory it ran with (lcrun(1), NETWORK).
 # flock -w bounds the wait; a helper that never finishes is a failure of
 # the check that follows.
 net_settle() {

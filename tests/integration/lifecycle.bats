@@ -341,11 +341,12 @@ wait_for() {
 	wait_for 15 bash -c '[ "$("$0" inspect "$1" | jq -r .status)" = stopped ]' "$LCRUN" "$idle"
 	run "$LCRUN" inspect "$idle"
 	[ "$(jq -r .stop_reason <<< "$output")" = "idle timeout" ]
-	# a stopped sandbox with a ttl still goes when it expires
-	new_sandbox --ttl 2
+	# a stopped sandbox with a ttl still goes when it expires (a ttl long
+	# enough for the stop to come first on a loaded machine)
+	new_sandbox --ttl 8
 	"$LCRUN" stop "$SB"
 	[ "$(state_of "$SB")" = stopped ]
-	wait_for 5 bash -c '[ ! -d "$0" ]' "$LCRUN_RUN/$SB"
+	wait_for 20 bash -c '[ ! -d "$0" ]' "$LCRUN_RUN/$SB"
 	[ ! -d "$LCRUN_LIB/sandboxes/$SB" ]
 	# stopped by its idle timeout, with a ttl to come: commands still work
 	new_sandbox --idle-timeout 1 --ttl 60

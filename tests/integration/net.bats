@@ -294,21 +294,30 @@ end_with_remainder_held() {
 }
 
 @test "50 sandboxes started at once each get their own address and all tear down clean" {
-	local i start=$SECONDS
+	# each waits for the file go in the directory gate (bound read-only
+	# into an lcrun sandbox, whose /tmp is its own)
+	local i start=$SECONDS gate=$BATS_TEST_TMPDIR/gate bind=() inside
+	mkdir "$gate"
+	inside=$gate
+	if [ "$SB_KIND" = lcrun ]; then
+		bind=(--bind "$gate:/gate:ro")
+		inside=/gate
+	fi
 	for i in $(seq 50); do
-		"${SB[@]}" --net allow --allow 198.51.100.0/28:443 -- \
-			sh -c "ip -o -4 addr show dev eth0; $PY -c \"\$0\" tcp,$API4,443; sleep 6" "$PROBE_SRC" \
-			>"$BATS_TEST_TMPDIR/sb.$i" 2>&1 &
+		"${SB[@]}" "${bind[@]}" --net allow --allow 198.51.100.0/28:443 -- \
+			sh -c "ip -o -4 addr show dev eth0; $PY -c \"\$0\" tcp,$API4,443; while [ ! -e $inside/go ]; do sleep 0.1; done" \
+			"$PROBE_SRC" >"$BATS_TEST_TMPDIR/sb.$i" 2>&1 &
 	done
-	# All 50 hold their lease at the same time at some point ...
+	# All 50 hold their lease at the same time (each waits for the others) ...
 	local most=0 n
-	for _ in $(seq 120); do
+	for _ in $(seq 1800); do
 		n=$(leases)
 		[ "$n" -gt "$most" ] && most=$n
 		[ "$most" -eq 50 ] && break
 		sleep 0.1
 	done
 	echo "50 set up in $((SECONDS - start)) s"
+	touch "$gate/go"
 	[ "$most" -eq 50 ]
 	wait
 	# ... each reached the allowed host, with an address of its own.

@@ -185,6 +185,12 @@ cg_path() { # container id in the lcrun-oci state
 	"$LCRUN_OCI" kill --all t-kill KILL
 	for _ in $(seq 1 50); do [ "$("$LCRUN_OCI" state t-kill | jq -r .status)" = stopped ] && break; sleep 0.1; done
 	[ "$("$LCRUN_OCI" state t-kill | jq -r .status)" = stopped ]
+	# after the end, as the containerd shim sends them: --all succeeds (the
+	# cgroup is empty); a signal for the process says runc's "container not
+	# running", which the shim takes for "already gone"
+	"$LCRUN_OCI" kill --all t-kill KILL
+	run -1 "$LCRUN_OCI" kill t-kill KILL
+	[[ "$output" == *"container not running"* ]]
 	"$LCRUN_OCI" delete t-kill
 	assert_oci_clean
 }
@@ -231,6 +237,8 @@ cg_path() { # container id in the lcrun-oci state
 	[ "$(echo "$output" | jq -r '.linux.cgroup.v2, .linux.cgroup.systemd, .linux.seccomp.enabled' | tr '\n' ' ')" = "true false true " ]
 	echo "$output" | jq -e '.hooks | index("createContainer")'
 	echo "$output" | jq -e '.linux.capabilities | index("CAP_SYS_ADMIN")'
+	# what is refused is said so: no seccomp flags, no idmapped mounts, no LSMs
+	[ "$(echo "$output" | jq -c '[.linux.seccomp.supportedFlags, .linux.mountExtensions.idmap.enabled, .linux.apparmor.enabled, .linux.intelRdt.enabled]')" = '[[],false,false,false]' ]
 	mkdir -p "$B"
 	(cd "$B" && "$LCRUN_OCI" spec)
 	jq -e '.process.args == ["sh"] and .root.path == "rootfs"' "$B/config.json"
@@ -329,6 +337,92 @@ feature_rows() {
 	assert_oci_clean
 }
 
+# Propagation as the container's mountinfo shows it: shared, slave (master:) or private.
+PROPAGATION_OF='for m in "$@"; do awk -v m="$m" '"'"'$5 == m { p = "private"; for (i = 7; $i != "-"; i++) { if ($i ~ /^shared:/) p = "shared"; else if ($i ~ /^master:/ && p == "private") p = "slave" } print m, p }'"'"' /proc/self/mountinfo; done'
+
+@test "mount propagation per mount and for the root; filesystem data on a bind is ignored" {
+	# the binds' source is a shared mount: each bind is then what its option makes it
+	local src="$BATS_TEST_TMPDIR/src"
+	mkdir -p "$src"
+	mount -t tmpfs lcrun-oci-test "$src"
+	mount --make-shared "$src"
+	oci_make_bundle "$B" '["true"]'
+	oci_config "$B" '.mounts += [
+		{destination: "/t-shared", type: "tmpfs", source: "tmpfs", options: ["nosuid", "mode=755", "size=1k", "shared"]},
+		{destination: "/t-private", type: "tmpfs", source: "tmpfs", options: ["private"]},
+		{destination: "/b-rshared", source: $d, options: ["nosuid", "strictatime", "mode=755", "size=1k", "rbind", "rshared"]},
+		{destination: "/b-rslave", source: $d, options: ["rbind", "rslave"]},
+		{destination: "/b-private", source: $d, options: ["bind", "private"]},
+		{destination: "/b-unbindable", source: $d, options: ["bind", "unbindable"]}]
+		| .process.args = ["sh", "-c", $p, "sh", "/t-shared", "/t-private", "/b-rshared", "/b-rslave", "/b-private"]' \
+		--arg d "$src" --arg p "$PROPAGATION_OF"
+	run "$LCRUN_OCI" run --bundle "$B" t-prop
+	umount "$src"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "/t-shared shared /t-private private /b-rshared shared /b-rslave slave /b-private private " ]
+	# rootfsPropagation shared: pivot_root refuses a shared root, so it is made shared once it is /
+	oci_config "$B" '.linux.rootfsPropagation = "shared" | .process.args = ["sh", "-c", $p, "sh", "/"]' --arg p "$PROPAGATION_OF"
+	run "$LCRUN_OCI" run --bundle "$B" t-prop2
+	[ "$status" -eq 0 ]
+	[ "$output" = "/ shared" ]
+	assert_oci_clean
+}
+
+@test "namespaces left out are the runtime's: no mount namespace, a uts namespace by path takes the hostname" {
+	# no mount namespace: the container's mounts stand in the host's table under its root, and go with delete
+	oci_make_bundle "$B" '["sleep", "1037"]'
+	echo "from the bundle" > "$B/rootfs/marker"
+	oci_config "$B" '.linux.namespaces = [] | del(.hostname) | del(.linux.maskedPaths) | del(.linux.readonlyPaths)'
+	"$LCRUN_OCI" create --bundle "$B" t-hostns
+	local pid
+	pid=$("$LCRUN_OCI" state t-hostns | jq .pid)
+	local t
+	for t in mnt net pid ipc uts cgroup user; do
+		[ "$(readlink "/proc/$pid/ns/$t")" = "$(readlink "/proc/self/ns/$t")" ] || { echo "$t differs" >&2; false; }
+	done
+	grep -q " $B/rootfs/proc " /proc/self/mountinfo
+	"$LCRUN_OCI" start t-hostns
+	run "$LCRUN_OCI" exec t-hostns cat /marker
+	[ "$output" = "from the bundle" ]
+	"$LCRUN_OCI" kill t-hostns KILL
+	"$LCRUN_OCI" delete --force t-hostns
+	! grep -q " $B/rootfs" /proc/self/mountinfo
+	# a uts namespace joined by path gets the config's hostname
+	unshare --uts --fork --kill-child sleep 1037 >/dev/null 2>&1 3>&- &
+	local holder=$!
+	local upid=""
+	for _ in $(seq 1 50); do
+		upid=$(pgrep -P "$holder" -x sleep) && break
+		sleep 0.1
+	done
+	oci_make_bundle "$B.2" '["true"]'
+	oci_config "$B.2" '.hostname = "by-path" | .linux.namespaces |= map(if .type == "uts" then .path = $p else . end)' \
+		--arg p "/proc/$upid/ns/uts"
+	run "$LCRUN_OCI" run --bundle "$B.2" t-utspath
+	local name
+	name=$(nsenter --uts="/proc/$upid/ns/uts" hostname)
+	kill "$upid" # (unshare --fork ignores TERM while it waits)
+	wait "$holder" || true
+	[ "$status" -eq 0 ]
+	[ "$name" = by-path ]
+	assert_oci_clean
+}
+
+@test "config.json changed after create does not change the container" {
+	oci_make_bundle "$B" '["sh", "-c", "echo $FOO; hostname"]'
+	oci_config "$B" '.hostname = "first" | .process.env += ["FOO=created"] | .linux.rootfsPropagation = "shared"'
+	"$LCRUN_OCI" create --bundle "$B" t-cfg > "$BATS_TEST_TMPDIR/out" 2>&1
+	echo '{"ociVersion": "1.0.0"}' > "$B/config.json"
+	"$LCRUN_OCI" start t-cfg
+	for _ in $(seq 1 50); do
+		[ "$("$LCRUN_OCI" state t-cfg | jq -r .status)" = stopped ] && break
+		sleep 0.1
+	done
+	"$LCRUN_OCI" delete t-cfg
+	[ "$(tr '\n' ' ' < "$BATS_TEST_TMPDIR/out")" = "created first " ]
+	assert_oci_clean
+}
+
 @test "hooks: every kind runs, in order, with the state on stdin" {
 	local log="$BATS_TEST_TMPDIR/hooks.log"
 	local hook="$BATS_TEST_TMPDIR/hook.sh"
@@ -400,7 +494,7 @@ feature_rows() {
 	check '.linux.seccomp = {defaultAction: "SCMP_ACT_ALLOW", flags: ["SECCOMP_FILTER_FLAG_LOG"]}' "linux.seccomp.flags: SECCOMP_FILTER_FLAG_LOG is not supported"
 	check '.linux.resources.hugepageLimits = [{pageSize: "2MB", limit: 1}]' "linux.resources.hugepageLimits is not supported"
 	check '.linux.sysctl = {"kernel.panic": "1"}' "linux.sysctl.kernel.panic: not a namespaced sysctl"
-	check '.linux.namespaces |= map(select(.type != "mount"))' "needs a mount namespace"
+	check '.linux.namespaces |= map(select(.type != "mount"))' "linux.maskedPaths/readonlyPaths: need a mount namespace"
 	check '.linux.namespaces |= map(select(.type != "uts"))' "hostname: setting it needs a uts namespace"
 	check '.mounts += [{destination: "/x", type: "tmpfs", options: ["ridmap"]}]' "mounts[7].options: 'ridmap' is not supported"
 	check '.process.args = ["no-such-program"]' 'exec: "no-such-program": executable file not found in $PATH'

@@ -490,27 +490,36 @@ PY
 	no_sandbox_left
 }
 
-@test "planner through the gateway: a spent budget is a 402, reported as the planner's provider failure; nothing is tested" {
-	# PLANNER_MAX_BUDGET_USD=0.0001: the one answer it pays for completes (its
-	# price is known only then) and spends the budget
+@test "planner through the gateway: a budget without room for a request, or spent, is a 402 reported as the planner's provider failure; nothing is tested" {
+	# PLANNER_MAX_BUDGET_USD=0.0001: no room for the request's reservation
+	# (its max_tokens at the model's output price), refused before the provider
 	DEPLOY_ARGS=(--config PLANNER_MAX_BUDGET_USD=0.0001)
-	gw_planner_up "$(text_turn "$(patch_json calculator.py "$(good_calc)")")" "$(text_turn "$(patch_json calculator.py "$(good_calc)")")"
+	dear='{text: $t, usage: {input_tokens: 200000, output_tokens: 150}}' # $0.08024 at gpt-4.1-mini's prices
+	turn=$(jq -cn --arg t "$(patch_json calculator.py "$(good_calc)")" "$dear")
+	gw_planner_up "$turn" "$turn"
+	run_agent
+	echo "$output" | jq .
+	[ "$status" -eq 2 ]
+	echo "$output" | jq -e '.result.status == 402 and (.result.error | contains("the sandbox'"'"'s model budget of $0.0001 has no room for this request") and contains("lower max_tokens"))'
+	pt=$(echo "$output" | jq -r .result.planner_task_id)
+	"$LCCTL" task show "$pt" | jq -e '.state == "failed" and .exit_code == 2 and .spend_usd == 0 and .model_requests == 0'
+	[ "$(gw_requests)" -eq 0 ]
+	# $0.1 has room for it: the answer comes, and its usage spends more than
+	# the app's daily $0.06, which then refuses the next planner task's request
+	jq '.budget = {daily_usd: 0.06}' "$APPDIR/app.json" >"$W/app.json"
+	"$LCCTL" deploy "$W/app.json" --config PLANNER_MAX_BUDGET_USD=0.1 >/dev/null
 	run_agent
 	[ "$status" -eq 0 ]
 	pt=$(echo "$output" | jq -r .result.planner_task_id)
-	"$LCCTL" task show "$pt" | jq -e '.budget_exceeded == true and .spend_usd == 0.0006 and .model_requests == 1'
-	# the app's daily budget of $0.0005 is spent too: the next planner task's request is refused
-	jq '.budget = {daily_usd: 0.0005}' "$APPDIR/app.json" >"$W/app.json"
-	"$LCCTL" deploy "$W/app.json" --config PLANNER_MAX_BUDGET_USD=0.0001 >/dev/null
+	"$LCCTL" task show "$pt" | jq -e '.spend_usd == 0.08024 and .model_requests == 1'
 	run_agent
 	echo "$output" | jq .
 	[ "$status" -eq 2 ]
 	echo "$output" | jq -e '.result.status == 402 and .result.attempts == 1'
-	echo "$output" | jq -e '.result.error | contains("the provider answered 402: the app (daily)'"'"'s model budget of $0.0005 is spent (lcd model gateway)")'
+	echo "$output" | jq -e '.result.error | contains("the provider answered 402: the app (daily)'"'"'s model budget of $0.06 is spent (lcd model gateway)")'
 	echo "$output" | jq -e '.result | has("sandbox_id") | not'
 	pt=$(echo "$output" | jq -r .result.planner_task_id)
 	"$LCCTL" task show "$pt" | jq -e '.state == "failed" and .exit_code == 2 and .budget_exceeded == true and .spend_usd == 0'
-	[ "$(ledger "task_id = '$pt'" | jq -r '"\(.outcome) \(.status)"')" = "refused 402" ]
 	# the double heard one request in all; one test sandbox was made
 	[ "$(gw_requests)" -eq 1 ]
 	[ "$(made_sandboxes)" -eq 1 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 bats_require_minimum_version 1.5.0
-# What a run makes ahead for the next one (README, Speed): spare network
+# What a run makes ahead for the next one (docs/design/sandbox.md, "Spares"): spare network
 # namespaces, held by lcrun-netspare, and spare sandbox directories in
 # $LCRUN_ROOT/spare.  A sandbox on spares must be indistinguishable from
 # one made from nothing.  Each test has its own root and state directory,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Attacks on lcd's model gateway from a hostile sandbox (README "The model
-# gateway", Threat model).  The sandbox holds its own gateway token and
+# Attacks on lcd's model gateway from a hostile sandbox (lcrun-security(7),
+# "The model gateway").  The sandbox holds its own gateway token and
 # speaks raw HTTP to the gateway (raw-http.py, run inside it); it wants the
 # provider's key, or model answers its budget does not pay for.  A private
 # lcd per test, its gateway verified against a test CA; the provider is a
@@ -647,4 +647,31 @@ EOF
 		run raw "$SB" POST /v1/chat/completions "{\"model\": \"gpt-4o-mini\", \"max_tokens\": 5, \"messages\": [], \"service_tier\": \"$t\"}"
 		[ "${output%% *}" = 200 ]
 	done
+}
+
+@test "security/gateway: cache writes kept an hour cost what the provider bills for them, twice the input" {
+	# Anthropic bills a write to a cache kept an hour ("ttl": "1h") at twice
+	# the input price, a 5-minute one at 1.25 times; the usage says which
+	# (usage.cache_creation): both were billed at the 5-minute price
+	turns <<'EOF2'
+{"turns": [{"text": "a", "usage": {"input_tokens": 10, "output_tokens": 10, "cache_creation_input_tokens": 100000,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100000}}}], "loop": true}
+EOF2
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd 5
+	body="{\"model\": \"$S4\", \"max_tokens\": 10, \"system\": [{\"type\": \"text\", \"text\": \"s\", \"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"1h\"}}], \"messages\": []}"
+	run raw "$SB" POST /v1/messages "$body"
+	[ "${output%% *}" = 200 ]
+	ledger "sandbox_id = '$SB'"
+	# 10 in at $3, 10 out at $15, 100,000 written for an hour at $6 per M
+	[ "$(cost_of "sandbox_id = '$SB'")" -eq $((10 * 3000000 + 10 * 15000000 + 100000 * 6000000)) ]
+	# and the reservation prices the body's bytes at the hour's write price:
+	# a budget with room for them at $3.75 but not at $6 refuses it
+	stop_lcd
+	dbl_stop model
+	gw_up anthropic-double.py "$W/turns.json"
+	gw_sandbox --budget-usd "$(awk -v n=${#body} 'BEGIN { printf "%.9f", (n * 5 + 10 * 15) / 1000000 }')"
+	run raw "$SB" POST /v1/messages "$body"
+	echo "$output"
+	[ "${output%% *}" = 402 ]
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # Attacks of one app's task on what its grant does not give it, or on
-# other apps (README "Who may do what"): a wider network than its grant, a
+# other apps (lcrun-security(7), "Who may do what"): a wider network than its grant, a
 # sandbox from another app's snapshot, an operator's image name taken, no
 # limits, the API's connections held, the shared socket's inode changed.
 # A task here is a Python function run with lcd's client (its own token,

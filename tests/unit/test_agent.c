@@ -2,10 +2,15 @@
  * result object and Codex's JSONL, how a run ended, the configuration. */
 #include <check.h>
 #include <math.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent.h"
+#include "ghauth.h"
+#include "gitops.h"
 
 static void parse(agent_format_t f, const char *out, int code, bool timed_out, double budget, agent_result_t *r)
 {
@@ -209,6 +214,171 @@ START_TEST(test_tail)
 }
 END_TEST
 
+/* base64url without padding (RFC 4648 section 5) */
+START_TEST(test_b64url)
+{
+	char *e = gh_b64url((const unsigned char *)"", 0);
+	ck_assert_str_eq(e, "");
+	free(e);
+	e = gh_b64url((const unsigned char *)"f", 1);
+	ck_assert_str_eq(e, "Zg");
+	free(e);
+	e = gh_b64url((const unsigned char *)"foob", 4);
+	ck_assert_str_eq(e, "Zm9vYg");
+	free(e);
+	const unsigned char b[] = { 0xfb, 0xff, 0xbf };
+	e = gh_b64url(b, 3);
+	ck_assert_str_eq(e, "-_-_");
+	free(e);
+}
+END_TEST
+
+static unsigned char *b64url_decode(const char *s, size_t n, size_t *out)
+{
+	char *t = calloc(1, n + 4);
+	memcpy(t, s, n);
+	for (size_t i = 0; i < n; i++)
+		t[i] = t[i] == '-' ? '+' : t[i] == '_' ? '/' : t[i];
+	while (n % 4)
+		t[n++] = '=';
+	unsigned char *d = calloc(1, n);
+	int len = EVP_DecodeBlock(d, (unsigned char *)t, (int)n);
+	ck_assert_int_ge(len, 0);
+	size_t pad = 0;
+	for (size_t i = n; i > 0 && t[i - 1] == '='; i--)
+		pad++;
+	*out = (size_t)len - pad;
+	free(t);
+	return d;
+}
+
+/* A GitHub App's JWT: RS256 over header.claims with the App's key,
+ * verified here with the public half; iat 60 s back, exp 9 minutes on. */
+START_TEST(test_app_jwt)
+{
+	EVP_PKEY *k = EVP_RSA_gen(2048);
+	ck_assert_ptr_nonnull(k);
+	BIO *b = BIO_new(BIO_s_mem());
+	ck_assert(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL));
+	char *pem = NULL;
+	long n = BIO_get_mem_data(b, &pem);
+	char *key = strndup(pem, (size_t)n);
+	BIO_free(b);
+	lc_error_t *err = NULL;
+	time_t now = 1700000000;
+	char *jwt = gh_app_jwt(key, "4242", now, &err);
+	ck_assert_msg(jwt != NULL, "%s", err ? err->msg : "");
+	char *dot1 = strchr(jwt, '.'), *dot2 = strrchr(jwt, '.');
+	ck_assert_ptr_nonnull(dot1);
+	ck_assert_ptr_ne(dot1, dot2);
+	size_t hl, cl, sl;
+	unsigned char *h = b64url_decode(jwt, (size_t)(dot1 - jwt), &hl);
+	unsigned char *c = b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &cl);
+	unsigned char *sig = b64url_decode(dot2 + 1, strlen(dot2 + 1), &sl);
+	json_t *hj = json_loadb((char *)h, hl, 0, NULL), *cj = json_loadb((char *)c, cl, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(hj, "alg")), "RS256");
+	ck_assert_int_eq(json_integer_value(json_object_get(cj, "iat")), now - 60);
+	ck_assert_int_eq(json_integer_value(json_object_get(cj, "exp")), now + 540);
+	ck_assert_int_eq(json_integer_value(json_object_get(cj, "iss")), 4242);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	ck_assert_int_eq(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, k), 1);
+	ck_assert_int_eq(EVP_DigestVerify(ctx, sig, sl, (unsigned char *)jwt, (size_t)(dot2 - jwt)), 1);
+	/* one bit off: no longer valid */
+	sig[10] ^= 1;
+	ck_assert_int_ne(EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, k) == 1 &&
+			 EVP_DigestVerify(ctx, sig, sl, (unsigned char *)jwt, (size_t)(dot2 - jwt)) == 1, 1);
+	EVP_MD_CTX_free(ctx);
+	json_decref(hj);
+	json_decref(cj);
+	free(h);
+	free(c);
+	free(sig);
+	free(jwt);
+	/* a client id as iss stays a string */
+	jwt = gh_app_jwt(key, "Iv1.abc", now, &err);
+	ck_assert_ptr_nonnull(jwt);
+	dot1 = strchr(jwt, '.');
+	dot2 = strrchr(jwt, '.');
+	c = b64url_decode(dot1 + 1, (size_t)(dot2 - dot1 - 1), &cl);
+	cj = json_loadb((char *)c, cl, 0, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(cj, "iss")), "Iv1.abc");
+	json_decref(cj);
+	free(c);
+	free(jwt);
+	/* not a key: one line naming the secret */
+	ck_assert_ptr_null(gh_app_jwt("-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n", "1", now, &err));
+	ck_assert_msg(strncmp(err->msg, "GITHUB_APP_PRIVATE_KEY: not a PEM private key (", 47) == 0, "%s", err->msg);
+	lc_error_free(err);
+	err = NULL;
+	free(key);
+	EVP_PKEY_free(k);
+}
+END_TEST
+
+/* The configuration's ways and its half-ways. */
+START_TEST(test_auth_env)
+{
+	unsetenv("GITHUB_APP_ID");
+	unsetenv("GITHUB_APP_INSTALLATION_ID");
+	unsetenv("GITHUB_APP_PRIVATE_KEY");
+	unsetenv("GITHUB_TOKEN");
+	gh_auth_t *a = NULL;
+	lc_error_t *err = NULL;
+	ck_assert_int_eq(gh_auth_from_env("https://api.github.com", "o/r", NULL, &a, &err), 0);
+	ck_assert_int_eq(gh_auth_kind(a), GH_AUTH_NONE);
+	const char *t = "x";
+	ck_assert_int_eq(gh_auth_token(a, &t, &err), 0);
+	ck_assert_ptr_null(t);
+	gh_auth_free(a);
+	setenv("GITHUB_TOKEN", "ghp_abc", 1);
+	ck_assert_int_eq(gh_auth_from_env("https://api.github.com", "o/r", NULL, &a, &err), 0);
+	ck_assert_int_eq(gh_auth_kind(a), GH_AUTH_TOKEN);
+	ck_assert_int_eq(gh_auth_token(a, &t, &err), 0);
+	ck_assert_str_eq(t, "ghp_abc");
+	ck_assert_str_eq(gh_auth_name(a), "GITHUB_TOKEN");
+	gh_auth_free(a);
+	setenv("GITHUB_APP_ID", "4242", 1);
+	ck_assert_int_lt(gh_auth_from_env("https://api.github.com", "o/r", NULL, &a, &err), 0);
+	ck_assert_str_eq(err->msg, "a GitHub App needs both GITHUB_APP_ID and GITHUB_APP_INSTALLATION_ID "
+				   "(GITHUB_APP_INSTALLATION_ID is not set)");
+	lc_error_free(err);
+	err = NULL;
+	setenv("GITHUB_APP_INSTALLATION_ID", "77", 1);
+	ck_assert_int_lt(gh_auth_from_env("https://api.github.com", "o/r", NULL, &a, &err), 0);
+	ck_assert_str_eq(err->msg, "GITHUB_APP_ID is set, but this function has no GITHUB_APP_PRIVATE_KEY: "
+				   "lcctl secret set GITHUB_APP_PRIVATE_KEY < the App's .pem");
+	lc_error_free(err);
+	err = NULL;
+	setenv("GITHUB_APP_PRIVATE_KEY", "not a key", 1);
+	ck_assert_int_lt(gh_auth_from_env("https://api.github.com", "o/r", NULL, &a, &err), 0);
+	ck_assert_msg(strstr(err->msg, "GITHUB_APP_PRIVATE_KEY: not a PEM private key") == err->msg, "%s", err->msg);
+	lc_error_free(err);
+	unsetenv("GITHUB_APP_ID");
+	unsetenv("GITHUB_APP_INSTALLATION_ID");
+	unsetenv("GITHUB_APP_PRIVATE_KEY");
+	unsetenv("GITHUB_TOKEN");
+}
+END_TEST
+
+/* Submodule URLs as git resolves them: relative to the remote, never
+ * above its host. */
+START_TEST(test_resolve_url)
+{
+	static const char *const cases[][3] = {
+		{ "http://h:8080/octo/demo.git", "../lib.git", "http://h:8080/octo/lib.git" },
+		{ "https://h/octo/demo.git/", "./sub", "https://h/octo/demo.git/sub" },
+		{ "https://h/octo/demo", "../../other/x.git", "https://h/other/x.git" },
+		{ "https://h/octo/demo", "../../../../x.git", "https://h/x.git" },
+		{ "https://h/octo/demo", "https://elsewhere/a/b.git", "https://elsewhere/a/b.git" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *u = gitops_resolve_url(cases[i][0], cases[i][1]);
+		ck_assert_str_eq(u, cases[i][2]);
+		free(u);
+	}
+}
+END_TEST
+
 START_TEST(test_config)
 {
 	static const char *keys[] = { "AGENT", "AGENT_COMMAND", "AGENT_MODEL", "AGENT_MAX_BUDGET_USD",
@@ -285,6 +455,10 @@ int main(void)
 	tcase_add_test(tc, test_codex);
 	tcase_add_test(tc, test_tail);
 	tcase_add_test(tc, test_config);
+	tcase_add_test(tc, test_b64url);
+	tcase_add_test(tc, test_app_jwt);
+	tcase_add_test(tc, test_auth_env);
+	tcase_add_test(tc, test_resolve_url);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -157,6 +157,15 @@ START_TEST(test_reserve)
 	ck_assert_int_eq(r.in_tokens, (long long)strlen(b));
 	ck_assert_int_eq(r.out_tokens, 1000);
 	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 3750000 + 1000LL * 15000000);
+	/* a cache kept an hour: its writes at twice the input price ($6) */
+	b = "{\"model\": \"claude-sonnet-4-5\", \"max_tokens\": 1000, \"system\": [{\"type\": \"text\", \"text\": \"s\", "
+	    "\"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"1h\"}}], \"messages\": []}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
+	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 6000000 + 1000LL * 15000000);
+	b = "{\"model\": \"claude-sonnet-4-5\", \"max_tokens\": 1000, \"system\": [{\"type\": \"text\", \"text\": \"s\", "
+	    "\"cache_control\": {\"type\": \"ephemeral\", \"ttl\": \"5m\"}}], \"messages\": []}";
+	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);
+	ck_assert_int_eq(r.pusd, (long long)strlen(b) * 3750000 + 1000LL * 15000000);
 	/* no max_tokens, or more than the model gives: its max_output */
 	b = "{\"model\": \"claude-sonnet-4-5\", \"messages\": []}";
 	ck_assert_int_eq(reserve(p, LCD_PROV_ANTHROPIC, LCD_GW_MESSAGES, b, &r, &why), 0);

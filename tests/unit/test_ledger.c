@@ -48,6 +48,7 @@ START_TEST(test_prices_shipped)
 	ck_assert_int_eq(pr.output, 15000000);
 	ck_assert_int_eq(pr.cache_read, 300000);
 	ck_assert_int_eq(pr.cache_write, 3750000);
+	ck_assert_int_eq(pr.cache_write_1h, 6000000); /* an hour's write: twice the input */
 	ck_assert(lcd_prices_find(p, LCD_PROV_OPENAI, "gpt-4o-mini", &pr));
 	ck_assert_int_eq(pr.cache_read, 75000);
 	ck_assert(lcd_prices_find(p, LCD_PROV_ANTHROPIC, "some-future-model", &pr));
@@ -120,6 +121,10 @@ START_TEST(test_cost_exact)
 	lcd_usage_t u = { .input = 3000, .output = 110, .cache_read = 3000, .cache_write = 400 };
 	/* Claude Code's own figure for the same usage: $0.01305 */
 	ck_assert_int_eq(lcd_usage_cost(&u, &sonnet), 13050000000LL);
+	/* 100 of the 400 writes kept an hour: at $6 per M, not $3.75 */
+	sonnet.cache_write_1h = 6000000;
+	u.cache_write_1h = 100;
+	ck_assert_int_eq(lcd_usage_cost(&u, &sonnet), 13050000000LL + 100 * (6000000 - 3750000));
 	long long b = 0;
 	lc_error_t *err = NULL;
 	json_t *v = json_real(0.01);
@@ -233,6 +238,15 @@ START_TEST(test_meter_malformed)
 	ck_assert_int_eq(u->input, 0);
 	ck_assert_int_eq(u->output, 0);
 	free(junk);
+	lcd_meter_free(m);
+	/* a whole answer whose cache writes were kept an hour */
+	const char *hour = "{\"usage\": {\"input_tokens\": 5, \"output_tokens\": 7, \"cache_creation_input_tokens\": 900, "
+			   "\"cache_creation\": {\"ephemeral_5m_input_tokens\": 100, \"ephemeral_1h_input_tokens\": 800}}}";
+	m = lcd_meter_new(LCD_PROV_ANTHROPIC, false);
+	lcd_meter_feed(m, hour, strlen(hour));
+	ck_assert(lcd_meter_end(m));
+	ck_assert_int_eq(lcd_meter_usage(m)->cache_write, 900);
+	ck_assert_int_eq(lcd_meter_usage(m)->cache_write_1h, 800);
 	lcd_meter_free(m);
 	/* a body that is not JSON */
 	m = lcd_meter_new(LCD_PROV_ANTHROPIC, false);

@@ -246,16 +246,28 @@ START_TEST(test_grant)
 	err = NULL;
 	/* limits: the grant's when none is asked (best effort), within it otherwise */
 	lc_limits_t out;
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", NULL, &out, &err), 0);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", NULL, 64LL << 20, &out, &err), 0);
 	ck_assert_int_eq(out.memory, LCD_GRANT_MEMORY_DEFAULT);
+	ck_assert_int_eq(out.disk, 64LL << 20); /* lcd.json's task_disk: the grant names none */
 	ck_assert(out.best_effort);
 	lc_limits_t asked = { .memory = 1LL << 30, .memory_swap = -1, .pids = -1 };
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), 0);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), 0);
 	ck_assert_int_eq(out.memory, 1LL << 30);
 	ck_assert_int_eq(out.pids, LCD_GRANT_PIDS_DEFAULT);
+	ck_assert_int_eq(out.disk, 64LL << 20);
 	ck_assert(!out.best_effort);
+	asked.disk = 32LL << 20;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), 0);
+	ck_assert_int_eq(out.disk, 32LL << 20);
+	asked.disk = 65LL << 20;
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), -1);
+	ck_assert_str_eq(err->msg, "limits.disk: 68157440 is more than app demo's tasks may ask for (67108864: "
+				   "sandboxes.limits.disk in its manifest, else lcd.json's task_disk)");
+	lc_error_free(err);
+	err = NULL;
+	asked.disk = 0;
 	asked.memory = 3LL << 30;
-	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, &out, &err), -1);
+	ck_assert_int_eq(lcd_grant_limits(g, "demo", &asked, 64LL << 20, &out, &err), -1);
 	ck_assert_str_eq(err->msg, "limits.memory: 3221225472 is more than app demo's tasks may ask for (2147483648: "
 				   "sandboxes.limits.memory in its manifest)");
 	lc_error_free(err);
@@ -457,6 +469,38 @@ static time_t at(int y, int mon, int d, int h, int mi)
 	return timegm(&tm);
 }
 
+/* optional_secrets join secrets (every check sees them) and are listed
+ * apart, for the task to run without them when they are not set. */
+START_TEST(test_optional_secrets)
+{
+	char *t = mutate("\"secrets\": [\"MODEL_KEY\"]", "\"secrets\": [\"MODEL_KEY\"], \"optional_secrets\": [\"TOK\", \"APP_KEY\"]");
+	lcd_app_t *app = parse_ok(t);
+	free(t);
+	const lcd_function_t *f = lcd_app_function(app, "solve");
+	ck_assert_int_eq(lc_strv_len(f->secrets), 3);
+	ck_assert_str_eq(f->secrets[1], "TOK");
+	ck_assert_str_eq(f->secrets[2], "APP_KEY");
+	ck_assert_int_eq(lc_strv_len(f->optional_secrets), 2);
+	lcd_app_unref(app);
+	t = mutate("\"secrets\": [\"MODEL_KEY\"]", "\"secrets\": [\"MODEL_KEY\"], \"optional_secrets\": [\"TOK\", \"MODEL_KEY\"]");
+	char *m = parse_err(t);
+	ck_assert_str_eq(m, "functions.solve.optional_secrets[1]: also in secrets");
+	free(m);
+	free(t);
+	t = mutate("\"secrets\": [\"MODEL_KEY\"]", "\"optional_secrets\": [\"bad-name\"]");
+	m = parse_err(t);
+	ck_assert_str_eq(m, "functions.solve.optional_secrets[0]: bad secret name (letters, digits, '_'; not starting with a digit)");
+	free(m);
+	free(t);
+	/* an optional secret is a secret: no config key may shadow it */
+	t = mutate("\"secrets\": [\"MODEL_KEY\"]", "\"optional_secrets\": [\"LABEL\"]");
+	m = parse_err(t);
+	ck_assert_str_eq(m, "config.LABEL: also a secret of functions.solve (config is not secret)");
+	free(m);
+	free(t);
+}
+END_TEST
+
 START_TEST(test_schedule_due)
 {
 	lcd_schedule_t s = { 0 };
@@ -511,6 +555,7 @@ int main(void)
 	tcase_add_test(tc, test_net_from_config);
 	tcase_add_test(tc, test_model_gateway);
 	tcase_add_test(tc, test_schedule_due);
+	tcase_add_test(tc, test_optional_secrets);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

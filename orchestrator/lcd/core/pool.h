@@ -1,4 +1,4 @@
-/* pool.h — the warm pool of sandboxes (pool.c); see README "Warm pool". */
+/* pool.h — the warm pool of sandboxes (pool.c); see docs/design/pool.md. */
 #ifndef LCD_POOL_H
 #define LCD_POOL_H
 

@@ -280,6 +280,14 @@ static void log_line(int fd, const char *fmt, ...)
 	(void)lc_write_all(fd, buf, (size_t)n);
 }
 
+static bool strv_has(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (!strcmp(*v, s))
+			return true;
+	return false;
+}
+
 /* Build the sandbox description.  Secrets go into spec->secret_env only,
  * which liblcrun gives to the command and never writes down. */
 static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, lc_spec_t **out, lc_error_t **err)
@@ -307,6 +315,8 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 		if (gw_secret && !strcmp(f->secrets[i], gw_secret))
 			continue;
 		_cleanup_free_ char *v = lcd_store_secret_get(j->lcd->db, f->secrets[i], err);
+		if (!v && !*err && strv_has(f->optional_secrets, f->secrets[i]))
+			continue; /* optional, and not set */
 		if (!v) {
 			lc_spec_free(spec);
 			if (*err)

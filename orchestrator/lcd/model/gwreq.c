@@ -196,6 +196,32 @@ static char *anthropic_server_tool(const char *type)
 }
 
 /* OpenAI tools the client runs (a "namespace" groups more of them). */
+/* Whether anything in v asks the provider to keep a cache an hour
+ * ("cache_control": {"type": "ephemeral", "ttl": "1h"}): its writes cost
+ * cache_write_1h. */
+static bool hour_cache(json_t *v, int depth)
+{
+	if (depth > 64)
+		return true; /* deeper than any real request: priced as if it did */
+	const char *k;
+	size_t i;
+	json_t *x;
+	if (json_is_object(v)) {
+		json_t *cc = json_object_get(v, "cache_control");
+		const char *ttl = json_string_value(json_object_get(cc, "ttl"));
+		if (ttl && strcmp(ttl, "5m"))
+			return true;
+		json_object_foreach(v, k, x)
+			if (hour_cache(x, depth + 1))
+				return true;
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x)
+			if (hour_cache(x, depth + 1))
+				return true;
+	}
+	return false;
+}
+
 static bool openai_client_tool(const char *type)
 {
 	static const char *const client[] = { "function", "custom", "local_shell", "computer_use_preview", "apply_patch",
@@ -429,6 +455,8 @@ int lcd_gw_reserve(int prov, lcd_gw_api_t api, json_t *body, size_t body_len, co
 		in_price = price->cache_read;
 	if (price->cache_write > in_price)
 		in_price = price->cache_write;
+	if (prov == LCD_PROV_ANTHROPIC && price->cache_write_1h > in_price && hour_cache(body, 0))
+		in_price = price->cache_write_1h;
 	out->pusd = add_sat(add_sat(mul_sat(out->in_tokens, in_price), mul_sat(out->out_tokens, price->output)),
 			    out->tools_pusd);
 	return 0;

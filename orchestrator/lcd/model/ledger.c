@@ -127,15 +127,15 @@ bool lcd_model_name_ok(const char *s)
 
 static int parse_model(json_t *v, const char *source, const char *path, lcd_price_t *p, lc_error_t **err)
 {
-	static const char *const keys[] = { "input", "output", "cache_read", "cache_write", "max_output" };
+	static const char *const keys[] = { "input", "output", "cache_read", "cache_write", "cache_write_1h", "max_output" };
 	if (!json_is_object(v))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s: expected {\"input\", \"output\", \"cache_read\", "
-				    "\"cache_write\"} in dollars per million tokens", source, path);
+				    "\"cache_write\", \"cache_write_1h\"} in dollars per million tokens", source, path);
 	const char *k;
 	json_t *x;
 	json_object_foreach(v, k, x) {
 		bool known = false;
-		for (size_t i = 0; i < 5; i++)
+		for (size_t i = 0; i < 6; i++)
 			known |= !strcmp(k, keys[i]);
 		if (!known)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s.%s: unknown key", source, path, k);
@@ -145,14 +145,16 @@ static int parse_model(json_t *v, const char *source, const char *path, lcd_pric
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s.max_output: expected the model's largest answer in "
 				    "tokens, 1 to %lld", source, path, OUTPUT_MAX);
 	p->max_output = mo ? json_integer_value(mo) : 0;
-	long long *dst[] = { &p->input, &p->output, &p->cache_read, &p->cache_write };
-	for (size_t i = 0; i < 4; i++) {
+	long long *dst[] = { &p->input, &p->output, &p->cache_read, &p->cache_write, &p->cache_write_1h };
+	for (size_t i = 0; i < 5; i++) {
 		json_t *f = json_object_get(v, keys[i]);
 		_cleanup_free_ char *fp = lc_strdup_printf("%s.%s", path, keys[i]);
 		if (!f) {
 			if (i < 2)
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: %s: required", source, fp);
-			*dst[i] = p->input;
+			/* an hour's cache write: Anthropic's twice the input; never
+			 * less than a 5-minute one */
+			*dst[i] = i == 4 ? (2 * p->input > p->cache_write ? 2 * p->input : p->cache_write) : p->input;
 			continue;
 		}
 		if (per_token(f, source, fp, dst[i], err) < 0)
@@ -331,8 +333,9 @@ bool lcd_prices_tool(const lcd_prices_t *p, lcd_provider_t prov, const char *too
 
 long long lcd_usage_cost(const lcd_usage_t *u, const lcd_price_t *p)
 {
+	long long hour = u->cache_write_1h < u->cache_write ? u->cache_write_1h : u->cache_write;
 	return u->input * p->input + u->output * p->output + u->cache_read * p->cache_read +
-	       u->cache_write * p->cache_write;
+	       (u->cache_write - hour) * p->cache_write + hour * p->cache_write_1h;
 }
 
 json_t *lcd_usage_json(const lcd_usage_t *u)
@@ -432,6 +435,10 @@ static bool anthropic_usage(lcd_usage_t *u, json_t *o, bool final)
 	u->output = tok(o, "output_tokens", u->output);
 	u->cache_read = tok(o, "cache_read_input_tokens", u->cache_read);
 	u->cache_write = tok(o, "cache_creation_input_tokens", u->cache_write);
+	/* the writes kept an hour, of cache_creation_input_tokens */
+	json_t *cc = json_object_get(o, "cache_creation");
+	if (json_is_object(cc))
+		u->cache_write_1h = tok(cc, "ephemeral_1h_input_tokens", u->cache_write_1h);
 	const char *k;
 	json_t *v;
 	json_object_foreach(json_object_get(o, "server_tool_use"), k, v) {

@@ -34,6 +34,7 @@ json_t *lcd_usd_json(long long pusd);
 
 typedef struct lcd_price {
 	long long input, output, cache_read, cache_write; /* pico-dollars per token */
+	long long cache_write_1h; /* a cache write kept an hour (Anthropic: 2x input) */
 	long long max_output; /* the model's largest answer in tokens; 0: not given */
 } lcd_price_t;
 
@@ -79,6 +80,7 @@ typedef struct lcd_usage {
 	 * OpenAI reports cached tokens inside its input count; they are
 	 * taken out of input here and counted as cache_read. */
 	long long input, output, cache_read, cache_write;
+	long long cache_write_1h; /* of cache_write, those kept an hour (usage.cache_creation) */
 	bool seen;  /* some usage was reported */
 	bool final; /* the answer's final usage was reported */
 	/* server tools the provider ran and reported (Anthropic's

@@ -333,7 +333,8 @@ static int parse_gateway(json_t *v, const char *path, lc_error_t **err)
 static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_error_t **err)
 {
 	static const char *const keys[] = { "command", "image", "limits", "net", "timeout", "retries",
-		"concurrency", "queue", "secrets", "mounts", "budget_usd", "model_gateway", "description", NULL };
+		"concurrency", "queue", "secrets", "optional_secrets", "mounts", "budget_usd", "model_gateway", "description",
+		NULL };
 	_cleanup_free_ char *path = NULL;
 	f->name = strdup(name);
 	if (entry_start("functions", "function", name, v, keys, &path, err) < 0)
@@ -408,6 +409,23 @@ static int parse_function(const char *name, json_t *v, lcd_function_t *f, lc_err
 		if (get_strv(sec, p, lcd_secret_name_valid,
 			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->secrets, err) < 0)
 			return -1;
+	}
+	/* optional_secrets: given when set, left out when not (one of two
+	 * ways to authenticate, say); they join secrets for every check */
+	json_t *opt = json_object_get(v, "optional_secrets");
+	if (opt) {
+		_cleanup_free_ char *p = lc_strdup_printf("%s.optional_secrets", path);
+		if (get_strv(opt, p, lcd_secret_name_valid,
+			     "bad secret name (letters, digits, '_'; not starting with a digit)", &f->optional_secrets, err) < 0)
+			return -1;
+		for (size_t i = 0; f->optional_secrets[i]; i++) {
+			for (char **s = f->secrets; s && *s; s++)
+				if (!strcmp(*s, f->optional_secrets[i])) {
+					_cleanup_free_ char *pi = lc_strdup_printf("%s[%zu]", p, i);
+					return bad(err, pi, "also in secrets");
+				}
+			lc_strv_push(&f->secrets, f->optional_secrets[i]);
+		}
 	}
 
 	json_t *mounts = json_object_get(v, "mounts");
@@ -915,6 +933,7 @@ void lcd_app_unref(lcd_app_t *app)
 		free(f->image);
 		free(f->net);
 		lc_strv_free(f->secrets);
+		lc_strv_free(f->optional_secrets);
 		json_decref(f->model_gateway);
 		json_decref(f->gateway_raw);
 		free(f->gateway_access_key);

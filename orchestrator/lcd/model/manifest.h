@@ -21,7 +21,8 @@ typedef struct lcd_function {
 	int retries;
 	int concurrency; /* at most this many running */
 	int queue;       /* at most this many waiting */
-	char **secrets;  /* names of the secrets it sees as environment */
+	char **secrets;  /* names of the secrets it sees as environment (optional ones too) */
+	char **optional_secrets; /* those of them it runs without when they are not set */
 	lc_mount_t *mounts; /* host paths bound into its sandboxes ("mounts") */
 	size_t n_mounts;
 	long long budget_pusd; /* budget_usd: what a task may spend through the model gateway (0: no cap) */
