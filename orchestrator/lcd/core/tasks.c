@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -264,6 +265,16 @@ struct job {
 	char sandbox_id[LC_ID_LEN + 1];
 };
 
+/* The task's output goes straight to its log: on a full disk its own
+ * writes fail (ENOSPC) and it usually exits non-zero saying so to the
+ * log it cannot write.  Whether the log's disk is full when it ends is
+ * what lcd can tell: no block left to an unprivileged writer. */
+static bool log_disk_full(int logfd)
+{
+	struct statvfs sv;
+	return fstatvfs(logfd, &sv) == 0 && sv.f_bavail == 0;
+}
+
 static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(int fd, const char *fmt, ...)
 {
@@ -513,6 +524,12 @@ static void *worker(void *arg)
 			error = lc_strdup_printf("killed by signal %d", res.signal);
 		else
 			error = lc_strdup_printf("exited with status %d", res.exit_code);
+	}
+	if (error && log_disk_full(logfd)) {
+		char *e = lc_strdup_printf("%s; its log is cut short: the disk of %s is full (%s)", error, lcd->logs_dir,
+					   strerror(ENOSPC));
+		free(error);
+		error = e;
 	}
 	if (note)
 		log_line(logfd, "lcd: %s", note);
