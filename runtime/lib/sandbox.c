@@ -147,6 +147,20 @@ static void staging_fail(lc_sb_t *c, lc_error_t *e)
 	_exit(LC_EXIT_RUNTIME);
 }
 
+/* A namespace the kernel refused (errno e): the limit that refused it,
+ * when it is one (ENOSPC: the sysctl user.max_*_namespaces of this or
+ * an enclosing user namespace), else what may help. */
+static void ns_fail(lc_sb_t *c, int e, const char *what, const char *limits, const char *otherwise)
+{
+	lc_error_t *err = NULL;
+	if (e == ENOSPC)
+		lc_error_set(&err, LC_EXIT_RUNTIME, e, "cannot create %s: the kernel's limit of them is reached (sysctl %s)",
+			     what, limits);
+	else
+		lc_error_set(&err, LC_EXIT_RUNTIME, e, "cannot create %s%s", what, otherwise);
+	staging_fail(c, err);
+}
+
 static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
@@ -243,10 +257,9 @@ static void staging_main(lc_sb_t *c)
 		uid_t uid = geteuid();
 		gid_t gid = getegid();
 		char map[64];
-		if (unshare(CLONE_NEWUSER) < 0) {
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create a user namespace (are unprivileged user namespaces enabled?)");
-			staging_fail(c, e);
-		}
+		if (unshare(CLONE_NEWUSER) < 0)
+			ns_fail(c, errno, "a user namespace", "user.max_user_namespaces",
+				" (are unprivileged user namespaces enabled?)");
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
 		if (lc_write_file("/proc/self/uid_map", map, &e) < 0 ||
 		    lc_write_file("/proc/self/setgroups", "deny", &e) < 0)
@@ -266,10 +279,8 @@ static void staging_main(lc_sb_t *c)
 		if (r == 0)
 			trace("staging: a spare network namespace");
 	}
-	if (unshare(CLONE_NEWNS | (spare >= 0 ? 0 : CLONE_NEWNET)) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create mount and network namespaces");
-		staging_fail(c, e);
-	}
+	if (unshare(CLONE_NEWNS | (spare >= 0 ? 0 : CLONE_NEWNET)) < 0)
+		ns_fail(c, errno, "mount and network namespaces", "user.max_mnt_namespaces or user.max_net_namespaces", "");
 	if (spare < 0 && lc_loopback_up() < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
@@ -307,8 +318,7 @@ static void staging_main(lc_sb_t *c)
 		close(own);
 		c->plan.idmap_userns_fd = -1;
 	} else if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
-		staging_fail(c, e);
+		ns_fail(c, errno, "the sandbox's user namespace", "user.max_user_namespaces", "");
 	}
 	/* This mount namespace (the host's mounts and the overlays) is left
 	 * for pid 1's below, and the last reference to a mount namespace
@@ -342,10 +352,10 @@ static void staging_main(lc_sb_t *c)
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (!c->rootless)
 		flags |= CLONE_NEWCGROUP;
-	if (unshare(flags) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
-		staging_fail(c, e);
-	}
+	if (unshare(flags) < 0)
+		ns_fail(c, errno, "the sandbox's namespaces",
+			"user.max_mnt_namespaces, max_pid_namespaces, max_uts_namespaces, max_ipc_namespaces or "
+			"max_cgroup_namespaces", "");
 	if (lc_mounts_open_staged(&c->plan, &e) < 0)
 		staging_fail(c, e);
 	/* pid 1's mount namespace, for the remover to hold (remover_start). */
@@ -372,7 +382,8 @@ static void staging_main(lc_sb_t *c)
 	}
 	pid_t pid = clone(pid1_entry, stack + stack_size, CLONE_VM | CLONE_PARENT | SIGCHLD, c);
 	if (pid < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the sandbox's pid 1");
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the sandbox's pid 1%s",
+			     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 		staging_fail(c, e);
 	}
 	if (mntns >= 0)
@@ -1711,6 +1722,13 @@ bool lc_sb_sync_read(lc_sb_t *c)
 		c->got_exit = true;
 		c->exit_code = m.a;
 		c->exit_signal = m.b;
+	} else if (m.type == LC_MSG_ERROR) {
+		/* pid 1 was ready, then could not start the command (out of
+		 * processes): its exit status alone would not say why */
+		lc_error_t *e = NULL;
+		if (lc_error_from_buf(&e, m.text, strnlen(m.text, sizeof(m.text))) == 0 && e)
+			snprintf(c->start_error, sizeof(c->start_error), "%s", e->msg);
+		lc_error_free(e);
 	}
 	return true;
 }
@@ -1742,6 +1760,7 @@ void lc_sb_reap(lc_sb_t *c, lc_result_t *res)
 	res->exit_code = code;
 	res->signal = sig;
 	res->timed_out = c->timed_out;
+	snprintf(res->start_error, sizeof(res->start_error), "%s", c->start_error);
 	if (res->timed_out)
 		res->exit_code = LC_EXIT_TIMEOUT;
 }
@@ -1777,6 +1796,11 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 		if (c->pidfd >= 0 ? (p[0].revents & POLLIN) != 0 : lc_sb_exited(c))
 			break;
 	}
+	/* pid 1's last words (its command's EXIT, or why it could not start
+	 * it) may still wait on the socket when its exit came first */
+	struct pollfd q = { sync_fd, POLLIN, 0 };
+	while (sync_fd >= 0 && poll(&q, 1, 0) == 1 && lc_sb_sync_read(c))
+		;
 	lc_sb_reap(c, res);
 }
 

@@ -221,6 +221,7 @@ int lc_readonly_path(int rootfd, const char *path, lc_error_t **err);
 /* ---- sandbox.c: one sandbox being started, run and torn down */
 typedef struct lc_sb {
 	const lc_spec_t *spec;
+	char start_error[256]; /* pid 1's word after READY: it could not start the command */
 	char id[LC_ID_LEN + 1];
 	char *sbdir;
 	bool rootless;

@@ -520,6 +520,8 @@ static void *worker(void *arg)
 		state = "failed";
 		if (res.oom_killed)
 			error = strdup("killed: out of memory");
+		else if (res.start_error[0])
+			error = strdup(res.start_error);
 		else if (res.signal)
 			error = lc_strdup_printf("killed by signal %d", res.signal);
 		else
