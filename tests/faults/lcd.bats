@@ -151,7 +151,8 @@ fork_case() { # STEP
 	fi
 	run "$LCCTL" sandbox fork "$SB" 2 --json
 	[ "$status" -eq 0 ]
-	for id in $(echo "$output" | jq -r '.ids[]'); do
+	[ "$(echo "$output" | jq length)" -eq 2 ]
+	for id in $(echo "$output" | jq -r '.[]'); do
 		[ "$("$LCCTL" sandbox exec "$id" -- cat /root/mark)" = v1 ]
 		"$LCCTL" sandbox rm "$id"
 	done
