@@ -112,7 +112,9 @@ create_py() { # REQS-JSON [FETCH-CMD]
 	web_up
 	start_lcd
 	app na
-	hostaddr=$(ip -4 -o addr show scope global | awk '{ print $4 }' | cut -d/ -f1 | head -1)
+	# an address of this host that no other rule refuses: web_up put it
+	# on the host's end of the link to the web server
+	hostaddr=198.18.9.1
 	res=$(run_py na "$(create_py '{"all": {"net": {"mode": "allow", "allow": [{"cidr": "0.0.0.0/0"}]}},
 		"web": {"net": {"mode": "allow", "allow": [{"cidr": "192.0.2.40/32"}]}},
 		"open": {"net": "open"}, "openobj": {"net": {"mode": "open"}}}' "curl -s --max-time 3 http://$WEB4:8080/")")
@@ -323,8 +325,9 @@ for name, fn in {"chmod": lambda: os.chmod("/run/lcd.sock", 0), "unlink": lambda
 json.dump(out, open("/run/task/result.json", "w"))
 ')
 	echo "$res"
-	# EPERM, EBUSY, EPERM: not its owner, a mount point
-	[ "$res" = '{"chmod":1,"unlink":16,"chown":1}' ]
+	# EROFS, EBUSY, EROFS: a read-only mount point (EPERM, not its owner,
+	# would do as well); none of the three done
+	[ "$res" = '{"chmod":30,"unlink":16,"chown":30}' ]
 	res=$(run_py sbb '
 from lcrun_client import Client
 import json
