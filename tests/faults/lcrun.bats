@@ -49,6 +49,23 @@ run_case() { # STEP [OPTIONS of lcrun run]
 @test "faults: run --net allow: sandbox-net-attached" { run_case sandbox-net-attached "${NET[@]}"; }
 @test "faults: run --net allow: teardown-net" { run_case teardown-net "${NET[@]}"; }
 
+# A sandbox whose monitor was killed ends with it (pid 1 sees its sync
+# socket close), a moment later: gc run meanwhile rightly leaves a pid 1
+# that still runs.  Wait for such ends (5 s at most), as a user's later
+# gc would come after them.
+wait_orphans_end() {
+	local id mp left
+	for _ in $(seq 50); do
+		left=
+		for id in $(live_ids); do
+			mp=$(jq -r '.monitor_pid // empty' "$LCRUN_STATE_DIR/$id/state.json" 2>/dev/null)
+			[ -n "$mp" ] && ! kill -0 "$mp" 2>/dev/null && left=1
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+}
+
 # create: the sandbox is made by its monitor, a helper of lcrun create; a
 # kill of either.  The sandbox, if it is listed, is running or stopped
 # (its id was told), never running without its processes.
@@ -56,6 +73,7 @@ create_case() { # STEP [OPTIONS of lcrun create]
 	local step=$1
 	shift
 	fault_at "$step" "$LCRUN" create "$@"
+	wait_orphans_end
 	faults_check
 	id=$("$LCRUN" create "$@")
 	[ "$("$LCRUN" exec "$id" -- echo ok)" = ok ]
