@@ -180,6 +180,9 @@ lcd_reads() { # SB
 	  "short": {"command": ["/bin/sh", "-c", "echo short-and-whole"]}
 	}}
 	EOF
+	# (the task's upper layer in the store, not on a disk image of its
+	# own: its teardown gives back next to nothing before lcd looks)
+	echo '{"task_disk": 0}' >"$F/lcd.json"
 	start_lcd
 	"$LCCTL" deploy "$F/app.json" >/dev/null
 	fill_but 10000

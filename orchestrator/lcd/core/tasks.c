@@ -267,12 +267,13 @@ struct job {
 
 /* The task's output goes straight to its log: on a full disk its own
  * writes fail (ENOSPC) and it usually exits non-zero saying so to the
- * log it cannot write.  Whether the log's disk is full when it ends is
- * what lcd can tell: no block left to an unprivileged writer. */
+ * log it cannot write.  Whether the log's disk is (nearly) full when it
+ * ends is what lcd can tell: less than 1 MiB left to an unprivileged
+ * writer (its sandbox's teardown may have given a little back). */
 static bool log_disk_full(int logfd)
 {
 	struct statvfs sv;
-	return fstatvfs(logfd, &sv) == 0 && sv.f_bavail == 0;
+	return fstatvfs(logfd, &sv) == 0 && (unsigned long long)sv.f_bavail * sv.f_frsize < (1ULL << 20);
 }
 
 static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
