@@ -24,6 +24,7 @@
 
 #include "archivelib.h"
 #include "e2b.h"
+#include "fault.h"
 #include "gateway.h"
 #include "images.h"
 #include "lcd.h"
@@ -412,6 +413,26 @@ void lcd_stop_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
+/* What a killed lcd (or its runner's children) left on the host: the
+ * cgroup, network and directories of a task's sandbox, a snapshot's
+ * temporary blob, a sandbox a snapshot left frozen.  liblcrun's gc, which
+ * removes nothing a live sandbox uses (lcrun gc does the same). */
+static void collect_leftovers(void)
+{
+	json_t *removed = NULL;
+	lc_error_t *e = NULL;
+	if (lc_gc(&removed, &e) < 0) {
+		lcd_log("cannot collect what a crash left: %s", e ? e->msg : "?");
+		lc_error_free(e);
+		return;
+	}
+	size_t i;
+	json_t *what;
+	json_array_foreach(removed, i, what)
+		lcd_log("at start: %s", json_string_value(what));
+	json_decref(removed);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -430,7 +451,7 @@ int main(int argc, char **argv)
 		case 's': sock_opt = optarg; break;
 		case 'k': clock_opt = optarg; break;
 		case 'h': usage(stdout); return 0;
-		case 'V': printf("lcd %s\n", PACKAGE_VERSION); return 0;
+		case 'V': printf("lcd %s%s\n", PACKAGE_VERSION, LC_FAULT_BUILD ? " (fault-injection: a test build)" : ""); return 0;
 		default: usage(stderr); return LC_EXIT_USAGE;
 		}
 	}
@@ -645,6 +666,8 @@ int main(int argc, char **argv)
 	lcd_node_set_token(&lcd, cluster_token);
 	if (lcd_apps_load(&lcd, &err) < 0 || lcd_recover(&lcd, &err) < 0 || lcd_sandboxes_recover(&lcd, &err) < 0)
 		return start_failed(&lcd, hooks, api, e2b, sock, err);
+	lcd_images_recover(&lcd);
+	collect_leftovers();
 
 	/* Every thread started below inherits this mask; main waits for them. */
 	sigset_t sigs;

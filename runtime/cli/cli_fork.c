@@ -144,6 +144,7 @@ int lc_cmd_fork(int argc, char **argv)
 
 	/* one clock for the whole trace */
 	lc_trace("fork: image resolved");
+	LC_FAULT("fork-resolved");
 	fflush(NULL);
 	collect_t col = { lc_xmalloc0((size_t)count * sizeof(json_t *)), count, 0, 0 };
 	lc_run_batch(s, sh, count, sfd, on_done, &col);
@@ -153,6 +154,7 @@ int lc_cmd_fork(int argc, char **argv)
 	free(col.res);
 	int code = col.code;
 	lc_trace("fork: all results in");
+	LC_FAULT("fork-results");
 	if (result_path && json_dump_file(all, result_path, JSON_INDENT(2)) < 0)
 		fprintf(stderr, "lcrun: cannot write --result %s\n", result_path);
 	json_decref(all);

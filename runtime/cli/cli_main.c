@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fault.h"
 #include "seccomp.h"
 
 int lc_cli_fail(lc_error_t *err)
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("lcrun %s\n", PACKAGE_VERSION);
+		printf("lcrun %s%s\n", PACKAGE_VERSION, LC_FAULT_BUILD ? " (fault-injection: a test build)" : "");
 		return 0;
 	}
 	for (size_t i = 0; verbs[i].name; i++) {

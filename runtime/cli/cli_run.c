@@ -408,6 +408,8 @@ int lc_cmd_run(int argc, char **argv)
 	}
 	if (res.limits_not_applied[0])
 		fprintf(stderr, "lcrun: --limits best-effort: not applied on this host: %s\n", res.limits_not_applied);
+	if (res.start_error[0])
+		fprintf(stderr, "lcrun: %s\n", res.start_error);
 	if (res.oom_killed) {
 		if (s->limits.memory > 0)
 			fprintf(stderr, "lcrun: killed by the out-of-memory killer (memory limit %lld MiB)\n",

@@ -128,6 +128,7 @@ static void begin(batch_t *b, long i)
 static void started(batch_t *b, long i)
 {
 	slot_t *s = &b->slots[i];
+	LC_FAULT("sandbox-running");
 	lc_sb_run_started(&s->c, &s->res);
 	/* the staging process has cloned into the cgroup: one fd fewer for
 	 * each of up to hundreds of sandboxes */

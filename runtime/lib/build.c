@@ -48,13 +48,14 @@ static void hash_str(const char *s, char *hex)
 	lc_sha256_buf(s, strlen(s), hex);
 }
 
-/* A fresh directory lc_lib_dir()/tmp/PREFIX-XXXXXX (prune removes leftovers). */
+/* A fresh directory lc_lib_dir()/tmp/PREFIX-PID.START-XXXXXX (lcrun gc and
+ * prune remove it if this process is killed). */
 static char *make_tmp_dir(const char *prefix, lc_error_t **err)
 {
 	_cleanup_free_ char *tmpd = lc_strdup_printf("%s/tmp", lc_lib_dir());
 	if (lc_mkdir_p(tmpd, 0700, err) < 0)
 		return NULL;
-	char *dir = lc_strdup_printf("%s/%s-XXXXXX", tmpd, prefix);
+	char *dir = lc_image_tmp_name(tmpd, prefix);
 	if (!mkdtemp(dir)) {
 		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 		free(dir);
@@ -423,10 +424,12 @@ static int step_run(struct build *b, const char *parent, json_t *run, const char
 	lc_spec_free(s);
 	if (r < 0)
 		return lc_error_wrap(err, "run step");
+	LC_FAULT("build-step-ran");
 	if (res.exit_code == 0)
 		r = lc_sandbox_snapshot(res.id, name, err);
 	else
 		r = lc_error_set(err, res.exit_code, 0, "run step exited %d (sandbox %s)", res.exit_code, res.id);
+	LC_FAULT("build-step-snapshotted");
 	/* the sandbox has served; its state and upper go */
 	if (res.id[0]) {
 		_cleanup_free_ char *sd = lc_sandbox_dir(res.id);
@@ -539,10 +542,11 @@ int lc_image_build(const char *file, const char *name_override, char **secrets, 
 	}
 	if (!parent)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: nothing to build (no steps on the host image)", file);
-	/* the name now points at the last step's image */
-	if (lc_image_exists(name, err) > 0 && lc_image_remove(name, err) < 0)
-		return -1;
-	if (lc_image_tag(parent, name, err) < 0)
+	/* the name now points at the last step's image, in one write of the
+	 * index: a build killed here leaves it naming the old image or the
+	 * new one (it used to be removed, then tagged again) */
+	LC_FAULT("build-naming");
+	if (lc_image_tag_replace(parent, name, err) < 0)
 		return -1;
 	if (out_name)
 		*out_name = lc_steal(name);

@@ -182,6 +182,7 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	if (lc_enter_sandbox(x->pidfd, ns, &e) < 0)
 		helper_fail(x, e);
 	lc_trace("exec helper: in the sandbox's namespaces");
+	LC_FAULT("exec-helper-joined");
 	int slave = -1;
 	if (o->tty) {
 		int master;
@@ -370,6 +371,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 	if (prepare(&x, id, st, err) < 0)
 		goto out;
 	lc_trace("exec: state, filter and options ready");
+	LC_FAULT("exec-prepared");
 	if (o->forward_signals || o->tty)
 		sigfd = lc_signals_to_fd(fwd_signals, sizeof(fwd_signals) / sizeof(fwd_signals[0]), &old);
 	/* The helper and the command live in the sandbox's pid namespace, so
@@ -513,6 +515,7 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 				}
 			} else if (m.type == LC_MSG_EXIT) {
 				lc_trace("exec: the command's status came");
+				LC_FAULT("exec-status");
 				got_exit = true;
 				code = m.a;
 				sig = m.b;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "net.h"
@@ -48,9 +49,11 @@ static void gc_state(const char *id, json_t *removed)
 	_cleanup_free_ char *file = lc_strdup_printf("%s/state.json", dir);
 	struct stat sb;
 	if (stat(file, &sb) < 0) {
-		/* An id claimed by a start that never wrote its state: leave
-		 * a fresh one alone (it may be writing it right now). */
-		if (stat(dir, &sb) == 0 && time(NULL) - sb.st_mtime > 10 && lc_rm_rf(dir, NULL) == 0)
+		/* An id claimed by a start that never wrote its state: its
+		 * maker holds the claim (flock) until it writes the state.
+		 * Nobody holds it: the maker was killed. */
+		_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0 && stat(file, &sb) < 0 && lc_rm_rf(dir, NULL) == 0)
 			note(removed, "removed state %s (empty)", dir);
 		return;
 	}
@@ -62,8 +65,11 @@ static void gc_state(const char *id, json_t *removed)
 	_cleanup_json_ json_t *st = lc_state_read(id, NULL);
 	if (!st)
 		return;
-	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+	if (lc_state_pid1_alive(st, id) || lc_state_monitor_alive(st, id) || lc_state_creator_alive(st)) {
+		if (lc_sandbox_thaw_left(id, st) == 1)
+			note(removed, "thawed sandbox %s (a snapshot of it was killed while it was frozen)", id);
 		return;
+	}
 	const char *status = lc_json_str(st, "status");
 	const char *cg = lc_json_str(st, "cgroup");
 	status = status ? status : "";
@@ -391,6 +397,13 @@ int lc_gc(json_t **removed_out, lc_error_t **err)
 	each_entry(state_trash, gc_state_trash_entry, removed);
 	_cleanup_free_ char *spare = lc_spare_dir();
 	each_entry(spare, gc_spare_entry, removed);
+	/* the image store: what a killed snapshot, build or import wrote */
+	_cleanup_json_ json_t *store = json_array();
+	lc_image_gc(store);
+	size_t si;
+	json_t *sp;
+	json_array_foreach(store, si, sp)
+		note(removed, "removed %s (its writer was gone)", json_string_value(sp));
 	lc_error_t *e = NULL;
 	int n = lc_net_gc(net_is_live, NULL, &e);
 	if (n > 0)

@@ -23,6 +23,7 @@
 #include "image.h"
 #include "json.h"
 #include "lcrun.h"
+#include "lifecycle.h"
 #include "util.h"
 
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"
@@ -219,10 +220,16 @@ static int load_blob_json(const char *hex, json_t **out, lc_error_t **err)
 	return 0;
 }
 
+char *lc_image_tmp_name(const char *dir, const char *prefix)
+{
+	pid_t me = getpid();
+	return lc_strdup_printf("%s/%s-%d.%llu-XXXXXX", dir, prefix, (int)me, lc_proc_starttime(me));
+}
+
 static int make_tmp_file(char **path, lc_error_t **err)
 {
 	_cleanup_free_ char *d = tmp_dir();
-	char *p = lc_strdup_printf("%s/blob-XXXXXX", d);
+	char *p = lc_image_tmp_name(d, "blob");
 	int fd = mkostemp(p, O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
@@ -433,7 +440,8 @@ static int unpack_layer_locked(const char *blob_hex, const char *diff_hex, const
 			       lc_error_t **err)
 {
 	_cleanup_free_ char *layers = lc_image_layers_dir();
-	_cleanup_free_ char *tmp = lc_strdup_printf("%s/.tmp-%s-XXXXXX", layers, diff_hex);
+	_cleanup_free_ char *pfx = lc_strdup_printf(".tmp-%s", diff_hex);
+	_cleanup_free_ char *tmp = lc_image_tmp_name(layers, pfx);
 	if (!mkdtemp(tmp))
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", tmp);
 	_cleanup_free_ char *bp = blob_path(blob_hex);
@@ -452,6 +460,7 @@ static int unpack_layer_locked(const char *blob_hex, const char *diff_hex, const
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "layer blob sha256:%s is corrupt (hashes to %s)",
 				    blob_hex, got_blob);
 	}
+	LC_FAULT("image-layer-unpacked");
 	struct stat st;
 	if (chmod(tmp, 0755) < 0 || rename(tmp, final) < 0) {
 		int e = errno;
@@ -685,6 +694,7 @@ static int record_image(const char *name, json_t *config, json_t *layers, json_t
 		json_object_set(m, "annotations", annotations);
 	if (put_blob_json(m, mhex, &mlen, err) < 0)
 		return -1;
+	LC_FAULT("image-manifest-stored");
 	return index_add(name, mhex, mlen, err);
 }
 
@@ -739,10 +749,12 @@ static int add_layer(const lc_upper_t *uppers, size_t n, uid_t uid_base, gid_t g
 		unlink(tmp);
 		return -1;
 	}
+	LC_FAULT("image-layer-written");
 	if (put_blob_file(tmp, hex, created, err) < 0) {
 		unlink(tmp);
 		return -1;
 	}
+	LC_FAULT("image-layer-stored");
 	json_array_append_new(layers, layer_desc(MT_LAYER, hex, size, true));
 	config_add_layer(config, hex, created_by);
 	return 0;
@@ -945,7 +957,7 @@ int lc_image_remove(const char *name, lc_error_t **err)
 	return index_save(idx, err);
 }
 
-int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
+static int tag(const char *src, const char *dst, bool replace, lc_error_t **err)
 {
 	if (!lc_image_name_valid(dst))
 		return check_new_name(dst, err);
@@ -954,7 +966,8 @@ int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
 	ssize_t i = index_edit(src, &lk, &idx, err);
 	if (i < 0)
 		return -1;
-	if (index_find(idx, dst) >= 0)
+	ssize_t old = index_find(idx, dst);
+	if (old >= 0 && !replace)
 		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", dst);
 	json_t *ms = json_object_get(idx, "manifests");
 	json_t *d = json_deep_copy(json_array_get(ms, (size_t)i));
@@ -964,8 +977,21 @@ int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
 		json_object_set_new(d, "annotations", ann);
 	}
 	json_object_set_new(ann, ANN_REF, json_string(dst));
-	json_array_append_new(ms, d);
+	if (old >= 0)
+		json_array_set_new(ms, (size_t)old, d);
+	else
+		json_array_append_new(ms, d);
 	return index_save(idx, err);
+}
+
+int lc_image_tag(const char *src, const char *dst, lc_error_t **err)
+{
+	return tag(src, dst, false, err);
+}
+
+int lc_image_tag_replace(const char *src, const char *dst, lc_error_t **err)
+{
+	return tag(src, dst, true, err);
 }
 
 /* ---- import --------------------------------------------------------------- */
@@ -1007,6 +1033,7 @@ static int import_layer_file(const char *path, bool keep_as_is, unsigned flags, 
 			*created = true;
 		}
 	}
+	LC_FAULT("import-blob-stored");
 	if (unpack_layer(blob_hex, diff_hex, flags, err) < 0) {
 		if (*created) {
 			_cleanup_free_ char *bp = blob_path(blob_hex);
@@ -1197,7 +1224,7 @@ static int import_oci_image(const char *layout, json_t *desc, const char *name, 
 static int import_oci(const char *path, const char *name, unsigned flags, json_t *names, lc_error_t **err)
 {
 	_cleanup_free_ char *td = tmp_dir();
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/oci-XXXXXX", td);
+	_cleanup_free_ char *dir = lc_image_tmp_name(td, "oci");
 	if (!mkdtemp(dir))
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", dir);
 	int ret = -1;
@@ -1329,6 +1356,7 @@ int lc_image_import(const char *src, const char *name, unsigned flags, json_t **
 			if (n == 0)
 				break;
 		}
+		LC_FAULT("import-stdin-copied");
 		path = stdin_copy;
 	}
 	json_t *names = json_array();
@@ -1494,6 +1522,84 @@ out:
 	return ret;
 }
 
+/* ---- leftovers of killed writers ------------------------------------------ */
+
+/* 1: the process that NAME (lc_image_tmp_name's) says made it lives; 0: it
+ * is gone; -1: NAME names no maker (an older lcrun's). */
+static int maker_alive(const char *name)
+{
+	for (const char *p = strchr(name, '-'); p; p = strchr(p + 1, '-')) {
+		int pid = 0, n = 0;
+		unsigned long long start = 0;
+		if (sscanf(p, "-%d.%llu-%n", &pid, &start, &n) == 2 && n > 0 && pid > 0 && start > 0)
+			return lc_proc_starttime(pid) == start;
+	}
+	return -1;
+}
+
+/* NAME.tmp.PID (lc_write_file_atomic's copy) of a process that is gone. */
+static bool dead_copy(const char *name)
+{
+	const char *t = NULL;
+	for (const char *p = strstr(name, ".tmp."); p; p = strstr(p + 1, ".tmp."))
+		t = p;
+	if (!t || !t[5])
+		return false;
+	char *end;
+	long pid = strtol(t + 5, &end, 10);
+	return *end == '\0' && pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+#define UNNAMED_TMP_AGE 3600 /* seconds: an older lcrun's entry, surely done */
+
+/* In dir, the entries whose name starts with prefix ("" for all) and
+ * whose maker is gone. */
+static void gc_tmp_entries(const char *dir, const char *prefix, json_t *removed)
+{
+	_cleanup_dir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    strncmp(de->d_name, prefix, strlen(prefix)))
+			continue;
+		int alive = maker_alive(de->d_name);
+		struct stat st;
+		if (alive == 1 || (alive < 0 && (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+						 time(NULL) - st.st_mtime < UNNAMED_TMP_AGE)))
+			continue;
+		_cleanup_free_ char *p = lc_strdup_printf("%s/%s", dir, de->d_name);
+		if (lc_rm_rf(p, NULL) == 0)
+			json_array_append_new(removed, json_string(p));
+	}
+}
+
+static void gc_dead_copies(const char *dir, json_t *removed)
+{
+	_cleanup_dir_ DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!dead_copy(de->d_name))
+			continue;
+		_cleanup_free_ char *p = lc_strdup_printf("%s/%s", dir, de->d_name);
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			json_array_append_new(removed, json_string(p));
+	}
+}
+
+void lc_image_gc(json_t *removed)
+{
+	/* No lock: nobody else uses a dead process's names (a prune that
+	 * removes one meanwhile only makes a removal here fail). */
+	_cleanup_free_ char *td = tmp_dir();
+	_cleanup_free_ char *ld = lc_image_layers_dir();
+	_cleanup_free_ char *sd = lc_image_store_dir();
+	_cleanup_free_ char *bd = lc_strdup_printf("%s/blobs/sha256", sd);
+	gc_tmp_entries(td, "", removed);
+	gc_tmp_entries(ld, ".tmp-", removed);
+	gc_dead_copies(sd, removed);
+	gc_dead_copies(bd, removed);
+}
+
 /* ---- prune ---------------------------------------------------------------- */
 
 static void keep_digest(json_t *keep, const char *digest)
@@ -1616,7 +1722,9 @@ int lc_image_prune(lc_prune_stats_t *stats, lc_error_t **err)
 		_cleanup_dir_ DIR *dir = opendir(td);
 		struct dirent *de;
 		while (dir && (de = readdir(dir))) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			/* not what a live process makes there: a build's
+			 * debootstrap or copy stage holds no lock */
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || maker_alive(de->d_name) == 1)
 				continue;
 			_cleanup_free_ char *p = lc_strdup_printf("%s/%s", td, de->d_name);
 			lc_rm_rf(p, NULL);

@@ -95,6 +95,9 @@ int lc_image_list(json_t **out, lc_error_t **err);
 int lc_image_inspect(const char *name, json_t **out, lc_error_t **err);
 int lc_image_remove(const char *name, lc_error_t **err);
 int lc_image_tag(const char *src, const char *dst, lc_error_t **err);
+/* The same, but dst may exist: it names src's manifest from then on, in
+ * one write of the index (a crash leaves dst naming the old or the new). */
+int lc_image_tag_replace(const char *src, const char *dst, lc_error_t **err);
 
 /* Import a rootfs tarball (any compression), a directory, or an OCI archive
  * (a tar holding oci-layout and index.json); src "-" reads standard input.
@@ -124,6 +127,20 @@ int lc_image_store_hold(lc_error_t **err);
 char *lc_image_blob_path(const char *hex);
 int lc_image_manifest(const char *name, char *hex, json_t **manifest, lc_error_t **err);
 int lc_image_import_layout(const char *layout, json_t *desc, const char *name, unsigned flags, lc_error_t **err);
+
+/* A name for a temporary file or directory of the store, DIR/PREFIX-
+ * PID.START-XXXXXX (for mkostemp or mkdtemp; START: the process's start
+ * time, in clock ticks after boot): the name says who makes it, so that
+ * lc_image_gc() removes what a killed process left and nothing a live one
+ * is writing. */
+char *lc_image_tmp_name(const char *dir, const char *prefix);
+
+/* Remove what killed writers left in the store: temporary files and
+ * directories in tmp/ and layers/ whose maker is gone (entries of an
+ * older lcrun, which names none, once untouched for an hour), and
+ * half-written copies of the index and of small blobs (NAME.tmp.PID of a
+ * dead PID).  Each path removed is appended to removed (strings). */
+void lc_image_gc(json_t *removed);
 
 /* Where the store lives (lc_lib_dir()/images) and unpacked layers
  * (lc_lib_dir()/layers). */

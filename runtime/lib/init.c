@@ -252,7 +252,8 @@ void lc_init_main(const lc_spec_t *spec, const lc_seccomp_prog_t *prog, char **e
 		cmd = spawn_command(spec, prog, envp, workdir);
 		if (cmd < 0) {
 			lc_error_t *e = NULL;
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the command");
+			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the command%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 			lc_msg_send_error(sync_fd, e);
 			_exit(LC_EXIT_RUNTIME);
 		}

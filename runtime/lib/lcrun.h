@@ -174,6 +174,7 @@ typedef struct lc_result {
 	long long memory_peak;              /* bytes, -1 when unknown */
 	long long pids_peak;                /* -1 when unknown */
 	char limits_not_applied[128];       /* --limits best-effort: what was skipped */
+	char start_error[256];              /* pid 1 could not start the command: why ("" if it did) */
 } lc_result_t;
 
 /* Run spec->argv in a new sandbox and wait for it; tears everything down

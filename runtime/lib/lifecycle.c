@@ -499,6 +499,7 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 		lc_msg_send_error(sock, err);
 		_exit(1);
 	}
+	LC_FAULT("create-recorded");
 	if (lc_msg_send(sock, LC_MSG_READY, 0, 0, c->id) < 0 || read(sock, &ack, 1) != 1) {
 		/* nobody learnt the id: leave nothing behind */
 		lc_sb_teardown(c, m->restart);
@@ -507,10 +508,12 @@ static void __attribute__((noreturn)) monitor_main(monitor_t *m, int sock)
 		_exit(1);
 	}
 	close(sock);
+	LC_FAULT("create-acked");
 	if (!m->restart) {
 		_cleanup_json_ json_t *ok = json_pack("{s:b}", "confirmed", 1);
 		lc_state_patch(c->id, ok, NULL);
 	}
+	LC_FAULT("create-confirmed");
 	monitor_loop(m);
 }
 
@@ -569,6 +572,7 @@ static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_
 	}
 	memcpy(id, msg.text, LC_ID_LEN);
 	id[LC_ID_LEN] = '\0';
+	LC_FAULT("create-id-received");
 	char ack = 1;
 	if (send(sock, &ack, 1, MSG_NOSIGNAL) != 1)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot confirm to its monitor", id);

@@ -39,6 +39,12 @@ int lc_state_pid1_pidfd(json_t *st, const char *id, lc_error_t **err);
  * name (the caller holds the lock or the sandbox is known dead). */
 void lc_sandbox_purge(const char *id, json_t *st);
 
+/* ---- snapshot.c */
+/* A running sandbox left frozen by a snapshot that was killed (its cgroup
+ * frozen, its state not "paused", no snapshot holding its freeze.lock):
+ * thaw it; 1 when it did.  The caller holds the state lock. */
+int lc_sandbox_thaw_left(const char *id, json_t *st);
+
 /* Enter a sandbox's user and mount namespaces (and become its root) in the
  * calling, single-threaded process.  Used by exec and cp children. */
 int lc_enter_sandbox(int pidfd, int nstypes, lc_error_t **err);

@@ -339,6 +339,8 @@ static unsigned long long proc_starttime(pid_t pid)
 		return 0;
 	/* Fields after the command: state is field 3, starttime field 22. */
 	p++;
+	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+		return 0; /* dead, only not reaped yet: it holds no lease */
 	for (int field = 2; field < 21 && p; field++)
 		p = strchr(p + 1, ' ');
 	return p ? strtoull(p + 1, NULL, 10) : 0;

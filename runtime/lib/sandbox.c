@@ -147,6 +147,20 @@ static void staging_fail(lc_sb_t *c, lc_error_t *e)
 	_exit(LC_EXIT_RUNTIME);
 }
 
+/* A namespace the kernel refused (errno e): the limit that refused it,
+ * when it is one (ENOSPC: the sysctl user.max_*_namespaces of this or
+ * an enclosing user namespace), else what may help. */
+static void ns_fail(lc_sb_t *c, int e, const char *what, const char *limits, const char *otherwise)
+{
+	lc_error_t *err = NULL;
+	if (e == ENOSPC)
+		lc_error_set(&err, LC_EXIT_RUNTIME, e, "cannot create %s: the kernel's limit of them is reached (sysctl %s)",
+			     what, limits);
+	else
+		lc_error_set(&err, LC_EXIT_RUNTIME, e, "cannot create %s%s", what, otherwise);
+	staging_fail(c, err);
+}
+
 static void pid1_main(lc_sb_t *c)
 {
 	lc_error_t *e = NULL;
@@ -230,6 +244,8 @@ static void staging_main(lc_sb_t *c)
 	lc_error_t *e = NULL;
 	close(c->sp[0]);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (c->claim_fd >= 0) /* the claim is its maker's to hold */
+		close(c->claim_fd);
 	for (size_t i = 0; i < c->n_foreign_fds; i++)
 		close(c->foreign_fds[i]);
 	if (!c->single_threaded) /* only another thread can hold the pool's lock now */
@@ -241,10 +257,9 @@ static void staging_main(lc_sb_t *c)
 		uid_t uid = geteuid();
 		gid_t gid = getegid();
 		char map[64];
-		if (unshare(CLONE_NEWUSER) < 0) {
-			lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create a user namespace (are unprivileged user namespaces enabled?)");
-			staging_fail(c, e);
-		}
+		if (unshare(CLONE_NEWUSER) < 0)
+			ns_fail(c, errno, "a user namespace", "user.max_user_namespaces",
+				" (are unprivileged user namespaces enabled?)");
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)uid);
 		if (lc_write_file("/proc/self/uid_map", map, &e) < 0 ||
 		    lc_write_file("/proc/self/setgroups", "deny", &e) < 0)
@@ -264,10 +279,8 @@ static void staging_main(lc_sb_t *c)
 		if (r == 0)
 			trace("staging: a spare network namespace");
 	}
-	if (unshare(CLONE_NEWNS | (spare >= 0 ? 0 : CLONE_NEWNET)) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create mount and network namespaces");
-		staging_fail(c, e);
-	}
+	if (unshare(CLONE_NEWNS | (spare >= 0 ? 0 : CLONE_NEWNET)) < 0)
+		ns_fail(c, errno, "mount and network namespaces", "user.max_mnt_namespaces or user.max_net_namespaces", "");
 	if (spare < 0 && lc_loopback_up() < 0) {
 		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot bring up the loopback interface");
 		staging_fail(c, e);
@@ -305,8 +318,7 @@ static void staging_main(lc_sb_t *c)
 		close(own);
 		c->plan.idmap_userns_fd = -1;
 	} else if (!c->rootless && unshare(CLONE_NEWUSER) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's user namespace");
-		staging_fail(c, e);
+		ns_fail(c, errno, "the sandbox's user namespace", "user.max_user_namespaces", "");
 	}
 	/* This mount namespace (the host's mounts and the overlays) is left
 	 * for pid 1's below, and the last reference to a mount namespace
@@ -340,10 +352,10 @@ static void staging_main(lc_sb_t *c)
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
 	if (!c->rootless)
 		flags |= CLONE_NEWCGROUP;
-	if (unshare(flags) < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot create the sandbox's namespaces");
-		staging_fail(c, e);
-	}
+	if (unshare(flags) < 0)
+		ns_fail(c, errno, "the sandbox's namespaces",
+			"user.max_mnt_namespaces, max_pid_namespaces, max_uts_namespaces, max_ipc_namespaces or "
+			"max_cgroup_namespaces", "");
 	if (lc_mounts_open_staged(&c->plan, &e) < 0)
 		staging_fail(c, e);
 	/* pid 1's mount namespace, for the remover to hold (remover_start). */
@@ -370,7 +382,8 @@ static void staging_main(lc_sb_t *c)
 	}
 	pid_t pid = clone(pid1_entry, stack + stack_size, CLONE_VM | CLONE_PARENT | SIGCHLD, c);
 	if (pid < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the sandbox's pid 1");
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot start the sandbox's pid 1%s",
+			     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 		staging_fail(c, e);
 	}
 	if (mntns >= 0)
@@ -786,8 +799,13 @@ int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 	json_t *j = lc_sb_state_json(c, status);
 	int r = lc_state_write(c->id, j, err);
 	json_decref(j);
-	if (r == 0)
+	if (r == 0) {
 		c->state_written = true;
+		if (c->claim_fd >= 0) {
+			close(c->claim_fd);
+			c->claim_fd = -1;
+		}
+	}
 	return r;
 }
 
@@ -1254,6 +1272,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	}
 	reap_userns_child(c);
 	trace("teardown");
+	LC_FAULT("teardown-killed");
 	if (c->net_up) {
 		lc_error_t *e = NULL;
 		if (!remover_net(c) && lc_net_teardown_exited(c->id, &e) < 0) {
@@ -1262,6 +1281,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 		}
 		c->net_up = false;
 		trace("network removed");
+		LC_FAULT("teardown-net");
 	}
 	if (c->cg.path) {
 		lc_error_t *e = NULL;
@@ -1270,6 +1290,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 			lc_error_free(e);
 		}
 		trace("cgroup removed");
+		LC_FAULT("teardown-cgroup");
 	}
 	/* In a batch's trash, the batch's remover removes the state too
 	 * (lc_sb_remove_detached). */
@@ -1277,6 +1298,7 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 	if (!keep && c->sbdir && !batched && remover_go(c) < 0 && lc_sb_remove_later(c->sbdir, c->id) < 0)
 		lc_sb_remove_now(c->sbdir);
 	trace("dirs removed");
+	LC_FAULT("teardown-dirs");
 	if (!keep && c->state_written) {
 		if ((!c->rm_went && !batched) || state_to_trash(c) < 0)
 			lc_state_remove(c->id);
@@ -1292,6 +1314,10 @@ void lc_sb_teardown(lc_sb_t *c, bool keep)
 
 void lc_sb_free(lc_sb_t *c)
 {
+	if (c->claim_fd >= 0) {
+		close(c->claim_fd);
+		c->claim_fd = -1;
+	}
 	lc_cgroup_clear(&c->cg);
 	lc_seccomp_prog_free(&c->prog);
 	free(c->lease);
@@ -1341,6 +1367,7 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->rm_pipe = -1;
 	c->held_ns[0] = c->held_ns[1] = -1;
 	c->stage_ns = -1;
+	c->claim_fd = -1;
 	c->rootless = geteuid() != 0;
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
@@ -1418,12 +1445,26 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		 * else, so lcrun gc never takes a starting sandbox for debris. */
 		_cleanup_free_ char *sd = lc_state_dir(c->id);
 		lc_dir_spread(lc_run_dir(), false);
-		if (mkdir(sd, 0700) < 0) {
-			if (errno == EEXIST)
-				return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+		for (int tries = 0;; tries++) {
+			if (mkdir(sd, 0700) < 0) {
+				if (errno == EEXIST)
+					return lc_error_set(err, LC_EXIT_BUSY, 0, "sandbox id %s is in use", c->id);
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s", sd);
+			}
+			/* Held until the first state is written, so that a
+			 * claim a killed start left is debris for lcrun gc
+			 * at once.  gc may take this one for debris before
+			 * the flock (its link count is 0 then): claim again. */
+			struct stat cst;
+			c->claim_fd = open(sd, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (c->claim_fd < 0 || flock(c->claim_fd, LOCK_SH) < 0 || fstat(c->claim_fd, &cst) < 0 ||
+			    cst.st_nlink > 0 || tries == 2)
+				break;
+			close(c->claim_fd);
+			c->claim_fd = -1;
 		}
 		c->state_dir_made = true;
+		LC_FAULT("sandbox-claimed");
 	}
 	c->sbdir = lc_sandbox_dir(c->id);
 	c->envp = lc_build_env(s);
@@ -1437,6 +1478,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	if (!c->rootless && lc_cgroup_create(c->id, &s->limits, &c->cg, err) < 0)
 		return -1;
 	trace("cgroup made");
+	LC_FAULT("sandbox-cgroup");
 	if (plan_root(c, err) < 0)
 		return -1;
 	trace("root planned");
@@ -1530,6 +1572,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	 * first, already keeps gc away; a name taken ends the start there). */
 	if (make_dirs(c, err) < 0)
 		return -1;
+	LC_FAULT("sandbox-dirs");
 	if (c->plan.disk_fd >= 0) {
 		lc_msg_send_fd(c->sp[0], LC_MSG_DISK, 0, c->plan.disk_fd);
 		close(c->plan.disk_fd);
@@ -1555,6 +1598,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 	}
 	if (lc_sb_save_state(c, "creating", err) < 0 || link_name(c, err) < 0)
 		return -1;
+	LC_FAULT("sandbox-state");
 	/* Joined, no network: pid 1 waits for this word, the only one after
 	 * the first GO (with a network, the GOs after USERNS come later and
 	 * gate it the same way), and its seccomp program with it: where
@@ -1578,6 +1622,7 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		if (lc_net_prepare(c->id, &c->spec->net, &c->lease, err) < 0)
 			return -1;
 		c->net_up = true;
+		LC_FAULT("sandbox-net-prepared");
 	}
 	return 0;
 }
@@ -1633,6 +1678,7 @@ int lc_sb_step(lc_sb_t *c, lc_error_t **err)
 			return -1;
 		}
 		trace("network set up");
+		LC_FAULT("sandbox-net-attached");
 		lc_msg_send(c->sp[0], LC_MSG_GO, 0, 0, NULL);
 		break;
 	}
@@ -1682,6 +1728,8 @@ int lc_sb_start(lc_sb_t *c, lc_error_t **err)
 	int r;
 	while ((r = lc_sb_step(c, err)) == 0)
 		;
+	if (r > 0)
+		LC_FAULT("sandbox-running");
 	return r < 0 ? -1 : 0;
 }
 
@@ -1715,6 +1763,13 @@ bool lc_sb_sync_read(lc_sb_t *c)
 		c->got_exit = true;
 		c->exit_code = m.a;
 		c->exit_signal = m.b;
+	} else if (m.type == LC_MSG_ERROR) {
+		/* pid 1 was ready, then could not start the command (out of
+		 * processes): its exit status alone would not say why */
+		lc_error_t *e = NULL;
+		if (lc_error_from_buf(&e, m.text, strnlen(m.text, sizeof(m.text))) == 0 && e)
+			snprintf(c->start_error, sizeof(c->start_error), "%s", e->msg);
+		lc_error_free(e);
 	}
 	return true;
 }
@@ -1746,6 +1801,7 @@ void lc_sb_reap(lc_sb_t *c, lc_result_t *res)
 	res->exit_code = code;
 	res->signal = sig;
 	res->timed_out = c->timed_out;
+	snprintf(res->start_error, sizeof(res->start_error), "%s", c->start_error);
 	if (res->timed_out)
 		res->exit_code = LC_EXIT_TIMEOUT;
 }
@@ -1781,6 +1837,11 @@ void lc_sb_wait(lc_sb_t *c, lc_result_t *res, int sigfd)
 		if (c->pidfd >= 0 ? (p[0].revents & POLLIN) != 0 : lc_sb_exited(c))
 			break;
 	}
+	/* pid 1's last words (its command's EXIT, or why it could not start
+	 * it) may still wait on the socket when its exit came first */
+	struct pollfd q = { sync_fd, POLLIN, 0 };
+	while (sync_fd >= 0 && poll(&q, 1, 0) == 1 && lc_sb_sync_read(c))
+		;
 	lc_sb_reap(c, res);
 }
 

@@ -221,12 +221,16 @@ int lc_readonly_path(int rootfd, const char *path, lc_error_t **err);
 /* ---- sandbox.c: one sandbox being started, run and torn down */
 typedef struct lc_sb {
 	const lc_spec_t *spec;
+	char start_error[256]; /* pid 1's word after READY: it could not start the command */
 	char id[LC_ID_LEN + 1];
 	char *sbdir;
 	bool rootless;
 	bool host_image;
 	bool state_written;
 	bool state_dir_made; /* this start made the (empty) state directory */
+	int claim_fd;        /* that directory, flocked (shared) until the first
+				state is written: lcrun gc removes a claim
+				without state only when nobody holds it */
 	bool name_linked;
 	bool net_up;          /* lc_net_prepare() ran (and no attach failed): lc_net_teardown() at the end */
 	lc_rootfs_plan_t plan;

@@ -2,18 +2,38 @@
  *
  * The sandbox is frozen (cgroup.freeze) while its uppers are read, so the
  * layer is one consistent moment of its tree; it is thawed afterwards even
- * when writing fails, and left frozen only if it was paused before. */
+ * when writing fails, and left frozen only if it was paused before.  A
+ * snapshot holds the sandbox's freeze.lock (state directory) from before
+ * it freezes until after it thaws: a snapshot that is killed leaves a
+ * frozen cgroup whose lock nobody holds, which the next snapshot and lcrun
+ * gc thaw (lc_sandbox_thaw_left); snapshots of one sandbox take turns. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "disk.h"
 #include "image.h"
 #include "json.h"
+#include "lifecycle.h"
 #include "sandbox_priv.h"
 #include "util.h"
+
+/* The sandbox's freeze.lock, flocked (op: LOCK_EX, with LOCK_NB or not). */
+static int freeze_lock(const char *id, int op)
+{
+	_cleanup_free_ char *sd = lc_state_dir(id);
+	_cleanup_free_ char *p = lc_strdup_printf("%s/freeze.lock", sd);
+	_cleanup_close_ int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, op) < 0)
+		if (errno != EINTR)
+			return -1;
+	return lc_steal_fd(fd);
+}
 
 static bool cgroup_frozen(const char *cg)
 {
@@ -88,14 +108,22 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 
 	bool froze = false;
 	int ret = -1;
+	_cleanup_close_ int lk = -1;
 	if (running && cg && access(cg, F_OK) == 0) {
-		if (!cgroup_frozen(cg)) {
+		lk = freeze_lock(id, LOCK_EX);
+		if (lk < 0) {
+			lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot lock sandbox %s against another snapshot", id);
+			goto out;
+		}
+		/* frozen while its state says running: a killed snapshot's */
+		if (!cgroup_frozen(cg) || strcmp(status, "paused")) {
 			if (lc_cgroup_freeze(cg, true, err) < 0) {
 				lc_cgroup_freeze(cg, false, NULL);
 				lc_error_wrap(err, "cannot freeze sandbox %s", id);
 				goto out;
 			}
 			froze = true;
+			LC_FAULT("snapshot-frozen");
 		}
 	} else if (running && cg) {
 		/* the cgroup is gone: the sandbox ended while its state says running */
@@ -109,6 +137,8 @@ int lc_sandbox_snapshot(const char *id_or_name, const char *new_name, lc_error_t
 	ret = lc_image_commit_ex(image, host, rootfs, uppers, n, uid_base, gid_base, new_name, NULL, NULL, NULL, err);
 	if (ret < 0)
 		lc_error_wrap(err, "cannot snapshot sandbox %s", id);
+	else
+		LC_FAULT("snapshot-committed");
 out:
 	if (froze) {
 		lc_error_t *e2 = NULL;
@@ -127,4 +157,16 @@ out:
 	}
 	free(uppers);
 	return ret;
+}
+
+int lc_sandbox_thaw_left(const char *id, json_t *st)
+{
+	const char *status = json_string_value(json_object_get(st, "status"));
+	const char *cg = json_string_value(json_object_get(st, "cgroup"));
+	if (!status || strcmp(status, "running") || !cg || !cgroup_frozen(cg))
+		return 0;
+	_cleanup_close_ int lk = freeze_lock(id, LOCK_EX | LOCK_NB);
+	if (lk < 0)
+		return 0; /* a snapshot is at it */
+	return lc_cgroup_freeze(cg, false, NULL) == 0 ? 1 : 0;
 }

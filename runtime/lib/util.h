@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "fault.h" /* LC_FAULT(step): test builds only */
 
 static inline void lc_freep(void *p) { free(*(void **)p); }
 static inline void lc_closep(int *fd) { if (*fd >= 0) close(*fd); }

@@ -503,6 +503,7 @@ static int make_box(lcd_t *lcd, dbx_t *d, const lcd_devbox_def_t *def, lc_error_
 		return lc_error_wrap(err, "devbox %s", d->name);
 	}
 	const char *made = json_string_value(json_array_get(ids, 0));
+	LC_FAULT("lcd-devbox-made");
 	if (setup_box(lcd, def, made, err) < 0) {
 		retire(lcd, d->name, made, "its set-up failed");
 		return -1;

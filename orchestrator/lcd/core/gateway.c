@@ -896,6 +896,7 @@ static void finalize(gw_req_t *r, const char *outcome, int status)
 			lcd_log("model gateway: sandbox %s: cannot record a request in the ledger: %s", r->sandbox, e2->msg);
 			lc_error_free(e2);
 		}
+		LC_FAULT("lcd-ledger-written");
 	}
 	pthread_mutex_unlock(&gw->lock);
 	lcd_log("model gateway: sandbox %s%s%s %s %s model %s: %d %s, tokens in %lld out %lld cache read %lld write %lld, "
@@ -1055,6 +1056,7 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
 	if (lcd_meter_feed(r->meter, p, len))
 		on_usage(r);
 	mem_sync(r);
+	LC_FAULT("lcd-gateway-streaming");
 	return len;
 }
 

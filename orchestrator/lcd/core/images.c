@@ -79,15 +79,9 @@ int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err)
 	return 0;
 }
 
-int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
-		     lc_error_t **err)
+static int record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *digest, const char *kind,
+		  const char *sandbox, lc_error_t **err)
 {
-	_cleanup_json_ json_t *info = NULL;
-	lc_error_t *e = NULL;
-	const char *digest = NULL;
-	if (lc_image_inspect(name, &info, &e) == 0)
-		digest = json_string_value(json_object_get(info, "digest"));
-	lc_error_free(e);
 	long long now = lc_wall_ms();
 	long long ttl = !strcmp(kind, "fork") ? lcd->fork_image_ttl : lcd->snapshot_image_ttl;
 	return lcd_db_exec(lcd->db, err,
@@ -98,7 +92,68 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 			   "ssssssii", name, digest, who->operator ? NULL : who->app, who->operator ? NULL : who->task, kind,
 			   sandbox, now, ttl > 0 ? now + ttl * 1000 : 0) < 0
 		       ? -1
-		       : (share(lcd, name), 0);
+		       : 0;
+}
+
+int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
+		     lc_error_t **err)
+{
+	_cleanup_json_ json_t *info = NULL;
+	lc_error_t *e = NULL;
+	const char *digest = NULL;
+	if (lc_image_inspect(name, &info, &e) == 0)
+		digest = json_string_value(json_object_get(info, "digest"));
+	lc_error_free(e);
+	if (record(lcd, who, name, digest, kind, sandbox, err) < 0)
+		return -1;
+	share(lcd, name);
+	return 0;
+}
+
+int lcd_image_reserve(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
+		      lc_error_t **err)
+{
+	int have = lc_image_exists(name, err);
+	if (have < 0)
+		return -1;
+	if (have > 0)
+		return lc_error_set(err, LC_EXIT_BUSY, 0, "image %s exists already (remove it first)", name);
+	return record(lcd, who, name, NULL, kind, sandbox, err);
+}
+
+void lcd_image_unreserve(lcd_t *lcd, const char *name)
+{
+	if (lc_image_exists(name, NULL) == 0)
+		lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ? AND digest IS NULL", "s", name);
+}
+
+void lcd_images_recover(lcd_t *lcd)
+{
+	/* this node's only: another's may be making one now (in a cluster the
+	 * sandbox's record names its node; alone, node is NULL) */
+	const char *node = lcd_db_node(lcd->db);
+	_cleanup_json_ json_t *rows =
+		node ? lcd_db_query(lcd->db, NULL,
+				    "SELECT i.name AS name FROM images i LEFT JOIN sandboxes s ON s.id = i.sandbox_id "
+				    "WHERE i.digest IS NULL AND (s.node IS NULL OR s.node = ?)",
+				    "s", node)
+		     : lcd_db_query(lcd->db, NULL, "SELECT name FROM images WHERE digest IS NULL", "");
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *name = json_string_value(json_object_get(row, "name"));
+		_cleanup_json_ json_t *info = NULL;
+		lc_error_t *e = NULL;
+		if (lc_image_inspect(name, &info, &e) == 0) {
+			lcd_db_exec(lcd->db, NULL, "UPDATE images SET digest = ? WHERE name = ?", "ss",
+				    json_string_value(json_object_get(info, "digest")), name);
+			lcd_log("images: %s was made before lcd stopped: recorded", name);
+		} else if (e->exit_code == LC_EXIT_UNKNOWN) {
+			lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ? AND digest IS NULL", "s", name);
+			lcd_log("images: %s was not made before lcd stopped: its record goes", name);
+		}
+		lc_error_free(e);
+	}
 }
 
 void lcd_images_collect(lcd_t *lcd)

@@ -20,6 +20,16 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err);
 /* The registry reference of image name (malloc'd), or NULL: none set. */
 char *lcd_image_ref(lcd_t *lcd, const char *name, const char *digest);
+/* The same before the image is made (its digest still unknown), so that a
+ * crash while it is made leaves its owner and end recorded; fails
+ * (LC_EXIT_BUSY) when the store has an image of that name.  Made:
+ * lcd_image_record; not made: lcd_image_unreserve. */
+int lcd_image_reserve(lcd_t *lcd, const lcd_caller_t *who, const char *name, const char *kind, const char *sandbox,
+		      lc_error_t **err);
+void lcd_image_unreserve(lcd_t *lcd, const char *name);
+/* At start: a reservation whose image was made gets its digest; one whose
+ * image was not, goes. */
+void lcd_images_recover(lcd_t *lcd);
 /* Remove image name, from the store and from lcd's records, if who may
  * see it (lcd_images_list's rule); LC_EXIT_UNKNOWN when it may not or the
  * image is not there. */

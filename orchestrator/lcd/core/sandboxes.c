@@ -684,6 +684,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		return -1;
 	}
 	lc_trace(from_pool ? "lcd create: row written (a pool member taken)" : "lcd create: row written");
+	LC_FAULT("lcd-create-row");
 	char owner[256];
 	owner_text(who, owner, sizeof(owner));
 	int rc = 0;
@@ -709,6 +710,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		if (rc < 0)
 			break; /* its row goes, and the rows of those not made yet */
 		lc_trace(from_pool ? "lcd create: member claimed" : "lcd create: sandbox made");
+		LC_FAULT("lcd-create-made");
 		/* Live only if the owner did not end meanwhile (then its row is
 		 * 'deleting' or gone, and this sandbox is removed here). */
 		int live = lcd_db_exec(lcd->db, err, "UPDATE sandboxes SET state = 'live' WHERE id = ? AND state = 'creating'",
@@ -722,6 +724,7 @@ static int make(lcd_t *lcd, const lcd_caller_t *who, json_t *req, int n, const c
 		if (r.has_gw && (rc = lcd_gateway_attach(lcd, who, made[i], &r.gw, err)) < 0)
 			break;
 		lc_trace("lcd create: row live");
+		LC_FAULT("lcd-create-live");
 		lcd_log("sandbox %s created for %s (image %s%s)", made[i], owner, r.image, from_pool ? ", from the pool" : "");
 	}
 	if (rc < 0) {
@@ -1029,11 +1032,19 @@ int lcd_sandbox_snapshot(lcd_t *lcd, const lcd_caller_t *who, json_t *row, const
 	if (!who->operator && lcd_grant_snapshot_name(who->app, name, err) < 0)
 		return -1;
 	const char *id = jstr(row, "id");
-	if (lc_sandbox_snapshot(id, name, err) < 0)
+	/* Recorded first: killed while the image is made, lcd still knows
+	 * whose it is at its next start (lcd_images_recover). */
+	if (lcd_image_reserve(lcd, who, name, "snapshot", id, err) < 0)
 		return -1;
+	if (lc_sandbox_snapshot(id, name, err) < 0) {
+		lcd_image_unreserve(lcd, name);
+		return -1;
+	}
+	LC_FAULT("lcd-snapshot-made");
 	lcd_log("sandbox %s: snapshot %s", id, name);
 	if (lcd_image_record(lcd, who, name, "snapshot", id, err) < 0)
 		return -1;
+	LC_FAULT("lcd-snapshot-recorded");
 	return image_digest(name, out, err);
 }
 
@@ -1045,7 +1056,16 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	/* a task's fork images are its app's (grant.h), the operator's fork/ */
 	_cleanup_free_ char *image = who->operator ? lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms())
 						   : lc_strdup_printf("%s/fork-%s-%lld", who->app, id, lc_wall_ms());
-	if (lc_sandbox_snapshot(id, image, err) < 0 || lcd_image_record(lcd, who, image, "fork", id, err) < 0)
+	/* Recorded first, with its end: a fork image a crash left is still
+	 * removed in time. */
+	if (lcd_image_reserve(lcd, who, image, "fork", id, err) < 0)
+		return -1;
+	if (lc_sandbox_snapshot(id, image, err) < 0) {
+		lcd_image_unreserve(lcd, image);
+		return -1;
+	}
+	LC_FAULT("lcd-fork-snapshot");
+	if (lcd_image_record(lcd, who, image, "fork", id, err) < 0)
 		return -1;
 	_cleanup_json_ json_t *req = json_loads(jstr(row, "request"), 0, NULL);
 	json_object_del(req, "name");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -276,6 +277,17 @@ struct job {
 	char sandbox_id[LC_ID_LEN + 1];
 };
 
+/* The task's output goes straight to its log: on a full disk its own
+ * writes fail (ENOSPC) and it usually exits non-zero saying so to the
+ * log it cannot write.  Whether the log's disk is (nearly) full when it
+ * ends is what lcd can tell: less than 1 MiB left to an unprivileged
+ * writer (its sandbox's teardown may have given a little back). */
+static bool log_disk_full(int logfd)
+{
+	struct statvfs sv;
+	return fstatvfs(logfd, &sv) == 0 && (unsigned long long)sv.f_bavail * sv.f_frsize < (1ULL << 20);
+}
+
 static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void log_line(int fd, const char *fmt, ...)
 {
@@ -514,8 +526,10 @@ static void *worker(void *arg)
 	 * (runner.c), task_nice levels below lcd (at most 19).  Tasks are
 	 * batch work: on a busy machine the API's answers and the sandboxes
 	 * lcd's callers make wait less behind them. */
+	LC_FAULT("lcd-task-starting");
 	if (lcd_runner_run(lcd, spec, lcd->nice + lcd->task_nice, &res, &err) < 0)
 		goto failed_to_run;
+	LC_FAULT("lcd-task-exited");
 
 	result = read_result(taskdir, &note);
 	exit_code = res.exit_code;
@@ -530,10 +544,18 @@ static void *worker(void *arg)
 		state = "failed";
 		if (res.oom_killed)
 			error = strdup("killed: out of memory");
+		else if (res.start_error[0])
+			error = strdup(res.start_error);
 		else if (res.signal)
 			error = lc_strdup_printf("killed by signal %d", res.signal);
 		else
 			error = lc_strdup_printf("exited with status %d", res.exit_code);
+	}
+	if (error && log_disk_full(logfd)) {
+		char *e = lc_strdup_printf("%s; its log is cut short: the disk of %s is full (%s)", error, lcd->logs_dir,
+					   strerror(ENOSPC));
+		free(error);
+		error = e;
 	}
 	if (note)
 		log_line(logfd, "lcd: %s", note);
@@ -571,6 +593,7 @@ done:
 	}
 	log_line(logfd, "lcd: task %s %s", j->id, state);
 	finish(j, state, result, exit_code, error);
+	LC_FAULT("lcd-task-ended");
 
 	if (spec) {
 		/* The fds are ours: keep lc_spec_free from closing them. */
@@ -697,6 +720,7 @@ static void dispatch_once(lcd_t *lcd)
 				}
 				break;
 			}
+			LC_FAULT("lcd-task-claimed");
 			start_worker(lcd, app, fn, task, sandbox);
 		}
 		lcd_app_unref(app);

@@ -162,8 +162,10 @@ static ssize_t tar_read(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	for (;;) {
 		ssize_t n = read(t->fd, buf, max);
-		if (n > 0)
+		if (n > 0) {
+			LC_FAULT("lcd-download-streaming");
 			return n;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -308,6 +310,7 @@ void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len)
 		return;
 	}
 	u->bytes += len;
+	LC_FAULT("lcd-upload-writing");
 }
 
 enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
@@ -333,6 +336,7 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
 		}
 		return api_fail_err(c, e);
 	}
+	LC_FAULT("lcd-upload-written");
 	lcd_log("sandbox %s: %llu bytes written to %s", u->id, u->bytes, u->path);
 	return api_reply(c, MHD_HTTP_OK, json_pack("{s:s, s:o, s:I}", "id", u->id, "path", api_text(u->path), "bytes",
 						   (json_int_t)u->bytes));

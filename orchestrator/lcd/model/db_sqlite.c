@@ -20,6 +20,10 @@ static sqlite3 *conn(lcd_db_t *db)
 static int sql_fail(lcd_db_t *db, lc_error_t **err, const char *what)
 {
 	int code = sqlite3_errcode(conn(db));
+	/* SQLite says "database or disk is full": name the disk, as every
+	 * other write that meets a full disk does (ENOSPC) */
+	if (code == SQLITE_FULL)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOSPC, "database: %s: cannot write lcd.db, its disk is full", what);
 	int exit_code = (code == SQLITE_BUSY || code == SQLITE_LOCKED) ? LC_EXIT_BUSY : LC_EXIT_RUNTIME;
 	return lc_error_set(err, exit_code, 0, "database: %s: %s", what, sqlite3_errmsg(conn(db)));
 }

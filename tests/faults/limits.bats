@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# Kernel limits: out of user namespaces, out of network namespaces, out
+# of processes.  Each refusal is one line naming the limit, not a hang
+# (every run under `timeout`), and the next run works once the limit
+# clears.  The namespace limits are set in a user namespace of the test's
+# own (user.max_*_namespaces are per user namespace and bind everything
+# made inside it), never on the host's; lcrun runs rootless there, as the
+# rootless tests' user.  The process limit is that user's RLIMIT_NPROC.
+# Root; no test build needed.
+
+load faults-lib
+
+setup() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
+	command -v unshare >/dev/null && command -v setpriv >/dev/null && command -v prlimit >/dev/null ||
+		skip "needs unshare, setpriv and prlimit (util-linux)"
+	F=$(mktemp -d /tmp/lcrun-limits.XXXXXX)
+	chmod 755 "$F"
+	rootless_copy
+	RU=$(rootless_user)
+	U=$(id -u "$RU") G=$(id -g "$RU")
+	HOME_RL=$(getent passwd "$RU" | cut -d: -f6)
+}
+
+teardown() {
+	[ -z "${RL:-}" ] || rm -rf "$RL"
+	[ -z "${F:-}" ] || rm -rf "$F"
+}
+
+# Run the shell lines of SCRIPT as root of a new user namespace that maps
+# root and the rootless user to themselves; `rl ARGS` there runs lcrun as
+# that user (60 s at most).  Its output is in $F/ns.out.
+in_own_userns() { # SCRIPT
+	{
+		echo "rl() { setpriv --reuid $U --regid $G --clear-groups env HOME=$HOME_RL LCRUN_POLICY_DIR=$RL/policies timeout -k 5 60 $RL/lcrun \"\$@\"; }"
+		echo "$1"
+	} >"$F/inner.sh"
+	rm -f "$F/go"
+	mkfifo "$F/go"
+	# (the maps are written from here, root of the host's namespace; the
+	# script is exec'd after that, so that it is root with its powers in
+	# the new namespace)
+	unshare --user sh -c 'read x <"$1"; exec sh "$2"' sh "$F/go" "$F/inner.sh" >"$F/ns.out" 2>&1 &
+	local p=$! own
+	own=$(readlink /proc/self/ns/user)
+	for _ in $(seq 100); do
+		[ "$(readlink "/proc/$p/ns/user" 2>/dev/null)" != "$own" ] && break
+		sleep 0.02
+	done
+	printf '0 0 1\n%s %s 1\n' "$U" "$U" >"$F/map"
+	cat "$F/map" >"/proc/$p/uid_map"
+	printf '0 0 1\n%s %s 1\n' "$G" "$G" >"$F/map"
+	cat "$F/map" >"/proc/$p/gid_map"
+	echo go >"$F/go"
+	wait "$p"
+}
+
+# The result of one refused run: status in $F/rcN, stderr in $F/errN.
+refused_saying() { # N TEXT
+	cat "$F/err$1" >&2
+	local rc
+	rc=$(cat "$F/rc$1")
+	[ "$rc" -ne 0 ]
+	[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] # not a hang cut short by timeout
+	[ "$(wc -l <"$F/err$1")" -eq 1 ]
+	grep -q "^lcrun: .*$2" "$F/err$1"
+	[ ! -s "$F/out$1" ]
+}
+
+@test "limits: user.max_user_namespaces reached: one line naming it, no hang; the next run works once it is raised" {
+	in_own_userns "
+		echo 0 >/proc/sys/user/max_user_namespaces
+		rl run -- echo ran >$F/out1 2>$F/err1; echo \$? >$F/rc1
+		echo 100 >/proc/sys/user/max_user_namespaces
+		rl run -- echo ran >$F/out2 2>$F/err2; echo \$? >$F/rc2"
+	cat "$F/ns.out"
+	refused_saying 1 "user.max_user_namespaces"
+	grep -q "No space left on device" "$F/err1"
+	[ "$(cat "$F/rc2")" -eq 0 ]
+	[ "$(cat "$F/out2")" = ran ]
+}
+
+@test "limits: user.max_net_namespaces reached: one line naming it, no hang; the next run works once it is raised" {
+	in_own_userns "
+		echo 0 >/proc/sys/user/max_net_namespaces
+		rl run -- echo ran >$F/out1 2>$F/err1; echo \$? >$F/rc1
+		echo 100 >/proc/sys/user/max_net_namespaces
+		rl run -- echo ran >$F/out2 2>$F/err2; echo \$? >$F/rc2"
+	cat "$F/ns.out"
+	refused_saying 1 "user.max_net_namespaces"
+	[ "$(cat "$F/rc2")" -eq 0 ]
+	[ "$(cat "$F/out2")" = ran ]
+}
+
+# A uid of the test's own (no account: nobody else's processes count
+# against its limit), so that which fork meets the limit is known: lcrun's
+# first (N=1), then pid 1's clone (N=2).
+@test "limits: out of processes (RLIMIT_NPROC): one line saying so, no hang; the next run works without the limit" {
+	local uid=$((4000000 + RANDOM)) n
+	mkdir -p "$F/home"
+	chown "$uid:$uid" "$F/home"
+	nuid() { # ARGS: lcrun as $uid
+		timeout -k 5 60 setpriv --reuid "$uid" --regid "$uid" --clear-groups env HOME="$F/home" \
+			LCRUN_STATE_DIR="$F/home/state" LCRUN_ROOT="$F/home/root" LCRUN_POLICY_DIR="$RL/policies" "$@"
+	}
+	for n in 1 2; do
+		nuid prlimit --nproc="$n" "$RL/lcrun" run -- echo ran >"$F/out$n" 2>"$F/err$n" && echo 0 >"$F/rc$n" ||
+			echo $? >"$F/rc$n"
+		refused_saying "$n" "Resource temporarily unavailable"
+	done
+	grep -q "^lcrun: cannot fork" "$F/err1"
+	grep -q "^lcrun: cannot start the sandbox's pid 1: out of processes" "$F/err2"
+	run nuid "$RL/lcrun" run -- echo ran
+	[ "$status" -eq 0 ]
+	[ "$output" = ran ]
+}
