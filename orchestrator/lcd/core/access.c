@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "json.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -25,7 +26,7 @@ void lcd_token_hash(const char *token, char hex[65])
 
 static void copy_field(char *dst, size_t len, json_t *row, const char *key)
 {
-	const char *v = json_string_value(json_object_get(row, key));
+	const char *v = lc_json_str(row, key);
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
@@ -118,7 +119,7 @@ void lcd_task_release(lcd_t *lcd, const char *task)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *id = json_string_value(json_object_get(row, "id"));
+		const char *id = lc_json_str(row, "id");
 		if (lcd_sandbox_delete(lcd, id, &err) < 0) {
 			lcd_log("task %s: cannot remove its sandbox %s: %s", task, id, err->msg);
 			lc_error_free(err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gateway.h"
+#include "json.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -17,10 +18,10 @@ static char *signature(json_t *rows)
 	size_t len = 1, i;
 	json_t *row;
 	json_array_foreach(rows, i, row)
-		len += strlen(json_string_value(json_object_get(row, "name"))) + 24;
+		len += strlen(lc_json_str(row, "name")) + 24;
 	char *s = lc_xmalloc0(len), *p = s;
 	json_array_foreach(rows, i, row)
-		p += sprintf(p, "%s@%lld;", json_string_value(json_object_get(row, "name")),
+		p += sprintf(p, "%s@%lld;", lc_json_str(row, "name"),
 			     (long long)json_integer_value(json_object_get(row, "deployed_at")));
 	return s;
 }
@@ -31,8 +32,8 @@ static void parse_rows(json_t *rows, lcd_app_t ***apps, size_t *n)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *name = json_string_value(json_object_get(row, "name"));
-		_cleanup_json_ json_t *m = json_loads(json_string_value(json_object_get(row, "manifest")), 0, NULL);
+		const char *name = lc_json_str(row, "name");
+		_cleanup_json_ json_t *m = json_loads(lc_json_str(row, "manifest"), 0, NULL);
 		lcd_app_t *app = NULL;
 		_cleanup_error_ lc_error_t *perr = NULL;
 		if (!m || lcd_app_parse(m, &app, &perr) < 0) {
@@ -257,7 +258,7 @@ int lcd_app_remove(lcd_t *lcd, const char *name, lc_error_t **err)
 		json_t *t;
 		char buf[4096];
 		json_array_foreach(tasks, k, t) {
-			const char *id = json_string_value(json_object_get(t, "id"));
+			const char *id = lc_json_str(t, "id");
 			unlink(lcd_task_log_path(lcd, id, buf, sizeof(buf)));
 		}
 		lcd_log("deleted app %s", name);

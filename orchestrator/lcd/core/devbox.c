@@ -35,6 +35,7 @@
 
 #include "devbox.h"
 #include "image.h"
+#include "json.h"
 #include "lcd.h"
 #include "net.h"
 #include "util.h"
@@ -100,10 +101,6 @@ static dbx_t *get(lcd_t *lcd, const char *name)
 	return d;
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
 
 static json_t *row_get(lcd_t *lcd, const char *name, lc_error_t **err)
 {
@@ -120,9 +117,9 @@ static json_t *row_get(lcd_t *lcd, const char *name, lc_error_t **err)
 
 static int row_def(json_t *row, lcd_devbox_def_t *d, lc_error_t **err)
 {
-	_cleanup_json_ json_t *j = json_loads(jstr(row, "def"), 0, NULL);
-	_cleanup_free_ char *path = lc_strdup_printf("devbox %s", jstr(row, "name"));
-	if (lcd_devbox_def_parse(path, jstr(row, "name"), j, d, err) < 0) {
+	_cleanup_json_ json_t *j = json_loads(lc_json_str(row, "def"), 0, NULL);
+	_cleanup_free_ char *path = lc_strdup_printf("devbox %s", lc_json_str(row, "name"));
+	if (lcd_devbox_def_parse(path, lc_json_str(row, "name"), j, d, err) < 0) {
 		lcd_devbox_def_clear(d);
 		return -1;
 	}
@@ -134,7 +131,7 @@ static bool sandbox_running(const char *sid)
 	lc_error_t *e = NULL;
 	_cleanup_json_ json_t *st = sid ? lc_sandbox_inspect(sid, &e) : NULL;
 	lc_error_free(e);
-	const char *s = json_string_value(json_object_get(st, "status"));
+	const char *s = lc_json_str(st, "status");
 	return s && !strcmp(s, "running");
 }
 
@@ -524,10 +521,10 @@ static int ensure_running(lcd_t *lcd, dbx_t *d, lc_error_t **err)
 	if (row_def(row, &def, err) < 0)
 		return -1;
 	int rc;
-	const char *sid = jstr(row, "sandbox_id");
+	const char *sid = lc_json_str(row, "sandbox_id");
 	if (sid && sandbox_running(sid)) {
 		lc_error_t *e = NULL;
-		if (jstr(row, "host_key") && probe_sshd(d->name, sid, 0, &e) == 0) {
+		if (lc_json_str(row, "host_key") && probe_sshd(d->name, sid, 0, &e) == 0) {
 			rc = 0;
 		} else {
 			/* sshd ended (killed inside?): set it up again */
@@ -559,7 +556,7 @@ static int stop_locked(lcd_t *lcd, dbx_t *d, const char *why, lc_error_t **err)
 	_cleanup_json_ json_t *row = row_get(lcd, d->name, err);
 	if (!row)
 		return -1;
-	const char *sid = jstr(row, "sandbox_id");
+	const char *sid = lc_json_str(row, "sandbox_id");
 	if (!sid)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "devbox %s is not running", d->name);
 	close_sessions(lcd, d);
@@ -607,10 +604,10 @@ int lcd_devbox_connect(lcd_t *lcd, const char *name, int *fd, char **host_key, l
 	pthread_mutex_unlock(&d->op);
 	if (r < 0)
 		return -1;
-	*fd = connect_box(name, jstr(row, "sandbox_id"), SSHD_WAIT_MS, err);
+	*fd = connect_box(name, lc_json_str(row, "sandbox_id"), SSHD_WAIT_MS, err);
 	if (*fd < 0)
 		return -1;
-	*host_key = strdup(jstr(row, "host_key"));
+	*host_key = strdup(lc_json_str(row, "host_key"));
 	return 0;
 }
 
@@ -656,13 +653,13 @@ void lcd_devbox_session_end(lcd_t *lcd, const char *name, int fd)
 static void reap_locked(lcd_t *lcd, dbx_t *d, const char *sid)
 {
 	_cleanup_json_ json_t *row = row_get(lcd, d->name, NULL);
-	if (!row || !jstr(row, "sandbox_id") || strcmp(jstr(row, "sandbox_id"), sid))
+	if (!row || !lc_json_str(row, "sandbox_id") || strcmp(lc_json_str(row, "sandbox_id"), sid))
 		return;
 	if (!sandbox_running(sid)) {
 		retire(lcd, d->name, sid, "its sandbox ended");
 		return;
 	}
-	_cleanup_json_ json_t *def = json_loads(jstr(row, "def"), 0, NULL);
+	_cleanup_json_ json_t *def = json_loads(lc_json_str(row, "def"), 0, NULL);
 	long long keep = json_integer_value(json_object_get(def, "keep_warm"));
 	struct lcd_devboxes *r = reg(lcd);
 	pthread_mutex_lock(&r->lock);
@@ -681,10 +678,10 @@ static void reap_locked(lcd_t *lcd, dbx_t *d, const char *sid)
 
 static void reap_one(lcd_t *lcd, json_t *row)
 {
-	dbx_t *d = get(lcd, jstr(row, "name"));
+	dbx_t *d = get(lcd, lc_json_str(row, "name"));
 	if (pthread_mutex_trylock(&d->op) != 0)
 		return; /* being started or stopped */
-	reap_locked(lcd, d, jstr(row, "sandbox_id"));
+	reap_locked(lcd, d, lc_json_str(row, "sandbox_id"));
 	pthread_mutex_unlock(&d->op);
 }
 
@@ -712,10 +709,10 @@ int lcd_devboxes_start(lcd_t *lcd, lc_error_t **err)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *sid = jstr(row, "sandbox_id");
-		get(lcd, jstr(row, "name")); /* keep_warm counts from now */
+		const char *sid = lc_json_str(row, "sandbox_id");
+		get(lcd, lc_json_str(row, "name")); /* keep_warm counts from now */
 		if (sid && !sandbox_running(sid))
-			retire(lcd, jstr(row, "name"), sid, "not running when lcd started");
+			retire(lcd, lc_json_str(row, "name"), sid, "not running when lcd started");
 	}
 	/* A sandbox of a box that is not the one its row names (none should
 	 * be: the row names it before it is made) would share the disk. */
@@ -726,8 +723,8 @@ int lcd_devboxes_start(lcd_t *lcd, lc_error_t **err)
 		lcd_db_node(lcd->db));
 	json_array_foreach(sbs, i, row) {
 		lc_error_t *e = NULL;
-		if (lcd_sandbox_delete(lcd, jstr(row, "id"), &e) == 0)
-			lcd_log("devbox %s: removed sandbox %s, which its row does not name", jstr(row, "box"), jstr(row, "id"));
+		if (lcd_sandbox_delete(lcd, lc_json_str(row, "id"), &e) == 0)
+			lcd_log("devbox %s: removed sandbox %s, which its row does not name", lc_json_str(row, "box"), lc_json_str(row, "id"));
 		lc_error_free(e);
 	}
 	int rc = pthread_create(&r->reaper, NULL, reaper, lcd);
@@ -788,8 +785,8 @@ static json_t *nullable(const char *s)
 
 static json_t *view(lcd_t *lcd, json_t *row)
 {
-	const char *name = jstr(row, "name"), *sid = jstr(row, "sandbox_id");
-	json_t *v = json_loads(jstr(row, "def"), 0, NULL);
+	const char *name = lc_json_str(row, "name"), *sid = lc_json_str(row, "sandbox_id");
+	json_t *v = json_loads(lc_json_str(row, "def"), 0, NULL);
 	if (!v)
 		v = json_object();
 	dbx_t *d = get(lcd, name);
@@ -801,19 +798,19 @@ static json_t *view(lcd_t *lcd, json_t *row)
 	pthread_mutex_unlock(&r->lock);
 	long long keep = json_integer_value(json_object_get(v, "keep_warm"));
 	json_object_set_new(v, "name", json_string(name));
-	json_object_set_new(v, "app", nullable(jstr(row, "app")));
+	json_object_set_new(v, "app", nullable(lc_json_str(row, "app")));
 	json_object_set_new(v, "state", json_string(running ? "running" : "stopped"));
 	json_object_set_new(v, "sandbox", running ? json_string(sid) : json_null());
 	json_object_set_new(v, "sessions", json_integer(running ? sessions : 0));
 	json_object_set_new(v, "stops_at", running && sessions == 0 ? json_integer(idle + keep * 1000) : json_null());
 	json_object_set_new(v, "ssh_host", json_sprintf("lcrun-%s", name));
-	json_object_set_new(v, "host_key", nullable(jstr(row, "host_key")));
-	_cleanup_free_ char *fp = fingerprint(jstr(row, "host_key"));
+	json_object_set_new(v, "host_key", nullable(lc_json_str(row, "host_key")));
+	_cleanup_free_ char *fp = fingerprint(lc_json_str(row, "host_key"));
 	json_object_set_new(v, "host_key_fingerprint", nullable(fp));
 	static const char *const times[] = { "created_at", "started_at", "stopped_at" };
 	for (size_t i = 0; i < 3; i++)
 		json_object_set(v, times[i], json_object_get(row, times[i]) ? json_object_get(row, times[i]) : json_null());
-	json_object_set_new(v, "stop_reason", running ? json_null() : nullable(jstr(row, "stop_reason")));
+	json_object_set_new(v, "stop_reason", running ? json_null() : nullable(lc_json_str(row, "stop_reason")));
 	json_t *disk = lcd_disk_info(lcd, name);
 	json_object_set_new(v, "disk_size", json_object_get(v, "disk") ? json_incref(json_object_get(v, "disk")) : json_null());
 	json_object_set_new(v, "disk", disk ? disk : json_null());
@@ -872,7 +869,7 @@ int lcd_devbox_create(lcd_t *lcd, json_t *req, json_t **out, lc_error_t **err)
 {
 	if (!json_is_object(req))
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "request body: expected a JSON object");
-	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *name = lc_json_str(req, "name");
 	if (!name)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "name: required");
 	_cleanup_json_ json_t *v = json_deep_copy(req);
@@ -934,10 +931,10 @@ int lcd_devbox_remove(lcd_t *lcd, const char *name, lc_error_t **err)
 	_cleanup_json_ json_t *row = row_get(lcd, name, err);
 	if (!row)
 		return -1;
-	if (jstr(row, "app"))
+	if (lc_json_str(row, "app"))
 		return lc_error_set(err, LC_EXIT_PERM, 0,
 				    "devbox %s belongs to app %s: take it out of the manifest and deploy again, or delete the app",
-				    name, jstr(row, "app"));
+				    name, lc_json_str(row, "app"));
 	return forget(lcd, name, err);
 }
 
@@ -949,10 +946,10 @@ int lcd_devboxes_check_app(lcd_t *lcd, const lcd_app_t *app, lc_error_t **err)
 		if (check_net(def, path, err) < 0)
 			return -1;
 		_cleanup_json_ json_t *row = row_get(lcd, def->name, NULL);
-		if (row && (!jstr(row, "app") || strcmp(jstr(row, "app"), app->name)))
+		if (row && (!lc_json_str(row, "app") || strcmp(lc_json_str(row, "app"), app->name)))
 			return lc_error_set(err, LC_EXIT_BUSY, 0, "%s: a devbox named '%s' exists already (%s%s)", path, def->name,
-					    jstr(row, "app") ? "of app " : "made with lcctl devbox create",
-					    jstr(row, "app") ? jstr(row, "app") : "");
+					    lc_json_str(row, "app") ? "of app " : "made with lcctl devbox create",
+					    lc_json_str(row, "app") ? lc_json_str(row, "app") : "");
 	}
 	return 0;
 }
@@ -979,10 +976,10 @@ void lcd_devboxes_sync_app(lcd_t *lcd, const lcd_app_t *app)
 	json_array_foreach(rows, i, row) {
 		bool kept = false;
 		for (size_t k = 0; k < app->n_devboxes; k++)
-			kept |= !strcmp(app->devboxes[k].name, jstr(row, "name"));
+			kept |= !strcmp(app->devboxes[k].name, lc_json_str(row, "name"));
 		lc_error_t *e = NULL;
-		if (!kept && forget(lcd, jstr(row, "name"), &e) < 0) {
-			lcd_log("devbox %s: cannot remove it: %s", jstr(row, "name"), e->msg);
+		if (!kept && forget(lcd, lc_json_str(row, "name"), &e) < 0) {
+			lcd_log("devbox %s: cannot remove it: %s", lc_json_str(row, "name"), e->msg);
 			lc_error_free(e);
 		}
 	}
@@ -995,8 +992,8 @@ void lcd_devboxes_drop_app(lcd_t *lcd, const char *app)
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		lc_error_t *e = NULL;
-		if (forget(lcd, jstr(row, "name"), &e) < 0) {
-			lcd_log("devbox %s: cannot remove it: %s", jstr(row, "name"), e->msg);
+		if (forget(lcd, lc_json_str(row, "name"), &e) < 0) {
+			lcd_log("devbox %s: cannot remove it: %s", lc_json_str(row, "name"), e->msg);
 			lc_error_free(e);
 		}
 	}
@@ -1012,7 +1009,7 @@ int lcd_disk_delete(lcd_t *lcd, const char *name, lc_error_t **err)
 	pthread_mutex_lock(&d->op);
 	int r = 0;
 	_cleanup_json_ json_t *row = row_get(lcd, name, NULL);
-	const char *sid = row ? jstr(row, "sandbox_id") : NULL;
+	const char *sid = row ? lc_json_str(row, "sandbox_id") : NULL;
 	if (sid && sandbox_running(sid))
 		r = lc_error_set(err, LC_EXIT_STATE, 0, "disk %s is in use: devbox %s runs (lcctl devbox stop %s first)", name,
 				 name, name);
@@ -1030,10 +1027,10 @@ json_t *lcd_disks_json(lcd_t *lcd, lc_error_t **err)
 	size_t i;
 	json_t *disk;
 	json_array_foreach(disks, i, disk) {
-		_cleanup_json_ json_t *row = row_get(lcd, jstr(disk, "name"), NULL);
-		json_object_set_new(disk, "devbox", row ? json_string(jstr(row, "name")) : json_null());
+		_cleanup_json_ json_t *row = row_get(lcd, lc_json_str(disk, "name"), NULL);
+		json_object_set_new(disk, "devbox", row ? json_string(lc_json_str(row, "name")) : json_null());
 		json_object_set_new(disk, "state", !row ? json_null()
-						   : json_string(sandbox_running(jstr(row, "sandbox_id")) ? "running" : "stopped"));
+						   : json_string(sandbox_running(lc_json_str(row, "sandbox_id")) ? "running" : "stopped"));
 	}
 	return disks;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "forward.h"
+#include "json.h"
 #include "nodes.h"
 #include "util.h"
 
@@ -98,7 +99,7 @@ int lcd_node_open(lcd_t *lcd, const char *node, const char *method, const char *
 				    "node %s cannot be asked: this node has no cluster token (cluster_token_file or "
 				    "token_file in lcd.json)",
 				    node);
-	int fd = dial(node, json_string_value(json_object_get(row, "address")), err);
+	int fd = dial(node, lc_json_str(row, "address"), err);
 	if (fd < 0)
 		return -1;
 	_cleanup_free_ char *authline = auth ? lc_strdup_printf("Authorization: %s\r\n", auth)

@@ -48,6 +48,7 @@
 
 #include "gateway.h"
 #include "gwreq.h"
+#include "json.h"
 #include "netpool.h"
 #include "util.h"
 
@@ -1363,14 +1364,14 @@ static bool identify(gw_t *gw, gw_req_t *r, struct MHD_Connection *c, const char
 	json_t *row = json_array_get(rows, 0);
 	if (!row)
 		return false;
-#define COPY(dst, key) snprintf(dst, sizeof(dst), "%s", json_string_value(json_object_get(row, key)) ?: "")
+#define COPY(dst, key) snprintf(dst, sizeof(dst), "%s", lc_json_str(row, key) ?: "")
 	COPY(r->sandbox, "sandbox_id");
 	COPY(r->task, "task_id");
 	COPY(r->app, "app");
 	COPY(r->function, "function");
 #undef COPY
-	r->prov = lcd_provider_parse(json_string_value(json_object_get(row, "provider")));
-	r->secret = strdup(json_string_value(json_object_get(row, "secret")));
+	r->prov = lcd_provider_parse(lc_json_str(row, "provider"));
+	r->secret = strdup(lc_json_str(row, "secret"));
 	r->b_sandbox = json_integer_value(json_object_get(row, "budget_pusd"));
 	/* the token must come from its own sandbox, to that sandbox's listener */
 	*why = "the token of another sandbox";
@@ -1664,7 +1665,7 @@ static enum MHD_Result forward(gw_t *gw, gw_req_t *r, struct MHD_Connection *c)
 			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "the request body is not a JSON object%s%s",
 					r->len ? ": " : "", r->len ? je.text : "");
 		}
-		const char *model = json_string_value(json_object_get(b, "model"));
+		const char *model = lc_json_str(b, "model");
 		if (!model) {
 			refusal(gw, r, "bad_body", 400, "no model");
 			return gw_reply(c, r->prov, MHD_HTTP_BAD_REQUEST, "model: required (the gateway prices by it)");
@@ -1862,14 +1863,14 @@ int lcd_gateway_parse(lcd_t *lcd, const lcd_caller_t *who, json_t *v, json_t *se
 	if (!gw)
 		return lc_error_set(err, LC_EXIT_INVALID, 0,
 				    "model_gateway: this lcd serves no model gateway (lcd.json: \"gateway\": {\"upstreams\": …})");
-	const char *prov = json_string_value(json_object_get(v, "provider"));
+	const char *prov = lc_json_str(v, "provider");
 	out->provider = lcd_provider_parse(prov);
 	if (out->provider < 0)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "model_gateway.provider: expected \"anthropic\" or \"openai\"");
 	if (!gw->cfg.upstream[out->provider])
 		return lc_error_set(err, LC_EXIT_INVALID, 0,
 				    "model_gateway.provider: lcd.json's gateway.upstreams has no %s", prov);
-	const char *secret = json_string_value(json_object_get(v, "secret"));
+	const char *secret = lc_json_str(v, "secret");
 	if (!secret)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "model_gateway.secret: required (the secret holding the key)");
 	if (lcd_secret_usable(lcd, who, secret, "model_gateway.secret", err) < 0)
@@ -1960,7 +1961,7 @@ int lcd_gateway_env(lcd_t *lcd, const char *id, char ***env, lc_error_t **err)
 	pthread_mutex_unlock(&gw->lock);
 	if (!tok[0])
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s: its model gateway token is gone", id);
-	bool anth = !strcmp(json_string_value(json_object_get(row, "provider")), "anthropic");
+	bool anth = !strcmp(lc_json_str(row, "provider"), "anthropic");
 	_cleanup_free_ char *url = lc_strdup_printf("%s=http://%s:%d%s", anth ? "ANTHROPIC_BASE_URL" : "OPENAI_BASE_URL",
 						    addr, gw->cfg.port, anth ? "" : "/v1");
 	_cleanup_free_ char *key = lc_strdup_printf("%s=%s", anth ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY", tok);
@@ -2044,7 +2045,7 @@ json_t *lcd_gateway_sandbox_ids(lcd_t *lcd)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *id = json_string_value(json_object_get(row, "sandbox_id"));
+		const char *id = lc_json_str(row, "sandbox_id");
 		if (id)
 			json_object_set_new(ids, id, json_true());
 	}
@@ -2073,7 +2074,7 @@ void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 	lc_error_t *e = NULL;
 	if (gw && lc_netpool_read(id, &lease, &e) == 0)
 		json_object_set_new(g, "base_url", json_sprintf("http://%s:%d%s", lease.gw4, gw->cfg.port,
-								 strcmp(json_string_value(json_object_get(row, "provider")), "openai") ? "" : "/v1"));
+								 strcmp(lc_json_str(row, "provider"), "openai") ? "" : "/v1"));
 	lc_error_free(e);
 	json_object_set_new(view, "model_gateway", g);
 	json_object_set(view, "spend_usd", json_object_get(sum, "spend_usd"));
@@ -2082,7 +2083,7 @@ void lcd_gateway_view(lcd_t *lcd, const char *id, json_t *view)
 
 void lcd_gateway_task_view(lcd_t *lcd, json_t *task)
 {
-	const char *id = json_string_value(json_object_get(task, "id"));
+	const char *id = lc_json_str(task, "id");
 	_cleanup_json_ json_t *sum = id ? lcd_ledger_summary(lcd->db, LCD_LEDGER_TASK, id, NULL) : NULL;
 	if (!sum)
 		return;
@@ -2107,7 +2108,7 @@ static void recover(gw_t *gw)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *id = json_string_value(json_object_get(row, "sandbox_id"));
+		const char *id = lc_json_str(row, "sandbox_id");
 		lc_error_t *e = NULL;
 		char addr[INET_ADDRSTRLEN];
 		if (token_issue(gw, id, &e) < 0) {

@@ -5,6 +5,7 @@
 
 #include "image.h"
 #include "images.h"
+#include "json.h"
 #include "registry.h"
 #include "util.h"
 
@@ -102,7 +103,7 @@ int lcd_image_record(lcd_t *lcd, const lcd_caller_t *who, const char *name, cons
 	lc_error_t *e = NULL;
 	const char *digest = NULL;
 	if (lc_image_inspect(name, &info, &e) == 0)
-		digest = json_string_value(json_object_get(info, "digest"));
+		digest = lc_json_str(info, "digest");
 	lc_error_free(e);
 	if (record(lcd, who, name, digest, kind, sandbox, err) < 0)
 		return -1;
@@ -141,12 +142,12 @@ void lcd_images_recover(lcd_t *lcd)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *name = json_string_value(json_object_get(row, "name"));
+		const char *name = lc_json_str(row, "name");
 		_cleanup_json_ json_t *info = NULL;
 		lc_error_t *e = NULL;
 		if (lc_image_inspect(name, &info, &e) == 0) {
 			lcd_db_exec(lcd->db, NULL, "UPDATE images SET digest = ? WHERE name = ?", "ss",
-				    json_string_value(json_object_get(info, "digest")), name);
+				    lc_json_str(info, "digest"), name);
 			lcd_log("images: %s was made before lcd stopped: recorded", name);
 		} else if (e->exit_code == LC_EXIT_UNKNOWN) {
 			lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ? AND digest IS NULL", "s", name);
@@ -166,7 +167,7 @@ void lcd_images_collect(lcd_t *lcd)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *name = json_string_value(json_object_get(row, "name"));
+		const char *name = lc_json_str(row, "name");
 		lc_error_t *e = NULL;
 		if (lc_image_remove(name, &e) < 0 && e->exit_code != LC_EXIT_UNKNOWN) {
 			lcd_log("images: cannot remove %s, whose time is up: %s", name, e->msg);
@@ -191,12 +192,12 @@ json_t *lcd_images_list(lcd_t *lcd, const lcd_caller_t *who, lc_error_t **err)
 	size_t i, k;
 	json_t *img, *row;
 	json_array_foreach(store, i, img) {
-		const char *name = json_string_value(json_object_get(img, "name"));
+		const char *name = lc_json_str(img, "name");
 		json_t *rec = NULL;
 		json_array_foreach(rows, k, row)
-			if (!strcmp(json_string_value(json_object_get(row, "name")), name))
+			if (!strcmp(lc_json_str(row, "name"), name))
 				rec = row;
-		const char *app = rec ? json_string_value(json_object_get(rec, "app")) : NULL;
+		const char *app = rec ? lc_json_str(rec, "app") : NULL;
 		if (!who->operator && (!app || strcmp(app, who->app)))
 			continue;
 		long long exp = rec ? json_integer_value(json_object_get(rec, "expires_at")) : 0;
@@ -219,7 +220,7 @@ int lcd_image_delete(lcd_t *lcd, const lcd_caller_t *who, const char *name, lc_e
 	size_t i;
 	json_t *img;
 	json_array_foreach(all, i, img)
-		seen |= !strcmp(json_string_value(json_object_get(img, "name")), name);
+		seen |= !strcmp(lc_json_str(img, "name"), name);
 	if (!seen)
 		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no image %s", name);
 	if (lc_image_remove(name, err) < 0)

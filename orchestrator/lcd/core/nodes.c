@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "json.h"
 #include "nodes.h"
 #include "util.h"
 
@@ -92,7 +93,7 @@ static bool has_image(json_t *images, const char *image)
 	size_t i;
 	json_t *im;
 	json_array_foreach(images, i, im)
-		if (!strcmp(json_string_value(json_object_get(im, "name")) ?: "", image))
+		if (!strcmp(lc_json_str(im, "name") ?: "", image))
 			return true;
 	return false;
 }
@@ -116,9 +117,9 @@ char *lcd_node_place(lcd_t *lcd, const char *image)
 	size_t i;
 	json_t *r;
 	json_array_foreach(rows, i, r) {
-		const char *name = json_string_value(json_object_get(r, "name"));
+		const char *name = lc_json_str(r, "name");
 		long long free_slots = json_integer_value(json_object_get(r, "slots")) - json_integer_value(json_object_get(r, "used"));
-		_cleanup_json_ json_t *images = json_loads(json_string_value(json_object_get(r, "images")), 0, NULL);
+		_cleanup_json_ json_t *images = json_loads(lc_json_str(r, "images"), 0, NULL);
 		bool image_here = !image || !strcmp(image, "host") || has_image(images, image);
 		/* room first, then the image, then the most room; this node wins a tie */
 		long long key = (free_slots > 0 ? 1LL << 40 : 0) + (image_here ? 1LL << 39 : 0) + free_slots * 2 +
@@ -163,14 +164,14 @@ static void end_dead(lcd_t *lcd, const char *node, long long silent_ms)
 	size_t i;
 	json_t *t;
 	json_array_foreach(tasks, i, t) {
-		const char *id = json_string_value(json_object_get(t, "id"));
-		const char *sb = json_string_value(json_object_get(t, "sandbox_id"));
+		const char *id = lc_json_str(t, "id");
+		const char *sb = lc_json_str(t, "sandbox_id");
 		if (sb)
 			lcd_db_exec(lcd->db, NULL,
 				    "INSERT INTO node_leftovers (node, sandbox_id, task_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
 				    "sss", node, sb, id);
-		lcd_app_t *app = lcd_app_get(lcd, json_string_value(json_object_get(t, "app")));
-		const lcd_function_t *fn = app ? lcd_app_function(app, json_string_value(json_object_get(t, "function"))) : NULL;
+		lcd_app_t *app = lcd_app_get(lcd, lc_json_str(t, "app"));
+		const lcd_function_t *fn = app ? lcd_app_function(app, lc_json_str(t, "function")) : NULL;
 		_cleanup_free_ char *why = lc_strdup_printf("node_lost: node %s has been silent for %lld s", node,
 							    silent_ms / 1000);
 		int r;
@@ -207,7 +208,7 @@ static void judge(lcd_t *lcd)
 	size_t i;
 	json_t *d;
 	json_array_foreach(dead, i, d)
-		end_dead(lcd, json_string_value(json_object_get(d, "name")), json_integer_value(json_object_get(d, "silent")));
+		end_dead(lcd, lc_json_str(d, "name"), json_integer_value(json_object_get(d, "silent")));
 }
 
 /* Tasks the store says run here that no worker here runs, started more
@@ -221,7 +222,7 @@ static void unconfirmed(lcd_t *lcd)
 	size_t i;
 	json_t *r;
 	json_array_foreach(rows, i, r) {
-		const char *id = json_string_value(json_object_get(r, "id"));
+		const char *id = lc_json_str(r, "id");
 		if (lcd_task_runs_here(lcd, id))
 			continue;
 		if (lcd_store_task_requeue(lcd->db, id, "its start was not confirmed here (the store was unreachable)", NULL) > 0)
@@ -279,7 +280,7 @@ int lcd_node_start(lcd_t *lcd, const lcd_node_cfg_t *cfg, lc_error_t **err)
 	json_t *row = rows ? json_array_get(rows, 0) : NULL;
 	if (!rows)
 		goto fail;
-	if (row && strcmp(json_string_value(json_object_get(row, "host")), n->host) &&
+	if (row && strcmp(lc_json_str(row, "host"), n->host) &&
 	    json_is_null(json_object_get(row, "stopped_at")) &&
 	    json_integer_value(json_object_get(row, "silent")) < LCD_NODE_DEAD_MS) {
 		lc_error_set(err, LC_EXIT_BUSY, 0,
@@ -476,8 +477,8 @@ json_t *lcd_nodes_list(lcd_t *lcd, lc_error_t **err)
 	json_array_foreach(rows, i, r) {
 		long long slots = json_integer_value(json_object_get(r, "slots"));
 		long long used = json_integer_value(json_object_get(r, "used"));
-		const char *state = json_string_value(json_object_get(r, "state"));
-		json_t *images = json_loads(json_string_value(json_object_get(r, "images")), 0, NULL);
+		const char *state = lc_json_str(r, "state");
+		json_t *images = json_loads(lc_json_str(r, "images"), 0, NULL);
 		json_array_append_new(
 			out, json_pack("{s:O, s:s, s:O, s:O, s:O, s:I, s:I, s:I, s:o, s:O, s:O, s:O}", "name",
 				       json_object_get(r, "name"), "state", state, "address", json_object_get(r, "address"),

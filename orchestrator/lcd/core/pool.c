@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "json.h"
 #include "lcd.h"
 #include "pool.h"
 #include "sandbox_priv.h"
@@ -84,7 +85,7 @@ int lcd_pool_config(json_t *v, const char *path, json_t **out, lc_error_t **err)
 		_cleanup_free_ char *p = lc_strdup_printf("config %s: sandbox_pool[%zu]", path, i);
 		if (lcd_check_keys(e, p, keys, err) < 0)
 			return -1;
-		const char *image = json_string_value(json_object_get(e, "image"));
+		const char *image = lc_json_str(e, "image");
 		json_t *size = json_object_get(e, "size");
 		if (!image || (strcmp(image, LC_IMAGE_HOST) && !lc_image_name_valid(image)))
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.image: expected \"host\" or an image name", p);
@@ -232,7 +233,7 @@ static void prune(struct lcd_pool *p, shape_t *s, bool check_running)
 			continue;
 		lc_error_t *e = NULL;
 		_cleanup_json_ json_t *st = lc_sandbox_inspect(ids[i], &e);
-		drop[i] = !st || strcmp(json_string_value(json_object_get(st, "status")) ?: "", "running");
+		drop[i] = !st || strcmp(lc_json_str(st, "status") ?: "", "running");
 		lc_error_free(e);
 		if (drop[i])
 			lcd_log("sandbox pool: member %s of %s is gone; replacing it", ids[i], s->image);
@@ -330,7 +331,7 @@ int lcd_pool_start(lcd_t *lcd, json_t *cfg, lc_error_t **err)
 	p->n_shapes = n;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(cfg, i);
-		p->shapes[i].image = strdup(json_string_value(json_object_get(e, "image")));
+		p->shapes[i].image = strdup(lc_json_str(e, "image"));
 		p->shapes[i].size = (int)json_integer_value(json_object_get(e, "size"));
 		json_t *disk = json_object_get(e, "disk");
 		if (disk)

@@ -44,6 +44,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "lcd.h"
 #include "netpool.h"
 #include "sbfs.h"
@@ -177,18 +178,14 @@ static bool jbool(json_t *j, const char *k)
 	return json_is_true(json_object_get(j, k));
 }
 
-static const char *jstr(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
 
 /* The exec a request describes (j is wiped before it runs); 0, or -1
  * with *err. */
 static int exec_from_json(json_t *j, const int *fds, lc_result_t *res, lc_error_t **err)
 {
-	const char *v = jstr(j, "id");
+	const char *v = lc_json_str(j, "id");
 	_cleanup_free_ char *id = v ? strdup(v) : NULL;
-	v = jstr(j, "workdir");
+	v = lc_json_str(j, "workdir");
 	_cleanup_free_ char *workdir = v ? strdup(v) : NULL;
 	lc_exec_opts_t o = { .argv = lc_json_to_strv(json_object_get(j, "argv")),
 			     .env = lc_json_to_strv(json_object_get(j, "env")),
@@ -266,8 +263,8 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 {
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	lc_error_t *err = NULL;
-	const char *id = jstr(j, "id");
-	_cleanup_free_ char *path = unhex(jstr(j, "path"));
+	const char *id = lc_json_str(j, "id");
+	_cleanup_free_ char *path = unhex(lc_json_str(j, "path"));
 	int fd = -1;
 	lc_tar_job_t *job = NULL;
 	if (!id || !path)
@@ -303,7 +300,7 @@ static _Noreturn void fs_child(int ch, int kind, json_t *j)
 	lc_spec_t *spec = NULL;
 	json_t *out = NULL;
 	int fd = -1;
-	const char *id = jstr(j, "id");
+	const char *id = lc_json_str(j, "id");
 	if (!id)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (lc_sandbox_join_here(id, &spec, &err) == 0)
@@ -365,8 +362,8 @@ static _Noreturn void task_child(int ch, const struct request *rq, pid_t lcd_pid
 		fs_child(ch, rq->kind, j);
 	if (rq->kind == EXEC && j) {
 		a.ran = exec_from_json(j, fds, &a.res, &err);
-	} else if (rq->kind == START && jstr(j, "id")) {
-		a.ran = lc_sandbox_start(jstr(j, "id"), &err);
+	} else if (rq->kind == START && lc_json_str(j, "id")) {
+		a.ran = lc_sandbox_start(lc_json_str(j, "id"), &err);
 	} else if (spec) {
 		for (int i = 0; i < 3; i++)
 			spec->stdio[i] = fds[i];

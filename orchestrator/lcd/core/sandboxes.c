@@ -20,6 +20,7 @@
 #include "grant.h"
 #include "image.h"
 #include "images.h"
+#include "json.h"
 #include "layer.h"
 #include "lcd.h"
 #include "net.h"
@@ -294,8 +295,8 @@ static int parse_mounts(const lcd_caller_t *who, json_t *v, lc_spec_t *spec, lc_
 			return bad(err, LC_EXIT_INVALID, p, "expected an object");
 		if (lcd_check_keys(m, p, keys, err) < 0)
 			return -1;
-		const char *src = json_string_value(json_object_get(m, "source"));
-		const char *dst = json_string_value(json_object_get(m, "target"));
+		const char *src = lc_json_str(m, "source");
+		const char *dst = lc_json_str(m, "target");
 		json_t *ro = json_object_get(m, "readonly");
 		if (!src || src[0] != '/')
 			return bad(err, LC_EXIT_INVALID, p, "source: expected an absolute host path");
@@ -440,10 +441,6 @@ static int parse_create(lcd_t *lcd, const lcd_caller_t *who, json_t *req, const 
 
 /* ---- records ---- */
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
 
 static int quota_error(lc_error_t **err, const char *app, long long have, int n, int max)
 {
@@ -488,9 +485,9 @@ static void prune_vanished(lcd_t *lcd, const char *app)
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		lc_error_t *e = NULL;
-		_cleanup_json_ json_t *st = lc_sandbox_inspect(jstr(row, "id"), &e);
+		_cleanup_json_ json_t *st = lc_sandbox_inspect(lc_json_str(row, "id"), &e);
 		if (!st && e && e->exit_code == LC_EXIT_UNKNOWN)
-			forget(lcd, jstr(row, "id"), "live", GONE, NULL);
+			forget(lcd, lc_json_str(row, "id"), "live", GONE, NULL);
 		lc_error_free(e);
 	}
 }
@@ -759,9 +756,9 @@ json_t *lcd_sandbox_find(lcd_t *lcd, const lcd_caller_t *who, const char *ref, l
 		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no sandbox '%s'", ref);
 		return NULL;
 	}
-	if (next && strcmp(jstr(row, "id"), ref) && jstr(row, "app")) {
+	if (next && strcmp(lc_json_str(row, "id"), ref) && lc_json_str(row, "app")) {
 		lc_error_set(err, LC_EXIT_BUSY, 0, "sandboxes of apps %s and %s are named '%s': name one by its id",
-			     jstr(row, "app"), jstr(next, "app"), ref);
+			     lc_json_str(row, "app"), lc_json_str(next, "app"), ref);
 		return NULL;
 	}
 	return json_incref(row);
@@ -776,8 +773,8 @@ static json_t *view_elsewhere(lcd_t *lcd, json_t *row)
 {
 	lc_error_t *err = NULL;
 	json_t *out = NULL;
-	_cleanup_free_ char *path = lc_strdup_printf("/sandboxes/%s", jstr(row, "id"));
-	int st = lcd_node_call(lcd, jstr(row, "node"), "GET", path, NULL, &out, &err);
+	_cleanup_free_ char *path = lc_strdup_printf("/sandboxes/%s", lc_json_str(row, "id"));
+	int st = lcd_node_call(lcd, lc_json_str(row, "node"), "GET", path, NULL, &out, &err);
 	if (st == 200 && json_is_object(out))
 		return out;
 	json_decref(out);
@@ -789,27 +786,27 @@ static json_t *view_elsewhere(lcd_t *lcd, json_t *row)
 
 static json_t *record_view(json_t *row)
 {
-	const char *task = jstr(row, "task_id");
-	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", jstr(row, "id"), "state",
-			      !strcmp(jstr(row, "state"), "creating") ? "creating"
-			      : !strcmp(jstr(row, "state"), "lost")   ? "lost"
+	const char *task = lc_json_str(row, "task_id");
+	json_t *v = json_pack("{s:s, s:s, s:O, s:O, s:O, s:s, s:o, s:o, s:o}", "id", lc_json_str(row, "id"), "state",
+			      !strcmp(lc_json_str(row, "state"), "creating") ? "creating"
+			      : !strcmp(lc_json_str(row, "state"), "lost")   ? "lost"
 								      : "unreachable",
 			      "name",
 			      json_object_get(row, "name"), "image", json_object_get(row, "image"), "created",
-			      json_object_get(row, "created_at"), "node", jstr(row, "node"), "labels",
-			      json_loads(jstr(row, "labels"), 0, NULL), "secrets", json_loads(jstr(row, "secrets"), 0, NULL),
+			      json_object_get(row, "created_at"), "node", lc_json_str(row, "node"), "labels",
+			      json_loads(lc_json_str(row, "labels"), 0, NULL), "secrets", json_loads(lc_json_str(row, "secrets"), 0, NULL),
 			      "owner",
-			      task ? json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", jstr(row, "app"), "task", task,
-					       "function", jstr(row, "function"))
+			      task ? json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", lc_json_str(row, "app"), "task", task,
+					       "function", lc_json_str(row, "function"))
 				   : json_pack("{s:s}", "kind", "operator"));
-	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
+	json_object_set_new(v, "app", lc_json_str(row, "app") ? json_string(lc_json_str(row, "app")) : json_null());
 	return v;
 }
 
 /* Does another node hold the sandbox of this row? */
 static bool elsewhere(lcd_t *lcd, json_t *row)
 {
-	const char *node = jstr(row, "node"), *me = lcd_db_node(lcd->db);
+	const char *node = lc_json_str(row, "node"), *me = lcd_db_node(lcd->db);
 	return node && me && strcmp(node, me);
 }
 
@@ -817,12 +814,12 @@ static bool elsewhere(lcd_t *lcd, json_t *row)
  * NULL: look this one up. */
 static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 {
-	const char *id = jstr(row, "id");
+	const char *id = lc_json_str(row, "id");
 	if (elsewhere(lcd, row))
 		return view_elsewhere(lcd, row);
 	lc_error_t *e = NULL;
 	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
-	bool creating = !strcmp(jstr(row, "state"), "creating");
+	bool creating = !strcmp(lc_json_str(row, "state"), "creating");
 	if (!st && !creating) {
 		if (e && e->exit_code == LC_EXIT_UNKNOWN) {
 			/* its ttl expired (or someone ran lcrun rm): forget it */
@@ -834,18 +831,18 @@ static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 	}
 	lc_error_free(e);
 	json_t *v = st ? lc_sandbox_info(id, st) : json_pack("{s:s, s:s}", "id", id, "state", "creating");
-	json_object_set_new(v, "name", json_is_string(json_object_get(row, "name")) ? json_string(jstr(row, "name")) : json_null());
-	json_object_set_new(v, "image", json_string(jstr(row, "image")));
+	json_object_set_new(v, "name", json_is_string(json_object_get(row, "name")) ? json_string(lc_json_str(row, "name")) : json_null());
+	json_object_set_new(v, "image", json_string(lc_json_str(row, "image")));
 	json_object_set_new(v, "created", json_integer(json_integer_value(json_object_get(row, "created_at"))));
-	if (jstr(row, "task_id"))
-		json_object_set_new(v, "owner", json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", jstr(row, "app"), "task",
-							  jstr(row, "task_id"), "function", jstr(row, "function")));
+	if (lc_json_str(row, "task_id"))
+		json_object_set_new(v, "owner", json_pack("{s:s, s:s, s:s, s:s}", "kind", "task", "app", lc_json_str(row, "app"), "task",
+							  lc_json_str(row, "task_id"), "function", lc_json_str(row, "function")));
 	else
 		json_object_set_new(v, "owner", json_pack("{s:s}", "kind", "operator"));
-	json_object_set_new(v, "app", jstr(row, "app") ? json_string(jstr(row, "app")) : json_null());
-	json_object_set_new(v, "node", jstr(row, "node") ? json_string(jstr(row, "node")) : json_null());
-	json_object_set_new(v, "labels", json_loads(jstr(row, "labels"), 0, NULL));
-	json_object_set_new(v, "secrets", json_loads(jstr(row, "secrets"), 0, NULL));
+	json_object_set_new(v, "app", lc_json_str(row, "app") ? json_string(lc_json_str(row, "app")) : json_null());
+	json_object_set_new(v, "node", lc_json_str(row, "node") ? json_string(lc_json_str(row, "node")) : json_null());
+	json_object_set_new(v, "labels", json_loads(lc_json_str(row, "labels"), 0, NULL));
+	json_object_set_new(v, "secrets", json_loads(lc_json_str(row, "secrets"), 0, NULL));
 	if (!gateways || json_object_get(gateways, id))
 		lcd_gateway_view(lcd, id, v);
 	else
@@ -874,11 +871,11 @@ static bool labels_match(json_t *row, char **labels)
 {
 	if (!labels)
 		return true;
-	_cleanup_json_ json_t *have = json_loads(jstr(row, "labels"), 0, NULL);
+	_cleanup_json_ json_t *have = json_loads(lc_json_str(row, "labels"), 0, NULL);
 	for (size_t i = 0; labels[i]; i++) {
 		const char *eq = strchr(labels[i], '=');
 		_cleanup_free_ char *k = eq ? strndup(labels[i], (size_t)(eq - labels[i])) : strdup(labels[i]);
-		const char *val = jstr(have, k);
+		const char *val = lc_json_str(have, k);
 		if (!val || (eq && strcmp(val, eq + 1)))
 			return false;
 	}
@@ -912,7 +909,7 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 		json_t *v = sandbox_view(lcd, row, gateways);
 		if (!v)
 			continue;
-		if (state && strcmp(state, jstr(v, "state"))) {
+		if (state && strcmp(state, lc_json_str(v, "state"))) {
 			json_decref(v);
 			continue;
 		}
@@ -948,16 +945,16 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 /* The state a caller sees for a row of the history query. */
 static json_t *history_entry(lcd_t *lcd, json_t *row)
 {
-	const char *state = jstr(row, "state");
-	json_t *v = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:o, s:O, s:O, s:O}", "id", jstr(row, "id"), "name",
+	const char *state = lc_json_str(row, "state");
+	json_t *v = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O, s:o, s:O, s:O, s:O}", "id", lc_json_str(row, "id"), "name",
 			      json_object_get(row, "name"), "app", json_object_get(row, "app"), "task",
 			      json_object_get(row, "task_id"), "function", json_object_get(row, "function"), "image",
-			      json_object_get(row, "image"), "labels", json_loads(jstr(row, "labels"), 0, NULL), "created",
+			      json_object_get(row, "image"), "labels", json_loads(lc_json_str(row, "labels"), 0, NULL), "created",
 			      json_object_get(row, "created_at"), "terminated", json_object_get(row, "ended_at"),
 			      "end_reason", json_object_get(row, "end_reason"));
 	if (!strcmp(state, "live")) {
 		_cleanup_json_ json_t *view = lcd_sandbox_view(lcd, row);
-		state = view ? jstr(view, "state") : "terminated";
+		state = view ? lc_json_str(view, "state") : "terminated";
 		json_object_set_new(v, "state", json_string(state));
 		return v;
 	}
@@ -994,7 +991,7 @@ json_t *lcd_sandbox_history(lcd_t *lcd, const lcd_caller_t *who, const char *app
 
 int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **err)
 {
-	_cleanup_json_ json_t *names = json_loads(jstr(row, "secrets"), 0, NULL);
+	_cleanup_json_ json_t *names = json_loads(lc_json_str(row, "secrets"), 0, NULL);
 	size_t i;
 	json_t *n;
 	json_array_foreach(names, i, n) {
@@ -1004,14 +1001,14 @@ int lcd_sandbox_secret_env(lcd_t *lcd, json_t *row, char ***env, lc_error_t **er
 			if (*err)
 				return -1;
 			return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "secret %s (given to sandbox %s) is no longer set", name,
-					    jstr(row, "id"));
+					    lc_json_str(row, "id"));
 		}
 		_cleanup_free_ char *kv = lc_strdup_printf("%s=%s", name, v);
 		lc_strv_push(env, kv);
 		explicit_bzero(kv, strlen(kv));
 		explicit_bzero(v, strlen(v));
 	}
-	return lcd_gateway_env(lcd, jstr(row, "id"), env, err);
+	return lcd_gateway_env(lcd, lc_json_str(row, "id"), env, err);
 }
 
 static int image_digest(const char *name, json_t **out, lc_error_t **err)
@@ -1031,7 +1028,7 @@ int lcd_sandbox_snapshot(lcd_t *lcd, const lcd_caller_t *who, json_t *row, const
 			   "expected an image name (letters, digits, '._:/-', at most 128, not \"host\")");
 	if (!who->operator && lcd_grant_snapshot_name(who->app, name, err) < 0)
 		return -1;
-	const char *id = jstr(row, "id");
+	const char *id = lc_json_str(row, "id");
 	/* Recorded first: killed while the image is made, lcd still knows
 	 * whose it is at its next start (lcd_images_recover). */
 	if (lcd_image_reserve(lcd, who, name, "snapshot", id, err) < 0)
@@ -1052,7 +1049,7 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 {
 	if (n < 1 || n > FORK_MAX)
 		return lc_error_set(err, LC_EXIT_INVALID, 0, "n: expected 1 to %d", FORK_MAX);
-	const char *id = jstr(row, "id");
+	const char *id = lc_json_str(row, "id");
 	/* a task's fork images are its app's (grant.h), the operator's fork/ */
 	_cleanup_free_ char *image = who->operator ? lc_strdup_printf("fork/%s-%lld", id, lc_wall_ms())
 						   : lc_strdup_printf("%s/fork-%s-%lld", who->app, id, lc_wall_ms());
@@ -1067,7 +1064,7 @@ int lcd_sandbox_fork(lcd_t *lcd, const lcd_caller_t *who, json_t *row, int n, js
 	LC_FAULT("lcd-fork-snapshot");
 	if (lcd_image_record(lcd, who, image, "fork", id, err) < 0)
 		return -1;
-	_cleanup_json_ json_t *req = json_loads(jstr(row, "request"), 0, NULL);
+	_cleanup_json_ json_t *req = json_loads(lc_json_str(row, "request"), 0, NULL);
 	json_object_del(req, "name");
 	json_t *ids = json_array();
 	if (lcd_sandbox_make(lcd, who, req, n, image, ids, err) < 0) {
@@ -1095,8 +1092,8 @@ void lcd_sandboxes_sweep(lcd_t *lcd)
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		lc_error_t *e = NULL;
-		if (lcd_sandbox_delete(lcd, jstr(row, "id"), &e) < 0) {
-			lcd_log("sandbox %s: cannot remove it: %s", jstr(row, "id"), e->msg);
+		if (lcd_sandbox_delete(lcd, lc_json_str(row, "id"), &e) < 0) {
+			lcd_log("sandbox %s: cannot remove it: %s", lc_json_str(row, "id"), e->msg);
 			lc_error_free(e);
 		}
 	}
@@ -1117,10 +1114,10 @@ int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *id = jstr(row, "id");
-		const char *task = jstr(row, "task_id");
+		const char *id = lc_json_str(row, "id");
+		const char *task = lc_json_str(row, "task_id");
 		lc_error_t *e = NULL;
-		if (!task && !strcmp(jstr(row, "state"), "lost")) {
+		if (!task && !strcmp(lc_json_str(row, "state"), "lost")) {
 			/* judged lost while this node was away: still here, it is live again */
 			_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
 			lc_error_free(e);
@@ -1131,7 +1128,7 @@ int lcd_sandboxes_recover(lcd_t *lcd, lc_error_t **err)
 				continue;
 			}
 		}
-		if (task || strcmp(jstr(row, "state"), "live")) {
+		if (task || strcmp(lc_json_str(row, "state"), "live")) {
 			/* No task runs now, and a half-made sandbox was never handed out. */
 			if (lcd_sandbox_delete(lcd, id, &e) < 0) {
 				lcd_log("sandbox %s: cannot remove it: %s", id, e->msg);

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "sbfs.h"
 #include "util.h"
 
@@ -386,14 +387,14 @@ static uid_t jid(json_t *op, const char *k, unsigned dflt)
 
 int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_error_t **err)
 {
-	const char *what = json_string_value(json_object_get(op, "op"));
-	const char *path = json_string_value(json_object_get(op, "path"));
+	const char *what = lc_json_str(op, "op");
+	const char *path = lc_json_str(op, "path");
 	uid_t uid = jid(op, "uid", spec ? spec->uid : 0);
 	gid_t gid = (gid_t)jid(op, "gid", spec ? spec->gid : 0);
 	*out = NULL;
 	*fd = -1;
 	if (what && !strcmp(what, "user")) {
-		const char *name = json_string_value(json_object_get(op, "name"));
+		const char *name = lc_json_str(op, "name");
 		return name ? user_of(name, out, err) : fail(err, EINVAL, "user: no name given");
 	}
 	if (!what || !path || path[0] != '/')
@@ -430,7 +431,7 @@ int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_err
 		return 0;
 	}
 	if (!strcmp(what, "move")) {
-		const char *to = json_string_value(json_object_get(op, "to"));
+		const char *to = lc_json_str(op, "to");
 		if (!to || to[0] != '/')
 			return fail(err, EINVAL, "move: the destination must be an absolute path");
 		if (lstat(path, &st) < 0)
@@ -530,7 +531,7 @@ static void watch_add(int fd, const char *root, const char *rel, bool recursive)
 int lcd_sbfs_watch_start(json_t *op, const lc_spec_t *spec, int *fd, lc_error_t **err)
 {
 	(void)spec;
-	const char *path = json_string_value(json_object_get(op, "path"));
+	const char *path = lc_json_str(op, "path");
 	struct stat st;
 	if (!path || path[0] != '/')
 		return fail(err, EINVAL, "a watch needs an absolute path");
@@ -612,7 +613,7 @@ static int announce(int out, const char *root, const char *rel, bool with_entry,
 
 void lcd_sbfs_watch_run(int fd, int out, json_t *op)
 {
-	const char *root = json_string_value(json_object_get(op, "path"));
+	const char *root = lc_json_str(op, "path");
 	bool recursive = json_is_true(json_object_get(op, "recursive"));
 	bool with_entry = json_is_true(json_object_get(op, "include_entry"));
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "images.h"
+#include "json.h"
 #include "lcd.h"
 #include "nodes.h"
 #include "util.h"
@@ -57,8 +58,8 @@ static json_t *schedule_row(json_t *rows, const char *app, const char *name)
 	size_t i;
 	json_t *r;
 	json_array_foreach(rows, i, r)
-		if (!strcmp(json_string_value(json_object_get(r, "app")), app) &&
-		    !strcmp(json_string_value(json_object_get(r, "name")), name))
+		if (!strcmp(lc_json_str(r, "app"), app) &&
+		    !strcmp(lc_json_str(r, "name"), name))
 			return r;
 	return NULL;
 }

@@ -19,6 +19,7 @@
 
 #include "gateway.h"
 #include "image.h"
+#include "json.h"
 #include "lcd.h"
 #include "nodes.h"
 #include "util.h"
@@ -180,10 +181,10 @@ int lcd_cancel(lcd_t *lcd, const char *id, lc_error_t **err)
 		_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, id, err);
 		if (!t)
 			return *err ? -1 : lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no task '%s'", id);
-		const char *state = json_string_value(json_object_get(t, "state"));
+		const char *state = lc_json_str(t, "state");
 		if (strcmp(state, "running") != 0)
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s has already ended (%s)", id, state);
-		const char *node = json_string_value(json_object_get(t, "node"));
+		const char *node = lc_json_str(t, "node");
 		if (node && strcmp(node, lcd_db_node(lcd->db)))
 			return lc_error_set(err, LC_EXIT_STATE, 0, "task %s runs on node %s: it cancels it", id, node);
 		if (tries >= 40)
@@ -217,7 +218,7 @@ void lcd_cancel_app(lcd_t *lcd, const char *app)
 	json_t *t;
 	json_array_foreach(rows, i, t) {
 		lc_error_t *err = NULL;
-		lcd_cancel(lcd, json_string_value(json_object_get(t, "id")), &err);
+		lcd_cancel(lcd, lc_json_str(t, "id"), &err);
 		lc_error_free(err);
 	}
 }
@@ -256,7 +257,7 @@ json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error
 			return NULL;
 		}
 		long long left = deadline - lc_now_ms();
-		if (lcd_state_final(json_string_value(json_object_get(t, "state"))) || left <= 0)
+		if (lcd_state_final(lc_json_str(t, "state")) || left <= 0)
 			return t;
 		json_decref(t);
 		/* Re-read at least every second: a broadcast can slip between
@@ -334,7 +335,7 @@ static int make_spec(struct job *j, const char *taskdir, int logfd, int nullfd, 
 	for (size_t i = 0; j->app->config && j->app->config[i]; i++) /* the manifest's config: not secret */
 		lc_strv_push(&spec->env, j->app->config[i]);
 	/* through the gateway, the key its model_gateway names stays in lcd */
-	const char *gw_secret = f->model_gateway ? json_string_value(json_object_get(f->model_gateway, "secret")) : NULL;
+	const char *gw_secret = f->model_gateway ? lc_json_str(f->model_gateway, "secret") : NULL;
 	for (size_t i = 0; f->secrets && f->secrets[i]; i++) {
 		if (gw_secret && !strcmp(f->secrets[i], gw_secret))
 			continue;
@@ -638,7 +639,7 @@ static void start_worker(lcd_t *lcd, lcd_app_t *app, const lcd_function_t *fn, j
 	j->app = lcd_app_ref(app);
 	j->fn = fn;
 	j->task = task;
-	snprintf(j->id, sizeof(j->id), "%s", json_string_value(json_object_get(task, "id")));
+	snprintf(j->id, sizeof(j->id), "%s", lc_json_str(task, "id"));
 	snprintf(j->sandbox_id, sizeof(j->sandbox_id), "%s", sandbox);
 	lcd_running_t *run = lc_xmalloc0(sizeof(*run));
 	memcpy(run->id, j->id, sizeof(run->id));
@@ -685,8 +686,8 @@ static void dispatch_once(lcd_t *lcd)
 	size_t i;
 	json_t *p;
 	json_array_foreach(pending, i, p) {
-		const char *appname = json_string_value(json_object_get(p, "app"));
-		const char *fname = json_string_value(json_object_get(p, "function"));
+		const char *appname = lc_json_str(p, "app");
+		const char *fname = lc_json_str(p, "function");
 		lcd_app_t *app = lcd_app_get(lcd, appname);
 		if (!app)
 			continue; /* being deleted, or its manifest failed to load */
@@ -748,12 +749,12 @@ int lcd_recover(lcd_t *lcd, lc_error_t **err)
 	size_t i;
 	json_t *t;
 	json_array_foreach(rows, i, t) {
-		const char *id = json_string_value(json_object_get(t, "id"));
-		const char *sandbox = json_string_value(json_object_get(t, "sandbox_id"));
-		const char *appname = json_string_value(json_object_get(t, "app"));
-		const char *fname = json_string_value(json_object_get(t, "function"));
+		const char *id = lc_json_str(t, "id");
+		const char *sandbox = lc_json_str(t, "sandbox_id");
+		const char *appname = lc_json_str(t, "app");
+		const char *fname = lc_json_str(t, "function");
 		long long attempts = json_integer_value(json_object_get(t, "attempts"));
-		const char *node = json_string_value(json_object_get(t, "node"));
+		const char *node = lc_json_str(t, "node");
 		if (node && strcmp(node, lcd_db_node(lcd->db)))
 			continue; /* another node's to run */
 		if (sandbox)
@@ -787,10 +788,10 @@ int lcd_recover(lcd_t *lcd, lc_error_t **err)
 	if (!left)
 		return -1;
 	json_array_foreach(left, i, t) {
-		const char *sb = json_string_value(json_object_get(t, "sandbox_id"));
+		const char *sb = lc_json_str(t, "sandbox_id");
 		kill_sandbox(sb);
 		lcd_log("sandbox %s of task %s killed: this node was judged dead while it ran", sb,
-			json_string_value(json_object_get(t, "task_id")));
+			lc_json_str(t, "task_id"));
 	}
 	lcd_db_exec(lcd->db, NULL, "DELETE FROM node_leftovers WHERE node = ?", "s", lcd_db_node(lcd->db));
 	/* Nothing runs yet: every task directory is left over. */

@@ -23,6 +23,7 @@
 #include "api.h"
 #include "gateway.h"
 #include "images.h"
+#include "json.h"
 #include "nodes.h"
 #include "util.h"
 
@@ -329,7 +330,7 @@ static bool task_visible(call_t *call, const char *id)
 	if (call->who->operator)
 		return true;
 	_cleanup_json_ json_t *t = lcd_store_task_get(call->lcd->db, id, NULL);
-	return t && !strcmp(json_string_value(json_object_get(t, "app")), call->who->app);
+	return t && !strcmp(lc_json_str(t, "app"), call->who->app);
 }
 
 #define TASK_VISIBLE(call, id) \
@@ -377,7 +378,7 @@ static enum MHD_Result h_result(call_t *call, const char *id)
 	json_t *t = lcd_task_wait(call->lcd, id, wait * 1000, &err);
 	if (!t)
 		return api_fail_err(call->c, err);
-	bool done = lcd_state_final(json_string_value(json_object_get(t, "state")));
+	bool done = lcd_state_final(lc_json_str(t, "state"));
 	lcd_gateway_task_view(call->lcd, t);
 	return api_reply(call->c, done ? MHD_HTTP_OK : MHD_HTTP_ACCEPTED, t);
 }
@@ -401,7 +402,7 @@ struct logstream {
 static bool task_over(lcd_t *lcd, const char *id)
 {
 	_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, id, NULL);
-	return !t || lcd_state_final(json_string_value(json_object_get(t, "state")));
+	return !t || lcd_state_final(lc_json_str(t, "state"));
 }
 
 static ssize_t log_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -453,7 +454,7 @@ static enum MHD_Result h_logs(call_t *call, const char *id)
 	ls->fd = fd;
 	ls->follow = f && strcmp(f, "0") && strcmp(f, "false");
 	snprintf(ls->id, sizeof(ls->id), "%s", id);
-	if (ls->follow && !strcmp(json_string_value(json_object_get(t, "state")), "queued")) {
+	if (ls->follow && !strcmp(lc_json_str(t, "state"), "queued")) {
 		/* Follow a queued task's log from when it starts. */
 		close(fd);
 		ls->fd = -1;

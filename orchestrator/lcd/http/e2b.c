@@ -36,6 +36,7 @@
 #include "e2b.h"
 #include "image.h"
 #include "images.h"
+#include "json.h"
 #include "procs.h"
 #include "util.h"
 
@@ -93,16 +94,12 @@ static enum MHD_Result fail_err(struct MHD_Connection *c, lc_error_t *err)
 
 /* ---- sandboxes as E2B shows them ---- */
 
-static const char *jstr(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
 
 /* A view's state as E2B names it: running or paused (a stopped sandbox
  * is paused without its memory); NULL: not shown. */
 static const char *e2b_state(json_t *view)
 {
-	const char *s = jstr(view, "state");
+	const char *s = lc_json_str(view, "state");
 	if (!s)
 		return NULL;
 	if (!strcmp(s, "running") || !strcmp(s, "creating"))
@@ -114,14 +111,14 @@ static const char *e2b_state(json_t *view)
 
 static const char *template_of(struct lcd_e2b *srv, json_t *view)
 {
-	const char *image = jstr(view, "image");
+	const char *image = lc_json_str(view, "image");
 	return !image || !strcmp(image, srv->base_image) ? "base" : image;
 }
 
 /* The Sandbox object of create, connect and fork. */
 static json_t *sandbox_json(struct lcd_e2b *srv, json_t *view)
 {
-	const char *id = jstr(view, "id");
+	const char *id = lc_json_str(view, "id");
 	char tok[LCD_E2B_TOKEN_LEN + 1];
 	lcd_e2b_token(srv->key, id, tok);
 	const char *tmpl = template_of(srv, view);
@@ -143,7 +140,7 @@ static long long host_mib(void)
 /* ListedSandbox (detail: SandboxDetail, with the access token). */
 static json_t *listed_json(struct lcd_e2b *srv, json_t *view, bool detail)
 {
-	const char *id = jstr(view, "id");
+	const char *id = lc_json_str(view, "id");
 	long long created = json_integer_value(json_object_get(view, "created"));
 	json_t *exp = json_object_get(view, "expires");
 	char started[32], end[32];
@@ -231,7 +228,7 @@ static json_t *view_of(ecall_t *call, json_t *row, enum MHD_Result *r)
 {
 	json_t *v = lcd_sandbox_view(call->srv->lcd, row);
 	if (!v)
-		*r = e2b_fail(call->c, 404, "sandbox %s not found (its timeout ended it)", jstr(row, "id"));
+		*r = e2b_fail(call->c, 404, "sandbox %s not found (its timeout ended it)", lc_json_str(row, "id"));
 	return v;
 }
 
@@ -268,7 +265,7 @@ static enum MHD_Result h_create(ecall_t *call)
 	json_t *b = call->body;
 	if (!json_is_object(b))
 		return e2b_fail(call->c, 400, "request body: expected a JSON object with templateID");
-	const char *tmpl = jstr(b, "templateID");
+	const char *tmpl = lc_json_str(b, "templateID");
 	if (!tmpl || !*tmpl)
 		return e2b_fail(call->c, 400, "templateID: expected a template (an lcd image, or \"base\")");
 	if (refuse_unsupported(call, &r))
@@ -343,7 +340,7 @@ static json_t *visible(ecall_t *call, char **labels, const char *states, const c
 			if (!want)
 				continue;
 		}
-		if (tmpl && *tmpl && strcmp(template_of(call->srv, v), tmpl) && strcmp(jstr(v, "image"), tmpl))
+		if (tmpl && *tmpl && strcmp(template_of(call->srv, v), tmpl) && strcmp(lc_json_str(v, "image"), tmpl))
 			continue;
 		if (json_integer_value(json_object_get(v, "created")) < after)
 			continue;
@@ -356,7 +353,7 @@ static int by_created(const void *a, const void *b)
 {
 	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
 	long long p = json_integer_value(json_object_get(x, "created")), q = json_integer_value(json_object_get(y, "created"));
-	return p < q ? -1 : p > q ? 1 : strcmp(jstr(x, "id"), jstr(y, "id"));
+	return p < q ? -1 : p > q ? 1 : strcmp(lc_json_str(x, "id"), lc_json_str(y, "id"));
 }
 
 /* "2025-01-02T03:04:05[.678]Z" as ms since the epoch; -1 when not so. */
@@ -436,7 +433,7 @@ static enum MHD_Result h_list(ecall_t *call, bool paged)
 		/* the first one after the cursor in this order */
 		for (start = 0; start < n; start++) {
 			long long c = json_integer_value(json_object_get(v[start], "created"));
-			int cmp = c < ms ? -1 : c > ms ? 1 : strcmp(jstr(v[start], "id"), id);
+			int cmp = c < ms ? -1 : c > ms ? 1 : strcmp(lc_json_str(v[start], "id"), id);
 			if (asc ? cmp > 0 : cmp < 0)
 				break;
 		}
@@ -447,7 +444,7 @@ static enum MHD_Result h_list(ecall_t *call, bool paged)
 		json_array_append_new(out, listed_json(call->srv, v[i], false));
 	char next[64] = "";
 	if (paged && i < n && i > start)
-		lcd_e2b_cursor(json_integer_value(json_object_get(v[i - 1], "created")), jstr(v[i - 1], "id"), next,
+		lcd_e2b_cursor(json_integer_value(json_object_get(v[i - 1], "created")), lc_json_str(v[i - 1], "id"), next,
 			       sizeof(next));
 	free(v);
 	char *text = json_dumps(out, JSON_COMPACT);
@@ -468,13 +465,13 @@ static enum MHD_Result h_get(ecall_t *call, json_t *row)
 	if (!v)
 		return r;
 	if (!e2b_state(v))
-		return e2b_fail(call->c, 404, "sandbox %s not found (it is %s)", jstr(v, "id"), jstr(v, "state"));
+		return e2b_fail(call->c, 404, "sandbox %s not found (it is %s)", lc_json_str(v, "id"), lc_json_str(v, "state"));
 	return e2b_reply(call->c, 200, listed_json(call->srv, v, true));
 }
 
 static enum MHD_Result h_kill(ecall_t *call, json_t *row)
 {
-	const char *id = jstr(row, "id");
+	const char *id = lc_json_str(row, "id");
 	lc_error_t *err = NULL;
 	if (lcd_sandbox_delete(call->srv->lcd, id, &err) < 0)
 		return fail_err(call->c, err);
@@ -496,7 +493,7 @@ static enum MHD_Result h_timeout(ecall_t *call, json_t *row, const char *key, bo
 		return e2b_fail(call->c, 400, "%s: expected seconds", key);
 	if (!timeout_of(call, key, DEFAULT_TIMEOUT_S, &t, &r))
 		return r;
-	const char *id = jstr(row, "id");
+	const char *id = lc_json_str(row, "id");
 	if (only_extend) {
 		_cleanup_json_ json_t *view = view_of(call, row, &r);
 		if (!view)
@@ -517,7 +514,7 @@ static enum MHD_Result h_pause(ecall_t *call, json_t *row)
 	_cleanup_json_ json_t *v = view_of(call, row, &r);
 	if (!v)
 		return r;
-	const char *id = jstr(row, "id"), *st = jstr(v, "state");
+	const char *id = lc_json_str(row, "id"), *st = lc_json_str(v, "state");
 	if (strcmp(st, "running"))
 		return e2b_fail(call->c, 409, "sandbox %s is %s already", id, !strcmp(st, "stopped") ? "paused" : st);
 	json_t *mem = call->body ? json_object_get(call->body, "memory") : NULL;
@@ -555,7 +552,7 @@ static enum MHD_Result h_connect(ecall_t *call, json_t *row, bool resume)
 	_cleanup_json_ json_t *v = view_of(call, row, &r);
 	if (!v)
 		return r;
-	const char *id = jstr(row, "id"), *st = jstr(v, "state");
+	const char *id = lc_json_str(row, "id"), *st = lc_json_str(v, "state");
 	lc_error_t *err = NULL;
 	unsigned status = 201;
 	if (!strcmp(st, "paused")) {
@@ -616,7 +613,7 @@ static enum MHD_Result h_fork(ecall_t *call, json_t *row)
 		}
 		lc_error_free(e);
 	}
-	lcd_log("e2b: sandbox %s forked %d time(s)", jstr(row, "id"), n);
+	lcd_log("e2b: sandbox %s forked %d time(s)", lc_json_str(row, "id"), n);
 	return e2b_reply(call->c, 201, res);
 }
 
@@ -629,8 +626,8 @@ static char *snapshot_prefix(ecall_t *call)
 
 static enum MHD_Result h_snapshot(ecall_t *call, json_t *row)
 {
-	const char *id = jstr(row, "id");
-	const char *name = call->body ? jstr(call->body, "name") : NULL;
+	const char *id = lc_json_str(row, "id");
+	const char *name = call->body ? lc_json_str(call->body, "name") : NULL;
 	_cleanup_free_ char *prefix = snapshot_prefix(call);
 	_cleanup_free_ char *image = name && *name ? lc_strdup_printf("%s%s/%s", prefix, id, name)
 						   : lc_strdup_printf("%s%s/%lld", prefix, id, lc_wall_ms());
@@ -666,7 +663,7 @@ static enum MHD_Result h_snapshots(ecall_t *call)
 	const char *last = NULL;
 	bool more = false;
 	json_array_foreach(all, i, img) { /* sorted by name */
-		const char *n = jstr(img, "name");
+		const char *n = lc_json_str(img, "name");
 		if (strncmp(n, prefix, strlen(prefix)) || (name && !strstr(n, name)) || (tok && strcmp(n, tok) <= 0))
 			continue;
 		if ((long long)json_array_size(out) == limit) {

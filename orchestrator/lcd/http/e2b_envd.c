@@ -35,6 +35,7 @@
 
 #include "api.h"
 #include "e2b.h"
+#include "json.h"
 #include "procs.h"
 #include "util.h"
 
@@ -208,7 +209,7 @@ static json_t *running_state(struct MHD_Connection *c, const char *url, const ch
 {
 	lc_error_t *err = NULL;
 	json_t *st = lc_sandbox_inspect(id, &err);
-	const char *s = st ? json_string_value(json_object_get(st, "status")) : NULL;
+	const char *s = st ? lc_json_str(st, "status") : NULL;
 	if (!s || strcmp(s, "running")) {
 		*r = not_running(c, url, id, !s ? "was not found (its timeout may have ended it)"
 					   : !strcmp(s, "paused") || !strcmp(s, "stopped") ? "is paused (connect to it to resume it)"
@@ -322,7 +323,7 @@ static bool sandbox_by_signature(struct lcd_e2b *srv, struct MHD_Connection *c, 
 	size_t i;
 	json_t *v;
 	json_array_foreach(rows, i, v) {
-		const char *cand = json_string_value(json_object_get(v, "id"));
+		const char *cand = lc_json_str(v, "id");
 		if (cand && signature_for(srv, c, method, cand)) {
 			snprintf(id, LC_ID_LEN + 1, "%s", cand);
 			return true;
@@ -736,7 +737,7 @@ static json_t *b64_json(const unsigned char *d, size_t n)
 /* sbfs's entry as filesystem.EntryInfo. */
 static json_t *entry_info(json_t *e)
 {
-	const char *t = json_string_value(json_object_get(e, "type"));
+	const char *t = lc_json_str(e, "type");
 	const char *type = !t ? "FILE_TYPE_UNSPECIFIED" : !strcmp(t, "file") ? "FILE_TYPE_FILE"
 			   : !strcmp(t, "dir") ? "FILE_TYPE_DIRECTORY" : !strcmp(t, "symlink") ? "FILE_TYPE_SYMLINK"
 			   : "FILE_TYPE_UNSPECIFIED";
@@ -874,7 +875,7 @@ static void watch_lines(estream_t *s)
 		s->wlen -= line + 1;
 		if (!e)
 			continue;
-		const char *t = json_string_value(json_object_get(e, "type"));
+		const char *t = lc_json_str(e, "type");
 		const char *type = !t ? NULL : !strcmp(t, "create") ? "EVENT_TYPE_CREATE" : !strcmp(t, "write") ? "EVENT_TYPE_WRITE"
 				   : !strcmp(t, "remove") ? "EVENT_TYPE_REMOVE" : !strcmp(t, "rename") ? "EVENT_TYPE_RENAME"
 				   : !strcmp(t, "chmod") ? "EVENT_TYPE_CHMOD" : NULL;
@@ -1080,7 +1081,7 @@ static bool selector(json_t *msg, lcd_proc_sel_t *sel)
  * remembered, by its id, in a small table. */
 static bool has_bash(struct lcd_e2b *srv, const char *id, json_t *st)
 {
-	if (!json_string_value(json_object_get(st, "image")) && !json_string_value(json_object_get(st, "rootfs")))
+	if (!lc_json_str(st, "image") && !lc_json_str(st, "rootfs"))
 		return srv->host_bash;
 	size_t slot = 0;
 	for (const char *p = id; *p; p++)
@@ -1102,7 +1103,7 @@ static bool has_bash(struct lcd_e2b *srv, const char *id, json_t *st)
 		yes = false;
 	} else {
 		json_t *e = json_object_get(out, "entry");
-		yes = !strcmp(json_string_value(json_object_get(e, "type")) ?: "", "file") &&
+		yes = !strcmp(lc_json_str(e, "type") ?: "", "file") &&
 		      (json_integer_value(json_object_get(e, "mode")) & 0111);
 	}
 	pthread_mutex_lock(&srv->bash_lock);

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "api.h"
+#include "json.h"
 #include "util.h"
 
 #define OUTPUT_CAP (1 << 20)        /* captured bytes per stream, by default */
@@ -259,7 +260,7 @@ static int running(const char *id, lc_error_t **err)
 	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, err);
 	if (!st)
 		return -1;
-	const char *s = json_string_value(json_object_get(st, "status"));
+	const char *s = lc_json_str(st, "status");
 	if (s && !strcmp(s, "running"))
 		return 0;
 	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is %s, not running%s", id, s ? s : "unknown",
@@ -566,7 +567,7 @@ static enum MHD_Result exec_mem_refused(call_t *call, size_t cap)
 
 enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream)
 {
-	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *id = lc_json_str(row, "id");
 	lc_error_t *err = NULL;
 	size_t cap;
 	bool b64;
@@ -968,7 +969,7 @@ static enum MHD_Result h_session_run(call_t *call, json_t *row, const char *sand
 
 enum MHD_Result lcd_api_sessions(call_t *call, json_t *row)
 {
-	const char *sandbox = json_string_value(json_object_get(row, "id"));
+	const char *sandbox = lc_json_str(row, "id");
 	const char *m = call->method;
 	if (call->n == 3 && !strcmp(m, "POST"))
 		return h_session_new(call, row, sandbox);

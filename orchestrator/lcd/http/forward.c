@@ -21,6 +21,7 @@
 
 #include "api.h"
 #include "forward.h"
+#include "json.h"
 #include "nodes.h"
 #include "util.h"
 
@@ -81,7 +82,7 @@ static char *owner(lcd_t *lcd, const lcd_caller_t *who, const char *method, cons
 		lc_error_t *err = NULL;
 		_cleanup_json_ json_t *row = lcd_sandbox_find(lcd, who, seg[1], &err);
 		lc_error_free(err);
-		const char *at = row ? json_string_value(json_object_get(row, "node")) : NULL;
+		const char *at = row ? lc_json_str(row, "node") : NULL;
 		node = at ? strdup(at) : NULL;
 	} else if (!strcmp(seg[0], "devboxes") && n >= 3 && who->operator) {
 		_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT node FROM devboxes WHERE name = ?", "s", seg[1]);
@@ -91,8 +92,8 @@ static char *owner(lcd_t *lcd, const lcd_caller_t *who, const char *method, cons
 		/* a task's log is on the node that ran it; a running task is
 		 * cancelled by the node that runs it */
 		_cleanup_json_ json_t *t = lcd_store_task_get(lcd->db, seg[1], NULL);
-		const char *at = json_string_value(json_object_get(t, "node"));
-		const char *state = json_string_value(json_object_get(t, "state"));
+		const char *at = lc_json_str(t, "node");
+		const char *state = lc_json_str(t, "state");
 		char buf[4096];
 		if (at && (!strcmp(seg[2], "logs") ? access(lcd_task_log_path(lcd, seg[1], buf, sizeof(buf)), F_OK) < 0
 						   : state && !strcmp(state, "running")))

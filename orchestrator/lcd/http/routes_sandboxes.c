@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "json.h"
 #include "util.h"
 
 /* Errors of the sandbox API: a conflict (name taken, busy) is 409, the
@@ -30,7 +31,7 @@ static enum MHD_Result view_reply(call_t *call, unsigned status, json_t *row)
 	json_t *v = lcd_sandbox_view(call->lcd, row);
 	if (!v)
 		return FAIL(call, LC_EXIT_UNKNOWN, "sandbox %s is gone (its ttl expired)",
-			    json_string_value(json_object_get(row, "id")));
+			    lc_json_str(row, "id"));
 	return api_reply(call->c, status, v);
 }
 
@@ -92,7 +93,7 @@ static enum MHD_Result h_create(call_t *call)
 
 static enum MHD_Result h_verb(call_t *call, json_t *row, const char *verb)
 {
-	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *id = lc_json_str(row, "id");
 	lc_error_t *err = NULL;
 	int r;
 	if (!strcmp(verb, "pause"))
@@ -197,7 +198,7 @@ static void tar_free(void *cls)
 
 static enum MHD_Result h_download(call_t *call, json_t *row)
 {
-	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *id = lc_json_str(row, "id");
 	const char *path = api_query(call, "path");
 	lc_error_t *err = NULL;
 	if (check_path(path, &err) < 0)
@@ -281,7 +282,7 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 	lcd_upload_t *u = lc_xmalloc0(sizeof(*u));
 	u->fd = -1;
 	u->max = lcd->max_upload;
-	snprintf(u->id, sizeof(u->id), "%s", json_string_value(json_object_get(row, "id")));
+	snprintf(u->id, sizeof(u->id), "%s", lc_json_str(row, "id"));
 	u->path = strdup(path);
 	int rc = tar ? lcd_runner_tar_start(lcd, u->id, path, true, &u->fd, &u->job, &err)
 		     : (u->fd = lcd_runner_open_file(lcd, u->id, path, O_WRONLY, mode, NULL, &err));
@@ -376,7 +377,7 @@ enum MHD_Result lcd_api_sandboxes(call_t *call)
 	_cleanup_json_ json_t *row = lcd_sandbox_find(call->lcd, call->who, s[1], &err);
 	if (!row)
 		return api_fail_err(call->c, err);
-	const char *id = json_string_value(json_object_get(row, "id"));
+	const char *id = lc_json_str(row, "id");
 	if (call->n == 2) {
 		if (!strcmp(m, "GET"))
 			return view_reply(call, MHD_HTTP_OK, row);

@@ -27,6 +27,7 @@
 #include <microhttpd.h>
 
 #include "delivery.h"
+#include "json.h"
 #include "lcd.h"
 #include "util.h"
 
@@ -316,7 +317,7 @@ static void process(struct handoff *h)
 			"body: expected a JSON object (set the webhook's content type to application/json)");
 		return;
 	}
-	const char *action = json_string_value(json_object_get(payload, "action"));
+	const char *action = lc_json_str(payload, "action");
 	if (action) {
 		_cleanup_free_ char *ea = lc_strdup_printf("%s.%s", event, action);
 		clean(h->x.event, sizeof(h->x.event), ea);

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "grant.h"
+#include "json.h"
 #include "net.h"
 #include "util.h"
 
@@ -40,7 +41,7 @@ int lcd_grant_net(const lcd_grant_t *g, const char *app, json_t *net, lc_error_t
 				    "net: app %s's tasks may make sandboxes with the network policies %s only, not %s "
 				    "(sandboxes.net in its manifest)", app, names, n);
 	}
-	const char *mode = json_string_value(json_object_get(net, "mode"));
+	const char *mode = lc_json_str(net, "mode");
 	const char *need = mode && !strcmp(mode, "open") ? "open" : "allow";
 	if (json_is_object(net) && listed(g->net, need))
 		return 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "gwreq.h"
+#include "json.h"
 #include "util.h"
 
 #define SAT_MAX (LLONG_MAX / 4) /* a reservation past this is "more than any budget" */
@@ -208,7 +209,7 @@ static bool hour_cache(json_t *v, int depth)
 	json_t *x;
 	if (json_is_object(v)) {
 		json_t *cc = json_object_get(v, "cache_control");
-		const char *ttl = json_string_value(json_object_get(cc, "ttl"));
+		const char *ttl = lc_json_str(cc, "ttl");
 		if (ttl && strcmp(ttl, "5m"))
 			return true;
 		json_object_foreach(v, k, x)
@@ -240,7 +241,7 @@ static int check_tool_list(int prov, lcd_gw_api_t api, json_t *body, json_t *lis
 	size_t i;
 	json_t *t;
 	json_array_foreach(list, i, t) {
-		const char *type = json_string_value(json_object_get(t, "type"));
+		const char *type = lc_json_str(t, "type");
 		_cleanup_free_ char *what = lc_strdup_printf("%s[%zu]", path, i);
 		if (prov == LCD_PROV_OPENAI && type && !strcmp(type, "namespace")) {
 			_cleanup_free_ char *sub = lc_strdup_printf("%s.tools", what);
@@ -322,7 +323,7 @@ static int anthropic_blocks(json_t *list, const char *path, char **why)
 			return kept(what, "file_id", why);
 		json_t *src = json_object_get(b, "source");
 		if (json_is_object(src)) {
-			const char *t = json_string_value(json_object_get(src, "type"));
+			const char *t = lc_json_str(src, "type");
 			if (t && !strcmp(t, "url"))
 				return fetched(what, "source", why);
 			if (!t || (strcmp(t, "base64") && strcmp(t, "text") && strcmp(t, "content")))
@@ -385,7 +386,7 @@ static int check_inputs(int prov, lcd_gw_api_t api, json_t *body, char **why)
 	}
 	json_array_foreach(json_object_get(body, "input"), i, m) {
 		_cleanup_free_ char *what = lc_strdup_printf("input[%zu]", i);
-		const char *type = json_string_value(json_object_get(m, "type"));
+		const char *type = lc_json_str(m, "type");
 		if (type && !strcmp(type, "item_reference"))
 			return kept(what, "type", why);
 		_cleanup_free_ char *content = lc_strdup_printf("%s.content", what);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "ledger.h"
 #include "lcrun.h"
 #include "net.h"
@@ -492,7 +493,7 @@ static bool sse_event(lcd_meter_t *m)
 	_cleanup_json_ json_t *j = json_loadb(m->data, m->data_len, 0, NULL);
 	if (!json_is_object(j))
 		return false;
-	const char *type = json_string_value(json_object_get(j, "type"));
+	const char *type = lc_json_str(j, "type");
 	if (m->prov == LCD_PROV_ANTHROPIC) {
 		if (type && !strcmp(type, "message_start"))
 			return anthropic_usage(&m->u, json_object_get(json_object_get(j, "message"), "usage"), false);

@@ -6,6 +6,7 @@
 
 #include "disk.h"
 #include "image.h"
+#include "json.h"
 #include "ledger.h"
 #include "manifest.h"
 #include "util.h"
@@ -308,7 +309,7 @@ static int parse_gateway(json_t *v, const char *path, lc_error_t **err)
 	if (lcd_check_keys(v, path, keys, err) < 0)
 		return -1;
 	_cleanup_free_ char *pp = lc_strdup_printf("%s.provider", path);
-	if (lcd_provider_parse(json_string_value(json_object_get(v, "provider"))) < 0)
+	if (lcd_provider_parse(lc_json_str(v, "provider")) < 0)
 		return bad(err, pp, "expected \"anthropic\" or \"openai\"");
 	_cleanup_free_ char *sp = lc_strdup_printf("%s.secret", path);
 	json_t *sec = json_object_get(v, "secret");

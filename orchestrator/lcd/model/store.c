@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "json.h"
 #include "lcrun.h"
 #include "seal.h"
 #include "store.h"
@@ -39,7 +40,7 @@ int lcd_store_app_put(lcd_db_t *db, const char *name, const char *manifest, char
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
-		const char *s = json_string_value(json_object_get(row, "name"));
+		const char *s = lc_json_str(row, "name");
 		bool keep = false;
 		for (size_t k = 0; sched_names && sched_names[k]; k++)
 			keep |= !strcmp(sched_names[k], s);
@@ -391,8 +392,8 @@ int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err)
 	size_t i;
 	json_t *row;
 	json_array_foreach(plain, i, row) {
-		const char *name = json_string_value(json_object_get(row, "name"));
-		const char *value = json_string_value(json_object_get(row, "value"));
+		const char *name = lc_json_str(row, "name");
+		const char *value = lc_json_str(row, "value");
 		_cleanup_free_ char *sealed = value ? lcd_seal(key, name, value, err) : NULL;
 		if (!sealed || lcd_db_exec(db, err, "UPDATE secrets SET value = ?, sealed = 1 WHERE name = ? AND sealed = 0",
 					   "ss", sealed, name) < 0)
@@ -423,7 +424,7 @@ char *lcd_store_secret_get(lcd_db_t *db, const char *name, lc_error_t **err)
 {
 	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value, sealed FROM secrets WHERE name = ?", "s", name);
 	json_t *row = rows ? json_array_get(rows, 0) : NULL;
-	const char *v = json_string_value(json_object_get(row, "value"));
+	const char *v = lc_json_str(row, "value");
 	if (!v)
 		return NULL;
 	if (json_integer_value(json_object_get(row, "sealed")) != 1) {
