@@ -87,3 +87,41 @@ box_ssh() { # I NAME CMD…: ssh to box NAME through node I, as lcctl ssh-config
 	[ -z "$(lcd_sql "SELECT name FROM devboxes")" ]
 	ctl 2 disk delete b1
 }
+
+@test "cluster: a devbox whose node died (its host with it) starts again on that node when it returns; its disk kept everything" {
+	node_start 1
+	node_start 2
+	ctl 2 devbox create b2 --image host --disk 64M
+	run ctl 1 devbox b2 ssh "${SSHO[@]}" -- 'echo before > ~/mark; sync'
+	[ "$status" -eq 0 ]
+	sid=$(ctl 2 devbox show b2 | jq -r .sandbox)
+	# node 2's host goes: lcd killed, the box's sandbox gone, its disk unmounted
+	node_kill 2
+	env $(node_env 2) "$LCRUN" rm -f "$sid" >/dev/null
+	umount "$T/n2/root/lcd/disks/b2"
+	# while node 2 is away the box cannot be reached, and says why
+	run ctl 1 devbox b2 ssh "${SSHO[@]}" -- true
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *node2* ]]
+	# judged dead after 30 s: the box's sandbox is lost, the box stays node 2's
+	for _ in $(seq 450); do [ "$(lcd_sql "SELECT state FROM sandboxes WHERE id = '$sid'")" = lost ] && break; sleep 0.1; done
+	[ "$(lcd_sql "SELECT state FROM sandboxes WHERE id = '$sid'")" = lost ]
+	[ "$(lcd_sql "SELECT node FROM devboxes WHERE name = 'b2'")" = node2 ]
+	ctl 1 devbox ls --json | jq -e '.[] | select(.name == "b2") | .node == "node2" and .state == "stopped"'
+	# node 2 returns: the box is stopped there, and a login through node 1
+	# starts it again, on node 2, on the same disk
+	node_start 2
+	ctl 1 devbox show b2 | jq -e '.state == "stopped" and .node == "node2"'
+	run ctl 1 devbox b2 ssh "${SSHO[@]}" -- 'cat ~/mark'
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$output" = before ]
+	new=$(ctl 1 devbox show b2 | jq -r 'select(.state == "running" and .node == "node2") | .sandbox')
+	[ -n "$new" ] && [ "$new" != "$sid" ]
+	[ "$(env $(node_env 2) "$LCRUN" inspect "$new" | jq -r .status)" = running ]
+	[ -z "$(lcd_sql "SELECT id FROM sandboxes WHERE id = '$sid'")" ]
+	ctl 1 devbox stop b2
+	ctl 1 devbox rm b2
+	ctl 2 disk delete b2
+}
