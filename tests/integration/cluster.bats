@@ -276,3 +276,45 @@ two" ]
 	ctl 1 node ls --json | jq -e 'length == 3 and all(.[]; .state == "up")'
 	grep -q "listening again" "$T/n1/lcd.log"
 }
+
+@test "cluster: one delivery sent to two nodes' webhook listeners at once spawns one task; another is taken by either" {
+	command -v openssl >/dev/null || skip "needs openssl"
+	lcdfix="$BATS_TEST_DIRNAME/../fixtures/lcd"
+	for i in 1 2; do node_start "$i" "\"webhook_listen\": \"10.77.0.$i:8080\""; done
+	printf 'whsec-%s' "$RANDOM$RANDOM" >"$T/hook.secret"
+	ctl 1 secret set HOOK_SECRET <"$T/hook.secret"
+	ctl 1 deploy "$lcdfix/webhook-app.json"
+	for _ in $(seq 100); do ctl 2 app show hooks >/dev/null 2>&1 && break; sleep 0.1; done
+	deliver() { # NODE ID FILE: POST as GitHub does; prints the status
+		local sig
+		sig="sha256=$(openssl dgst -sha256 -hmac "$(cat "$T/hook.secret")" "$3" | sed 's/.*= //')"
+		nsenter --net="/run/netns/$CL_NS" curl -s --max-time 15 -o /dev/null -w '%{http_code}\n' -X POST \
+			-H 'Content-Type: application/json' -H 'X-GitHub-Event: issues' -H "X-GitHub-Delivery: $2" \
+			-H "X-Hub-Signature-256: $sig" --data-binary "@$3" "http://10.77.0.$1:8080/hooks/hooks/github"
+	}
+	id=$(cat /proc/sys/kernel/random/uuid)
+	pids=()
+	for k in $(seq 8); do
+		for i in 1 2; do
+			deliver "$i" "$id" "$lcdfix/webhook-issues-labeled.json" >"$T/st.$i.$k" &
+			pids+=($!)
+		done
+	done
+	wait "${pids[@]}"
+	cat "$T"/st.*
+	[ "$(cat "$T"/st.* | grep -c '^202$')" -eq 1 ]
+	[ "$(cat "$T"/st.* | grep -c '^200$')" -eq 15 ]
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE app = 'hooks'")" -eq 1 ]
+	task=$(lcd_sql "SELECT id FROM tasks WHERE app = 'hooks'")
+	wait_task 2 "$task" succeeded
+	ctl 1 task show "$task" | jq -e --arg d "$id" '.result.delivery == $d'
+	# each node takes a new delivery: one task each
+	jq '. + {variant: 1}' "$lcdfix/webhook-issues-labeled.json" >"$T/v1.json"
+	jq '. + {variant: 2}' "$lcdfix/webhook-issues-labeled.json" >"$T/v2.json"
+	[ "$(deliver 1 "$id-1" "$T/v1.json")" = 202 ]
+	[ "$(deliver 2 "$id-2" "$T/v2.json")" = 202 ]
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE app = 'hooks'")" -eq 3 ]
+	# and a redelivery of either, to the other node, is a duplicate
+	[ "$(deliver 2 "$id-1" "$T/v1.json")" = 200 ]
+	[ "$(lcd_sql "SELECT count(*) FROM tasks WHERE app = 'hooks'")" -eq 3 ]
+}

@@ -82,9 +82,12 @@ agent_box_image() {
 		echo "the agent-box image cannot be built here: $(echo "$out" | tail -1)" >"$skipfile"
 		skip "$(cat "$skipfile")"
 	}
-	# The test's private store reads the images of the default one (lcd
-	# made an empty store of its own at its start: replaced)
-	rm -rf "$LCRUN_ROOT/images" "$LCRUN_ROOT/layers"
-	ln -sfn /var/lib/lcrun/images "$LCRUN_ROOT/images"
-	ln -sfn /var/lib/lcrun/layers "$LCRUN_ROOT/layers"
+	# The test's private store reads the images of the default one.  lcd,
+	# started already, lists its images at start and so made the store's
+	# directories (empty: nothing is built in it): links replace them.
+	local d
+	for d in images layers; do
+		[ -L "$LCRUN_ROOT/$d" ] || rm -rf "${LCRUN_ROOT:?}/$d"
+		ln -sfn "/var/lib/lcrun/$d" "$LCRUN_ROOT/$d"
+	done
 }

@@ -43,7 +43,7 @@
 #define SETUP_TIMEOUT_S 120
 #define SSHD_WAIT_MS 20000
 #define HOLD_MS 30000 /* a connect under way: the box is not stopped meanwhile */
-#define ROW_COLUMNS "name, app, def, sandbox_id, host_key, created_at, started_at, stopped_at, stop_reason"
+#define ROW_COLUMNS "name, app, def, sandbox_id, host_key, created_at, started_at, stopped_at, stop_reason, node"
 
 typedef struct conn {
 	int fd;
@@ -689,8 +689,10 @@ static void *reaper(void *arg)
 {
 	lcd_t *lcd = arg;
 	while (!lcd_sleep(lcd, &lcd->tick, 1000)) {
+		/* this node's boxes only: another node's box runs there */
 		_cleanup_json_ json_t *rows =
-			lcd_db_query(lcd->db, NULL, "SELECT name, sandbox_id FROM devboxes WHERE sandbox_id IS NOT NULL", "");
+			lcd_db_query(lcd->db, NULL, "SELECT name, sandbox_id FROM devboxes WHERE sandbox_id IS NOT NULL AND "
+				     "(node IS NULL OR node = ?)", "s", lcd_db_node(lcd->db));
 		size_t i;
 		json_t *row;
 		json_array_foreach(rows, i, row)
@@ -790,7 +792,19 @@ static json_t *view(lcd_t *lcd, json_t *row)
 	if (!v)
 		v = json_object();
 	dbx_t *d = get(lcd, name);
-	bool running = sid && sandbox_running(sid);
+	/* another node's box (a list through this node; the rest of its
+	 * calls go to its node, http/forward.c): the store says whether its
+	 * sandbox is live; its sessions are counted there */
+	const char *node = jstr(row, "node"), *me = lcd_db_node(lcd->db);
+	bool here = !node || !me || !strcmp(node, me);
+	bool running = false;
+	if (sid && here) {
+		running = sandbox_running(sid);
+	} else if (sid) {
+		_cleanup_json_ json_t *sb =
+			lcd_db_query(lcd->db, NULL, "SELECT 1 AS live FROM sandboxes WHERE id = ? AND state = 'live'", "s", sid);
+		running = json_array_size(sb) > 0;
+	}
 	struct lcd_devboxes *r = reg(lcd);
 	pthread_mutex_lock(&r->lock);
 	int sessions = d->sessions;
@@ -801,8 +815,10 @@ static json_t *view(lcd_t *lcd, json_t *row)
 	json_object_set_new(v, "app", nullable(lc_json_str(row, "app")));
 	json_object_set_new(v, "state", json_string(running ? "running" : "stopped"));
 	json_object_set_new(v, "sandbox", running ? json_string(sid) : json_null());
-	json_object_set_new(v, "sessions", json_integer(running ? sessions : 0));
-	json_object_set_new(v, "stops_at", running && sessions == 0 ? json_integer(idle + keep * 1000) : json_null());
+	json_object_set_new(v, "node", nullable(node));
+	json_object_set_new(v, "sessions", !here ? json_null() : json_integer(running ? sessions : 0));
+	json_object_set_new(v, "stops_at",
+			    here && running && sessions == 0 ? json_integer(idle + keep * 1000) : json_null());
 	json_object_set_new(v, "ssh_host", json_sprintf("lcrun-%s", name));
 	json_object_set_new(v, "host_key", nullable(lc_json_str(row, "host_key")));
 	_cleanup_free_ char *fp = fingerprint(lc_json_str(row, "host_key"));
@@ -814,7 +830,7 @@ static json_t *view(lcd_t *lcd, json_t *row)
 	json_t *disk = lcd_disk_info(lcd, name);
 	json_object_set_new(v, "disk_size", json_object_get(v, "disk") ? json_incref(json_object_get(v, "disk")) : json_null());
 	json_object_set_new(v, "disk", disk ? disk : json_null());
-	if (running) {
+	if (running && here) {
 		/* what the runtime could not enforce on this host (best effort) */
 		lc_error_t *e = NULL;
 		_cleanup_json_ json_t *st = lc_sandbox_inspect(sid, &e);
