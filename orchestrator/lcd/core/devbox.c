@@ -795,7 +795,7 @@ static json_t *view(lcd_t *lcd, json_t *row)
 	/* another node's box (a list through this node; the rest of its
 	 * calls go to its node, http/forward.c): the store says whether its
 	 * sandbox is live; its sessions are counted there */
-	const char *node = jstr(row, "node"), *me = lcd_db_node(lcd->db);
+	const char *node = lc_json_str(row, "node"), *me = lcd_db_node(lcd->db);
 	bool here = !node || !me || !strcmp(node, me);
 	bool running = false;
 	if (sid && here) {
