@@ -66,6 +66,9 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
 void lcd_upload_free(lcd_upload_t *u);
 
 /* ---- forward.c: one API over the cluster ---- */
+/* Copy from -> to until EOF or an error (one way of a spliced
+ * connection: a devbox's SSH, here or through another node). */
+void lcd_pump(int from, int to);
 typedef struct lcd_fwd lcd_fwd_t;
 /* When the request's headers are in: does another node answer it (what
  * it is about is there)?  1: yes, *out the request with its head sent on:

@@ -195,7 +195,7 @@ static void answer_free(void *cls)
 
 /* ---- a devbox's SSH connection, spliced through ---- */
 
-static void pump(int from, int to)
+void lcd_pump(int from, int to)
 {
 	char buf[65536];
 	for (;;) {
@@ -223,7 +223,7 @@ static void *node_to_client(void *arg)
 	if (h->pos < h->len && lc_write_all(s->sock, h->buf + h->pos, h->len - h->pos) < 0)
 		return NULL;
 	h->pos = h->len;
-	pump(h->fd, s->sock);
+	lcd_pump(h->fd, s->sock);
 	shutdown(s->sock, SHUT_RDWR);
 	return NULL;
 }
@@ -241,7 +241,7 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const c
 	pthread_t th;
 	bool back = pthread_create(&th, NULL, node_to_client, &s) == 0;
 	if (back && (!extra_in_size || lc_write_all(f->answer.fd, extra_in, extra_in_size) == 0))
-		pump(sock, f->answer.fd);
+		lcd_pump(sock, f->answer.fd);
 	shutdown(f->answer.fd, SHUT_WR);
 	if (back)
 		pthread_join(th, NULL);

@@ -32,18 +32,6 @@ typedef struct splice {
 	lcd_req_t *rq;
 } splice_t;
 
-/* Copy from -> to until EOF or an error. */
-static void pump(int from, int to)
-{
-	char buf[65536];
-	for (;;) {
-		ssize_t n = read(from, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0 || lc_write_all(to, buf, (size_t)n) < 0)
-			return;
-	}
-}
 
 static void *box_to_client(void *arg)
 {
@@ -51,7 +39,7 @@ static void *box_to_client(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	pump(s->box, s->sock);
+	lcd_pump(s->box, s->sock);
 	/* sshd closed: the client's side ends too */
 	shutdown(s->sock, SHUT_RDWR);
 	return NULL;
@@ -83,7 +71,7 @@ static void upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const c
 	pthread_t th;
 	bool back = pthread_create(&th, NULL, box_to_client, s) == 0;
 	if (back && (!extra_in_size || lc_write_all(s->box, extra_in, extra_in_size) == 0))
-		pump(sock, s->box);
+		lcd_pump(sock, s->box);
 	/* the client closed its side: sshd sees EOF and ends the session */
 	shutdown(s->box, SHUT_WR);
 	if (back)
