@@ -149,7 +149,7 @@ lcd_json_keys() { # LCD_SRC
 }
 
 @test "docs: every key of a sandbox_pool entry is in lcd.json(5)'s SANDBOX POOL" {
-	keys=$(c_function "$LCD_SRC" lcd_pool_config | grep -oE 'json_object_get\(e, "[a-z_]+"\)' |
+	keys=$(c_function "$LCD_SRC" lcd_pool_config | grep -oE '(json_object_get|lc_json_str)\(e, "[a-z_]+"\)' |
 		sed -E 's/.*"(.*)".*/\1/' | sort -u)
 	[ "$(echo "$keys" | wc -l)" -ge 3 ]
 	section=$(sed -n '/^## SANDBOX POOL/,/^## /p' "$MAN/lcd.json.5.md")
