@@ -2,30 +2,28 @@
 #define LC_ARCHIVELIB_IMPL
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 
 #include "archivelib.h"
+#include "lazylib.h"
 
 struct lc_archivelib lc_archivelib;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int loaded; /* 1 done, -1 failed (failure is kept to repeat it) */
-static char failure[512];
+static lc_lazylib_t lazy = LC_LAZYLIB_INIT;
 
-static int load(void)
+static int load(char *failure, size_t len)
 {
 	struct lc_archivelib l;
 	/* RTLD_NODELETE: pointers into it live as long as the process. */
 	void *h = dlopen(LC_LIBARCHIVE, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
 	if (!h) {
-		snprintf(failure, sizeof(failure), "cannot load %s, which images, layers and cp need: %s",
+		snprintf(failure, len, "cannot load %s, which images, layers and cp need: %s",
 			 LC_LIBARCHIVE, dlerror());
 		return -1;
 	}
 #define LC_ARCHIVELIB_GET(name) \
 	if (!(*(void **)&l.name = dlsym(h, #name))) { \
-		snprintf(failure, sizeof(failure), "cannot find %s in %s", #name, LC_LIBARCHIVE); \
+		snprintf(failure, len, "cannot find %s in %s", #name, LC_LIBARCHIVE); \
 		return -1; \
 	}
 	LC_ARCHIVELIB_NEW(LC_ARCHIVELIB_GET)
@@ -39,22 +37,12 @@ static int load(void)
 int lc_archivelib_load(lc_error_t **err)
 {
 	/* The constructors call this for every entry: no lock once done. */
-	int r = __atomic_load_n(&loaded, __ATOMIC_ACQUIRE);
-	if (!r) {
-		pthread_mutex_lock(&lock);
-		if (!loaded)
-			__atomic_store_n(&loaded, load() == 0 ? 1 : -1, __ATOMIC_RELEASE);
-		r = loaded;
-		pthread_mutex_unlock(&lock);
-	}
-	if (r < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, 0, "%s", failure);
-	return 0;
+	return lc_lazylib_load(&lazy, load, err);
 }
 
 const char *lc_archivelib_failure(void)
 {
-	return __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) < 0 ? failure : NULL;
+	return lc_lazylib_failure(&lazy);
 }
 
 int lc_archivelib_error(lc_error_t **err)
