@@ -59,6 +59,25 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	return MHD_YES;
 }
 
+/* url (libmicrohttpd's decoded path) as a request-target again: each
+ * segment percent-encoded, so that a space, CR or LF in it (%20, %0D%0A
+ * in the client's request) stays part of the path on the other node
+ * instead of ending the request line there. */
+static char *escape_path(const char *url)
+{
+	char *out = strdup("");
+	for (const char *p = url; *p;) {
+		size_t len = strcspn(p, "/");
+		char *seg = len ? curl_easy_escape(NULL, p, (int)len) : NULL;
+		char *next = lc_strdup_printf("%s%s%s", out, seg ? seg : "", p[len] == '/' ? "/" : "");
+		curl_free(seg);
+		free(out);
+		out = next;
+		p += len + (p[len] == '/');
+	}
+	return out;
+}
+
 /* Which node answers for this request, or NULL: this one. */
 static char *owner(lcd_t *lcd, const lcd_caller_t *who, const char *method, const char *url)
 {
@@ -122,7 +141,8 @@ static lcd_fwd_t *open_to(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller
 {
 	struct query q = { 0 };
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
-	_cleanup_free_ char *target = lc_strdup_printf("%s%s", url, q.s ? q.s : "");
+	_cleanup_free_ char *path = escape_path(url);
+	_cleanup_free_ char *target = lc_strdup_printf("%s%s", path, q.s ? q.s : "");
 	free(q.s);
 	_cleanup_strv_ char **hdrs = NULL;
 	for (size_t i = 0; passed[i]; i++) {
