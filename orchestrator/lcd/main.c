@@ -1,4 +1,4 @@
-/* lcd.c — the orchestrator service: configuration, state directories,
+/* main.c — the lcd service's entry point: configuration, state directories,
  * the unix socket, systemd readiness, threads, and orderly shutdown.
  *
  *   lcd [--config FILE] [--socket PATH] [--clock-file FILE]
@@ -40,41 +40,6 @@
 #define DEFAULT_CATCHUP_MAX 10
 #define DEFAULT_TASK_NICE 5
 #define STOP_WAIT_S 20
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void lcd_log(const char *fmt, ...)
-{
-	char buf[2048];
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ lcd: ", &tm);
-	va_list ap;
-	va_start(ap, fmt);
-	int m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
-	va_end(ap);
-	if (m < 0)
-		return;
-	n += (size_t)m < sizeof(buf) - n - 1 ? (size_t)m : sizeof(buf) - n - 2;
-	/* One line per call, whatever a message carries (a path a sandbox
-	 * sent, a name from a request): every control byte is written as
-	 * \xNN, so nothing can end the line, forge another or drive a
-	 * terminal. */
-	char out[sizeof(buf) * 4 + 1];
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)buf[i];
-		if (c < 0x20 || c == 0x7f)
-			o += (size_t)sprintf(out + o, "\\x%02x", c);
-		else
-			out[o++] = (char)c;
-	}
-	out[o++] = '\n';
-	pthread_mutex_lock(&log_lock);
-	(void)lc_write_all(STDERR_FILENO, out, o);
-	pthread_mutex_unlock(&log_lock);
-}
 
 /* sd_notify without libsystemd: one datagram to $NOTIFY_SOCKET. */
 static void notify(const char *msg)
@@ -403,14 +368,6 @@ static int start_failed(lcd_t *lcd, lcd_webhook_srv_t *hooks, lcd_api_t *api, lc
 	lcd_webhook_stop(hooks);
 	unlink(sock);
 	return fail(err);
-}
-
-void lcd_stop_signals(sigset_t *set)
-{
-	sigemptyset(set);
-	sigaddset(set, SIGTERM);
-	sigaddset(set, SIGINT);
-	sigaddset(set, SIGHUP);
 }
 
 /* What a killed lcd (or its runner's children) left on the host: the
