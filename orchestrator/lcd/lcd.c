@@ -1,6 +1,6 @@
-/* lcd.c — what every part of lcd shares: its log, its clock (the
- * scheduler's "now", deadlines, waits that end when lcd stops) and its
- * threads (the signals they block, detached ones). */
+/* lcd.c — lcd_t, made and ended, and what every part of lcd shares: its
+ * log, its clock (the scheduler's "now", deadlines, waits that end when
+ * lcd stops) and its threads (the signals they block, detached ones). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,6 +12,31 @@
 
 #include "lcd.h"
 #include "util.h"
+
+void lcd_init(lcd_t *lcd)
+{
+	*lcd = (lcd_t){ 0 };
+	pthread_mutex_init(&lcd->lock, NULL);
+	pthread_cond_init(&lcd->wake, NULL);
+	pthread_cond_init(&lcd->changed, NULL);
+	pthread_cond_init(&lcd->idle, NULL);
+	pthread_cond_init(&lcd->tick, NULL);
+	pthread_mutex_init(&lcd->spawn_lock, NULL);
+	pthread_cond_init(&lcd->spawn_done, NULL);
+	lcd->spawn_tail = &lcd->spawn_queue;
+}
+
+void lcd_fini(lcd_t *lcd)
+{
+	lcd_db_close(lcd->db);
+	free(lcd->state_dir);
+	free(lcd->tasks_dir);
+	free(lcd->logs_dir);
+	free(lcd->clock_file);
+	free(lcd->python_dir);
+	free(lcd->workloads_dir);
+	free(lcd->apps_dir);
+}
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 

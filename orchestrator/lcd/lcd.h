@@ -311,6 +311,10 @@ int lcd_webhook_start(lcd_t *lcd, const lcd_webhook_cfg_t *cfg, lcd_webhook_srv_
 /* Stop listening and wait for deliveries being handed on. */
 void lcd_webhook_stop(lcd_webhook_srv_t *srv);
 
+/* Its locks and conditions made, everything else zero; lcd_fini closes
+ * the store and frees what main set. */
+void lcd_init(lcd_t *lcd);
+void lcd_fini(lcd_t *lcd);
 void lcd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -464,15 +464,8 @@ int main(int argc, char **argv)
 		return LC_EXIT_USAGE;
 	}
 
-	lcd_t lcd = { 0 };
-	pthread_mutex_init(&lcd.lock, NULL);
-	pthread_cond_init(&lcd.wake, NULL);
-	pthread_cond_init(&lcd.changed, NULL);
-	pthread_cond_init(&lcd.idle, NULL);
-	pthread_cond_init(&lcd.tick, NULL);
-	pthread_mutex_init(&lcd.spawn_lock, NULL);
-	pthread_cond_init(&lcd.spawn_done, NULL);
-	lcd.spawn_tail = &lcd.spawn_queue;
+	lcd_t lcd;
+	lcd_init(&lcd);
 	lcd.max_body = (size_t)cfg.max_body;
 	lcd.max_upload = (unsigned long long)cfg.max_upload;
 	lcd.exec_memory_max = cfg.exec_memory_max;
@@ -731,14 +724,7 @@ int main(int argc, char **argv)
 	lcd_gateway_stop(&lcd);
 	lcd_apps_free(&lcd);
 	lcd_node_stop(&lcd);
-	lcd_db_close(lcd.db);
-	free(lcd.state_dir);
-	free(lcd.tasks_dir);
-	free(lcd.logs_dir);
-	free(lcd.clock_file);
-	free(lcd.python_dir);
-	free(lcd.workloads_dir);
-	free(lcd.apps_dir);
+	lcd_fini(&lcd);
 	lcd_log("stopped");
 	return 0;
 }
