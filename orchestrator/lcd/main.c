@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api.h"
+#include "apps.h"
 #include "archivelib.h"
 #include "e2b.h"
 #include "fault.h"
@@ -32,8 +34,13 @@
 #include "netlibs.h"
 #include "registry.h"
 #include "nodes.h"
+#include "runner.h"
+#include "sandboxes.h"
+#include "scheduler.h"
 #include "seal.h"
+#include "tasks.h"
 #include "util.h"
+#include "webhook.h"
 
 #define DEFAULT_CONFIG "/etc/lcrun/lcd.json"
 #define DEFAULT_MAX_BODY (1024 * 1024)

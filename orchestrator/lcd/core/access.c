@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "access.h"
 #include "json.h"
 #include "lcd.h"
+#include "sandboxes.h"
 #include "util.h"
 
 void lcd_token_hash(const char *token, char hex[65])

@@ -33,11 +33,14 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "access.h"
 #include "devbox.h"
 #include "image.h"
 #include "json.h"
 #include "lcd.h"
 #include "net.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define SETUP_TIMEOUT_S 120

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "access.h"
 #include "image.h"
 #include "images.h"
 #include "json.h"

@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apps.h"
 #include "image.h"
 #include "json.h"
 #include "nodes.h"
+#include "sandboxes.h"
+#include "tasks.h"
 #include "util.h"
 
 struct lcd_node {

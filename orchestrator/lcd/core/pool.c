@@ -23,7 +23,9 @@
 #include "json.h"
 #include "lcd.h"
 #include "pool.h"
+#include "runner.h"
 #include "sandbox_priv.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define POOL_SIZE_MAX 64

@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "access.h"
+#include "api.h"
+#include "apps.h"
 #include "disk.h"
 #include "forward.h"
 #include "gateway.h"
@@ -26,6 +29,8 @@
 #include "net.h"
 #include "pool.h"
 #include "procs.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at, node"

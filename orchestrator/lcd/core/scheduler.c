@@ -1,4 +1,4 @@
-/* sched.c — the scheduler: fires each schedule at its cron minute (UTC),
+/* scheduler.c — the scheduler: fires each schedule at its cron minute (UTC),
  * catches up on slots missed while lcd was down (at most once per slot),
  * collects expired map keys and images (images.c), and re-kills sandboxes
  * of cancelled tasks.
@@ -11,10 +11,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps.h"
 #include "images.h"
 #include "json.h"
 #include "lcd.h"
 #include "nodes.h"
+#include "scheduler.h"
+#include "tasks.h"
 #include "util.h"
 
 #define TICK_MS 500

@@ -17,11 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access.h"
+#include "apps.h"
 #include "gateway.h"
 #include "image.h"
 #include "json.h"
 #include "lcd.h"
 #include "nodes.h"
+#include "runner.h"
+#include "tasks.h"
 #include "util.h"
 
 #define RESULT_MAX (1 << 20) /* result.json larger than this is refused */

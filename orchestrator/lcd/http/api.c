@@ -20,11 +20,15 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "access.h"
 #include "api.h"
+#include "apps.h"
 #include "gateway.h"
 #include "images.h"
 #include "json.h"
 #include "nodes.h"
+#include "scheduler.h"
+#include "tasks.h"
 #include "util.h"
 
 #define SECRET_MAX (64 * 1024)

@@ -8,7 +8,39 @@
 #include <stdbool.h>
 #include <microhttpd.h>
 
+#include "access.h"
 #include "lcd.h"
+
+typedef struct lcd_api lcd_api_t;
+/* The API's listeners: the TCP one ("HOST:PORT", NULL: none) with its
+ * bearer token, how long a connection may sit idle or half-sent (s) and
+ * how many connections one address may hold; the unix sockets' idle
+ * time, and the connections one task, one local uid may hold there. */
+typedef struct lcd_api_cfg {
+	const char *addr;
+	const char *token;
+	unsigned idle_timeout, per_ip;
+	unsigned unix_idle_timeout;
+	int task_connections, operator_connections;
+	const char *cluster_token; /* the other nodes' (forward.h): the operator's on TCP too */
+} lcd_api_cfg_t;
+#define LCD_TCP_IDLE_TIMEOUT_S 60
+#define LCD_TCP_PER_IP 64
+#define LCD_UNIX_IDLE_TIMEOUT_S 30
+#define LCD_TASK_CONNECTIONS 32
+#define LCD_OPERATOR_CONNECTIONS 256
+/* Serve the operator on an already listening unix socket fd, each task on
+ * a socket of its own (lcd->task_socket_open; a token of that task is
+ * needed there), and on cfg->addr (if set) requiring a bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t **out, lc_error_t **err);
+void lcd_api_stop(lcd_api_t *api);
+/* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is
+ * set to 0).  Past max bytes the body stops growing and *too_big is set. */
+void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max);
+struct addrinfo;
+/* A listener's "HOST:PORT" (or "[V6]:PORT"), numeric: freeaddrinfo() the
+ * result; errors name `what` and the address. */
+struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err);
 
 typedef struct lcd_upload lcd_upload_t;
 
@@ -89,7 +121,9 @@ bool lcd_forward_create(call_t *call, enum MHD_Result *r);
 /* Everything under /v1/devboxes and /v1/disks (the operator's). */
 enum MHD_Result lcd_api_devboxes(call_t *call);
 
-/* ---- sbexec.c ---- */
+/* ---- exec.c ---- */
+/* End the sessions of a sandbox (it is being removed). */
+void lcd_sessions_drop(lcd_t *lcd, const char *sandbox);
 /* POST …/exec (stream: NDJSON). */
 enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream);
 /* …/sessions, …/sessions/S/run, DELETE …/sessions/S (seg[2] is "sessions"). */

@@ -32,12 +32,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "api.h"
 #include "e2b.h"
 #include "image.h"
 #include "images.h"
 #include "json.h"
 #include "procs.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_S 300

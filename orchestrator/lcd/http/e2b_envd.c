@@ -33,10 +33,13 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "access.h"
 #include "api.h"
 #include "e2b.h"
 #include "json.h"
 #include "procs.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define RPC_PREFIX_PROC "/process.Process/"

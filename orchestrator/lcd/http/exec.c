@@ -22,6 +22,8 @@
 
 #include "api.h"
 #include "json.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define OUTPUT_CAP (1 << 20)        /* captured bytes per stream, by default */

@@ -19,10 +19,13 @@
 #include <unistd.h>
 #include <curl/curl.h>
 
+#include "access.h"
 #include "api.h"
 #include "forward.h"
 #include "json.h"
 #include "nodes.h"
+#include "sandboxes.h"
+#include "tasks.h"
 #include "util.h"
 
 struct lcd_fwd {

@@ -9,8 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "api.h"
 #include "json.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 /* Errors of the sandbox API: a conflict (name taken, busy) is 409, the

@@ -26,10 +26,14 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "api.h"
+#include "apps.h"
 #include "delivery.h"
 #include "json.h"
 #include "lcd.h"
+#include "tasks.h"
 #include "util.h"
+#include "webhook.h"
 
 #define ANSWER_WITHIN_MS 8000 /* GitHub gives up on a delivery after 10 s */
 #define CONN_LIMIT 64
