@@ -71,6 +71,9 @@ typedef struct lcd {
 	int workers;
 	bool stopping;
 	struct lcd_session *sessions; /* http/exec.c: sessions, each a shell's state between runs */
+	/* http/exec.c's lcd_sessions_drop, set when the API starts (no session
+	 * exists before): core/ ends a removed sandbox's sessions through it */
+	void (*sessions_drop)(struct lcd *lcd, const char *sandbox);
 	struct gw *gateway;           /* gateway.c: the model gateway, or NULL */
 	struct lcd_devboxes *devboxes; /* devbox.c: sessions, keep_warm */
 	struct lcd_pool *pool;        /* pool.c: sandboxes made ahead, or NULL */

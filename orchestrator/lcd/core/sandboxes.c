@@ -15,7 +15,6 @@
 #include <sys/statvfs.h>
 
 #include "access.h"
-#include "api.h"
 #include "apps.h"
 #include "disk.h"
 #include "forward.h"
@@ -933,7 +932,8 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 		lcd_db_notify(lcd->db, LCD_SANDBOXES_CHANNEL, id, NULL);
 		return 0;
 	}
-	lcd_sessions_drop(lcd, id);
+	if (lcd->sessions_drop)
+		lcd->sessions_drop(lcd, id);
 	lcd_procs_drop(lcd, id);
 	lc_error_t *e = NULL;
 	if (lc_sandbox_remove(id, true, &e) < 0) {

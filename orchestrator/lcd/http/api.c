@@ -1254,6 +1254,7 @@ int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t *
 	lcd->api = api;
 	lcd->task_socket_open = task_socket_open;
 	lcd->task_socket_close = task_socket_close;
+	lcd->sessions_drop = lcd_sessions_drop; /* kept after lcd_api_stop: the sessions outlive it */
 	if (tcp_addr) {
 		if (!token || !*token) {
 			lcd_api_stop(api);
