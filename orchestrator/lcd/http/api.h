@@ -10,6 +10,7 @@
 
 #include "access.h"
 #include "lcd.h"
+#include "reply.h"
 
 typedef struct lcd_api lcd_api_t;
 /* The API's listeners: the TCP one ("HOST:PORT", NULL: none) with its
@@ -69,15 +70,6 @@ typedef struct {
 	lcd_req_t *rq;
 } call_t;
 
-enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body);
-/* s as a JSON string; bytes that are not UTF-8 (a file's name may hold
- * such) written as \xNN, where json_string would give nothing at all. */
-json_t *api_text(const char *s);
-enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-/* The error's status from its exit code (api_status_of), then freed. */
-enum MHD_Result api_fail_err(struct MHD_Connection *c, lc_error_t *err);
-unsigned api_status_of(int exit_code);
 const char *api_query(call_t *call, const char *key);
 /* A non-negative integer query parameter; false when malformed. */
 bool api_query_int(call_t *call, const char *key, long long *out);

@@ -38,6 +38,7 @@
 #include "e2b.h"
 #include "json.h"
 #include "procs.h"
+#include "reply.h"
 #include "runner.h"
 #include "sandboxes.h"
 #include "util.h"
@@ -73,13 +74,7 @@ static const char *qarg(struct MHD_Connection *c, const char *k)
 
 static enum MHD_Result rpc_reply(struct MHD_Connection *c, json_t *msg)
 {
-	char *text = json_dumps(msg ? msg : json_object(), JSON_COMPACT);
-	json_decref(msg);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_send(c, 200, api_json_response(msg ? msg : json_object(), JSON_COMPACT, false));
 }
 
 static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, const char *fmt, ...)
@@ -87,20 +82,11 @@ static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, cons
 static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	json_t *msg = api_vtext(code, fmt, ap);
 	va_end(ap);
-	json_t *b = json_pack("{s:s, s:o}", "code", code, "message", api_text(msg ? msg : code));
-	free(msg);
-	char *text = json_dumps(b, JSON_COMPACT);
-	json_decref(b);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, lcd_connect_http_status(code), r);
-	MHD_destroy_response(r);
-	return ret;
+	json_t *b = json_pack("{s:s, s:o}", "code", code, "message", msg);
+	return api_send(c, lcd_connect_http_status(code), api_json_response(b, JSON_COMPACT, false));
 }
 
 /* The Connect code of an lcd error: from its errno where it has one

@@ -22,6 +22,7 @@
 
 #include "api.h"
 #include "json.h"
+#include "reply.h"
 #include "runner.h"
 #include "sandboxes.h"
 #include "util.h"

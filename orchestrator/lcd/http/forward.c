@@ -24,6 +24,7 @@
 #include "forward.h"
 #include "json.h"
 #include "nodes.h"
+#include "reply.h"
 #include "sandboxes.h"
 #include "tasks.h"
 #include "util.h"

@@ -17,6 +17,7 @@
 
 #include "api.h"
 #include "devbox.h"
+#include "reply.h"
 #include "util.h"
 
 #define UPGRADE_PROTO "lcrun-ssh"

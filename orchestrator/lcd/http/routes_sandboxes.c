@@ -12,6 +12,7 @@
 #include "access.h"
 #include "api.h"
 #include "json.h"
+#include "reply.h"
 #include "runner.h"
 #include "sandboxes.h"
 #include "util.h"
