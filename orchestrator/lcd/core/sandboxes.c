@@ -947,6 +947,33 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 	return forget(lcd, id, NULL, NULL, err);
 }
 
+void lcd_sandboxes_drop_task(lcd_t *lcd, const char *task)
+{
+	lc_error_t *err = NULL;
+	/* Marked first: a create still under way for this task sees the mark
+	 * and removes what it made itself. */
+	lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'deleting' WHERE task_id = ?", "s", task);
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE task_id = ?", "s", task);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *id = lc_json_str(row, "id");
+		if (lcd_sandbox_delete(lcd, id, &err) < 0) {
+			lcd_log("task %s: cannot remove its sandbox %s: %s", task, id, err->msg);
+			lc_error_free(err);
+			err = NULL;
+		} else {
+			lcd_log("task %s ended: its sandbox %s removed", task, id);
+		}
+	}
+}
+
+int lcd_sandboxes_lost(lcd_t *lcd, const char *node)
+{
+	return lcd_db_exec(lcd->db, NULL,
+			   "UPDATE sandboxes SET state = 'lost' WHERE node = ? AND state IN ('creating', 'live')", "s", node);
+}
+
 /* The state a caller sees for a row of the history query. */
 static json_t *history_entry(lcd_t *lcd, json_t *row)
 {

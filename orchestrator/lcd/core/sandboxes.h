@@ -44,6 +44,13 @@ json_t *lcd_sandbox_list(lcd_t *lcd, const lcd_caller_t *who, const char *app, c
 			 lc_error_t **err);
 /* Terminate and remove (idempotent). */
 int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err);
+/* An attempt of the task ended: the sandboxes it made are marked for
+ * removal (a create still under way for it sees the mark and removes
+ * what it made itself), then removed; each failure is logged. */
+void lcd_sandboxes_drop_task(lcd_t *lcd, const char *task);
+/* A node fell silent: its sandboxes being made or live are lost now; how
+ * many (negative: the store failed). */
+int lcd_sandboxes_lost(lcd_t *lcd, const char *node);
 /* The app's sandboxes, live and ended (kept 30 days), newest first, at
  * most limit: [{id, name, app, task, function, image, labels, state
  * ("running", …, "terminated"), created, terminated, end_reason}].  app
