@@ -107,15 +107,8 @@ static dbx_t *get(lcd_t *lcd, const char *name)
 
 static json_t *row_get(lcd_t *lcd, const char *name, lc_error_t **err)
 {
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " ROW_COLUMNS " FROM devboxes WHERE name = ?", "s", name);
-	if (!rows)
-		return NULL;
-	json_t *row = json_array_get(rows, 0);
-	if (!row) {
-		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no devbox named '%s'", name);
-		return NULL;
-	}
-	return json_incref(row);
+	return lcd_db_query_one(lcd->db, err, "devbox", name, "SELECT " ROW_COLUMNS " FROM devboxes WHERE name = ?", "s",
+				name);
 }
 
 static int row_def(json_t *row, lcd_devbox_def_t *d, lc_error_t **err)
