@@ -268,7 +268,7 @@ static char *sandbox_path(json_t *st, const char *path)
 		return NULL;
 	if (path[0] == '/')
 		return strdup(path);
-	const char *wd = json_string_value(json_object_get(json_object_get(st, "spec"), "workdir"));
+	const char *wd = lc_json_str(json_object_get(st, "spec"), "workdir");
 	if (!wd || wd[0] != '/')
 		wd = "/";
 	size_t n = strlen(wd);
@@ -1165,7 +1165,7 @@ static enum MHD_Result p_start(rpc_t *r)
 		_cleanup_json_ json_t *out = NULL;
 		lc_error_t *e = NULL;
 		if (!sop || lcd_runner_fs(lcd, r->id, sop, &out, NULL, &e) < 0 ||
-		    strcmp(json_string_value(json_object_get(json_object_get(out, "entry"), "type")), "dir")) {
+		    strcmp(lc_json_str(json_object_get(out, "entry"), "type"), "dir")) {
 			lc_error_free(e);
 			invalid(&err, "cwd '%s' does not exist (or is not a directory)", cwd);
 			return stream_fail(lcd, r->c, err);
