@@ -1,7 +1,8 @@
-/* api.h — what the files of lcd's HTTP API share: api.c (listeners,
- * authentication, routing, the task/app/map/secret routes), api_sandboxes.c
- * (the sandbox API: records, lifecycle, files) and sbexec.c (exec, the
- * NDJSON stream, sessions). */
+/* api.h — lcd's HTTP API (api.c: listeners, authentication, routing, the
+ * task/app/map/secret routes) and what its route files share: the request
+ * (call_t), and forward.c's requests that another node answers.  The
+ * routes' own headers: routes_sandboxes.h, routes_devboxes.h, exec.h;
+ * how every listener answers: reply.h. */
 #ifndef LCD_API_H
 #define LCD_API_H
 
@@ -75,20 +76,6 @@ const char *api_query(call_t *call, const char *key);
 bool api_query_int(call_t *call, const char *key, long long *out);
 #define FAIL(call, code, ...) api_fail_status((call)->c, api_status_of(code), code, __VA_ARGS__)
 
-/* ---- api_sandboxes.c ---- */
-/* Everything under /v1/sandboxes. */
-enum MHD_Result lcd_api_sandboxes(call_t *call);
-/* Uploads (PUT /v1/sandboxes/ID/files) are not buffered: the sandbox side
- * is opened when the headers are in (begin: false when it answered an
- * error already, *r being its result), each piece of the body is written
- * as it comes, and end answers. */
-bool lcd_upload_wanted(const char *method, const char *url);
-bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *who, const char *url,
-		      lcd_upload_t **out, enum MHD_Result *r);
-void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len);
-enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
-void lcd_upload_free(lcd_upload_t *u);
-
 /* ---- forward.c: one API over the cluster ---- */
 /* Copy from -> to until EOF or an error (one way of a spliced
  * connection: a devbox's SSH, here or through another node). */
@@ -108,17 +95,5 @@ void lcd_forward_free(lcd_fwd_t *f);
 /* POST /v1/sandboxes: true when placement puts the sandbox on another
  * node, *r its answer from there. */
 bool lcd_forward_create(call_t *call, enum MHD_Result *r);
-
-/* ---- api_devbox.c ---- */
-/* Everything under /v1/devboxes and /v1/disks (the operator's). */
-enum MHD_Result lcd_api_devboxes(call_t *call);
-
-/* ---- exec.c ---- */
-/* End the sessions of a sandbox (it is being removed). */
-void lcd_sessions_drop(lcd_t *lcd, const char *sandbox);
-/* POST …/exec (stream: NDJSON). */
-enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream);
-/* …/sessions, …/sessions/S/run, DELETE …/sessions/S (seg[2] is "sessions"). */
-enum MHD_Result lcd_api_sessions(call_t *call, json_t *row);
 
 #endif

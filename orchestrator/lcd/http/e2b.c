@@ -35,6 +35,7 @@
 #include "access.h"
 #include "api.h"
 #include "e2b.h"
+#include "exec.h"
 #include "image.h"
 #include "images.h"
 #include "json.h"

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "api.h"
+#include "exec.h"
 #include "json.h"
 #include "reply.h"
 #include "runner.h"

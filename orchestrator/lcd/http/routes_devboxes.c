@@ -18,6 +18,7 @@
 #include "api.h"
 #include "devbox.h"
 #include "reply.h"
+#include "routes_devboxes.h"
 #include "util.h"
 
 #define UPGRADE_PROTO "lcrun-ssh"

@@ -11,8 +11,10 @@
 
 #include "access.h"
 #include "api.h"
+#include "exec.h"
 #include "json.h"
 #include "reply.h"
+#include "routes_sandboxes.h"
 #include "runner.h"
 #include "sandboxes.h"
 #include "util.h"
