@@ -25,6 +25,7 @@
 #include "api.h"
 #include "apps.h"
 #include "archivelib.h"
+#include "devbox.h"
 #include "e2b.h"
 #include "fault.h"
 #include "gateway.h"

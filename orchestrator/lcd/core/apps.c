@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "apps.h"
+#include "devbox.h"
 #include "gateway.h"
 #include "json.h"
 #include "lcd.h"

@@ -34,6 +34,7 @@
 #include <openssl/evp.h>
 
 #include "access.h"
+#include "devbox.h"
 #include "devbox_def.h"
 #include "image.h"
 #include "json.h"

@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "devbox.h"
 #include "devbox_def.h"
 #include "lcd.h"
 #include "util.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "devbox.h"
 #include "devbox_def.h"
 #include "reply.h"
 #include "routes_devboxes.h"
