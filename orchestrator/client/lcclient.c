@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <curl/curl.h>
 
+#include "json.h"
 #include "lcclient.h"
 #include "lcrun.h"
 #include "util.h"
@@ -154,7 +155,7 @@ static size_t on_read(char *p, size_t sz, size_t n, void *ud)
 static int error_of(long st, const char *data, size_t len, lc_error_t **err)
 {
 	_cleanup_json_ json_t *j = data ? json_loadb(data, len, JSON_DECODE_ANY, NULL) : NULL;
-	const char *msg = json_string_value(json_object_get(j, "error"));
+	const char *msg = lc_json_str(j, "error");
 	json_t *code = json_object_get(j, "exit_code");
 	int ec = json_is_integer(code) ? (int)json_integer_value(code)
 	       : st == 404 ? LC_EXIT_UNKNOWN : st == 429 || st == 409 ? LC_EXIT_BUSY
@@ -250,7 +251,7 @@ static char *sb_path(const char *id, const char *rest)
 
 static char *take_string(json_t *o, const char *key)
 {
-	const char *s = json_string_value(json_object_get(o, key));
+	const char *s = lc_json_str(o, key);
 	return s ? strdup(s) : NULL;
 }
 

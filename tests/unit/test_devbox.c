@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devbox.h"
+#include "devbox_def.h"
 #include "manifest.h"
 #include "util.h"
 

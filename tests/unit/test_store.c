@@ -86,6 +86,27 @@ START_TEST(test_schema_version)
 }
 END_TEST
 
+/* One row, else "no KIND named 'NAME'" (LC_EXIT_UNKNOWN); two is the
+ * statement's error, not a row to pick from. */
+START_TEST(test_query_one)
+{
+	lc_error_t *err = NULL;
+	json_t *row = lcd_db_query_one(db, &err, "app", "demo", "SELECT name FROM apps WHERE name = ?", "s", "demo");
+	ck_assert_ptr_nonnull(row);
+	ck_assert_str_eq(json_string_value(json_object_get(row, "name")), "demo");
+	json_decref(row);
+	ck_assert_ptr_null(lcd_db_query_one(db, &err, "app", "gone", "SELECT name FROM apps WHERE name = ?", "s", "gone"));
+	ck_assert_int_eq(err->exit_code, LC_EXIT_UNKNOWN);
+	ck_assert_str_eq(err->msg, "no app named 'gone'");
+	lc_error_free(err);
+	err = NULL;
+	ck_assert_ptr_null(lcd_db_query_one(db, &err, "app", "demo",
+					    "SELECT name FROM apps WHERE name = ? UNION ALL SELECT name FROM apps", "s", "demo"));
+	ck_assert_int_eq(err->exit_code, LC_EXIT_RUNTIME);
+	lc_error_free(err);
+}
+END_TEST
+
 START_TEST(test_queue_admission)
 {
 	lc_error_t *err = NULL;
@@ -527,6 +548,7 @@ static TCase *store_tcase(const char *name, void (*engine)(void))
 	tcase_add_unchecked_fixture(tc, engine, NULL);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_schema_version);
+	tcase_add_test(tc, test_query_one);
 	tcase_add_test(tc, test_queue_admission);
 	tcase_add_test(tc, test_spawn_map_all_or_nothing);
 	tcase_add_test(tc, test_spawn_group);

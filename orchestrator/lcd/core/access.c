@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <string.h>
 
+#include "access.h"
 #include "json.h"
 #include "lcd.h"
+#include "sandboxes.h"
 #include "util.h"
 
 void lcd_token_hash(const char *token, char hex[65])
@@ -112,20 +114,5 @@ void lcd_task_release(lcd_t *lcd, const char *task)
 		lc_error_free(err);
 		err = NULL;
 	}
-	/* Marked first: a create still under way for this task sees the mark
-	 * and removes what it made itself. */
-	lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'deleting' WHERE task_id = ?", "s", task);
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE task_id = ?", "s", task);
-	size_t i;
-	json_t *row;
-	json_array_foreach(rows, i, row) {
-		const char *id = lc_json_str(row, "id");
-		if (lcd_sandbox_delete(lcd, id, &err) < 0) {
-			lcd_log("task %s: cannot remove its sandbox %s: %s", task, id, err->msg);
-			lc_error_free(err);
-			err = NULL;
-		} else {
-			lcd_log("task %s ended: its sandbox %s removed", task, id);
-		}
-	}
+	lcd_sandboxes_drop_task(lcd, task);
 }

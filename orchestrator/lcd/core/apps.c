@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps.h"
+#include "devbox.h"
 #include "gateway.h"
 #include "json.h"
 #include "lcd.h"
+#include "tasks.h"
 #include "util.h"
 
 /* The apps as the store has them: "name@deployed_at;…", to see whether

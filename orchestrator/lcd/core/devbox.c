@@ -33,11 +33,15 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "access.h"
 #include "devbox.h"
+#include "devbox_def.h"
 #include "image.h"
 #include "json.h"
 #include "lcd.h"
 #include "net.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define SETUP_TIMEOUT_S 120
@@ -104,15 +108,8 @@ static dbx_t *get(lcd_t *lcd, const char *name)
 
 static json_t *row_get(lcd_t *lcd, const char *name, lc_error_t **err)
 {
-	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT " ROW_COLUMNS " FROM devboxes WHERE name = ?", "s", name);
-	if (!rows)
-		return NULL;
-	json_t *row = json_array_get(rows, 0);
-	if (!row) {
-		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no devbox named '%s'", name);
-		return NULL;
-	}
-	return json_incref(row);
+	return lcd_db_query_one(lcd->db, err, "devbox", name, "SELECT " ROW_COLUMNS " FROM devboxes WHERE name = ?", "s",
+				name);
 }
 
 static int row_def(json_t *row, lcd_devbox_def_t *d, lc_error_t **err)

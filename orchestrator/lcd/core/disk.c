@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "devbox.h"
+#include "devbox_def.h"
 #include "lcd.h"
 #include "util.h"
 

@@ -19,17 +19,12 @@
 
 json_t *lcd_node_row(lcd_t *lcd, const char *node, lc_error_t **err)
 {
-	_cleanup_json_ json_t *rows = lcd_db_query(
-		lcd->db, err,
+	_cleanup_json_ json_t *row = lcd_db_query_one(
+		lcd->db, err, "node", node,
 		"SELECT name, address, stopped_at, lcd_now_ms() - heartbeat_at AS silent FROM nodes WHERE name = ?", "s",
 		node);
-	if (!rows)
+	if (!row)
 		return NULL;
-	json_t *row = json_array_get(rows, 0);
-	if (!row) {
-		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no node named '%s'", node);
-		return NULL;
-	}
 	if (!json_is_null(json_object_get(row, "stopped_at")) ||
 	    json_integer_value(json_object_get(row, "silent")) > LCD_NODE_DEAD_MS) {
 		lc_error_set(err, LC_EXIT_BUSY, 0, "node %s is down (%s): what it holds cannot be reached until it is back",

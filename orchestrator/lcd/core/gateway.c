@@ -46,10 +46,13 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
+#include "access.h"
+#include "apps.h"
 #include "gateway.h"
 #include "gwreq.h"
 #include "json.h"
 #include "netpool.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define TOKEN_PREFIX "lcgw-"

@@ -9,6 +9,7 @@
 #ifndef LCD_GATEWAY_H
 #define LCD_GATEWAY_H
 
+#include "access.h"
 #include "lcd.h"
 #include "ledger.h"
 

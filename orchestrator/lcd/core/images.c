@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "access.h"
 #include "image.h"
 #include "images.h"
 #include "json.h"
@@ -61,7 +62,7 @@ int lcd_image_fetch(lcd_t *lcd, const char *name, lc_error_t **err)
 	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, err, "SELECT digest FROM images WHERE name = ?", "s", name);
 	if (!rows)
 		return -1;
-	const char *digest = json_string_value(json_object_get(json_array_get(rows, 0), "digest"));
+	const char *digest = lc_json_str(json_array_get(rows, 0), "digest");
 	if (!digest)
 		return 0; /* not one lcd made: as before, "no image" */
 	_cleanup_free_ char *ref = lcd_image_ref(lcd, name, digest);

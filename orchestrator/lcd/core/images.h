@@ -5,6 +5,7 @@
 #ifndef LCD_IMAGES_H
 #define LCD_IMAGES_H
 
+#include "access.h"
 #include "lcd.h"
 
 #define LCD_FORK_IMAGE_TTL_DEFAULT (7 * 86400)

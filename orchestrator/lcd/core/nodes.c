@@ -8,9 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apps.h"
 #include "image.h"
 #include "json.h"
 #include "nodes.h"
+#include "sandboxes.h"
+#include "tasks.h"
 #include "util.h"
 
 struct lcd_node {
@@ -191,8 +194,7 @@ static void end_dead(lcd_t *lcd, const char *node, long long silent_ms)
 		/* its token dies with the attempt */
 		lcd_db_exec(lcd->db, NULL, "DELETE FROM tokens WHERE task_id = ?", "s", id);
 	}
-	int lost = lcd_db_exec(lcd->db, NULL,
-			       "UPDATE sandboxes SET state = 'lost' WHERE node = ? AND state IN ('creating', 'live')", "s", node);
+	int lost = lcd_sandboxes_lost(lcd, node);
 	if (lost > 0 || json_array_size(tasks))
 		lcd_log("node %s: silent for %lld s: %zu running task(s) ended, %d sandbox(es) lost", node, silent_ms / 1000,
 			json_array_size(tasks), lost > 0 ? lost : 0);

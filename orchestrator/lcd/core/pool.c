@@ -23,7 +23,9 @@
 #include "json.h"
 #include "lcd.h"
 #include "pool.h"
+#include "runner.h"
 #include "sandbox_priv.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define POOL_SIZE_MAX 64
@@ -96,7 +98,7 @@ int lcd_pool_config(json_t *v, const char *path, json_t **out, lc_error_t **err)
 		if (disk && lcd_config_size(disk, &d) < 0)
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.disk: expected a size of at least 16M (like \"8G\")", p);
 		for (size_t k = 0; k < i; k++)
-			if (!strcmp(image, json_string_value(json_object_get(json_array_get(v, k), "image"))))
+			if (!strcmp(image, lc_json_str(json_array_get(v, k), "image")))
 				return lc_error_set(err, LC_EXIT_INVALID, 0, "%s.image: %s is pooled already (sandbox_pool[%zu])",
 						    p, image, k);
 	}

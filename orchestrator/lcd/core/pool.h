@@ -30,8 +30,4 @@ void lcd_pool_claimed(lcd_t *lcd, const char *id);
 /* The taken member could not be claimed: remove it. */
 void lcd_pool_discard(lcd_t *lcd, const char *id);
 
-/* sandboxes.c: the spec a member of image is made with (a create request
- * {"image": image} of the operator) and the image's digest (NULL: host). */
-lc_spec_t *lcd_sandbox_pool_spec(lcd_t *lcd, const char *image, char **digest, lc_error_t **err);
-
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "procs.h"
+#include "runner.h"
 #include "util.h"
 
 #define CHUNK (32 * 1024)      /* read at once, as envd does */

@@ -47,6 +47,7 @@
 #include "json.h"
 #include "lcd.h"
 #include "netpool.h"
+#include "runner.h"
 #include "sbfs.h"
 #include "util.h"
 

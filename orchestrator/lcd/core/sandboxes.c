@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "access.h"
+#include "apps.h"
 #include "disk.h"
 #include "forward.h"
 #include "gateway.h"
@@ -26,6 +28,8 @@
 #include "net.h"
 #include "pool.h"
 #include "procs.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define SB_COLUMNS "id, name, app, task_id, function, state, image, request, labels, secrets, created_at, node"
@@ -928,7 +932,8 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 		lcd_db_notify(lcd->db, LCD_SANDBOXES_CHANNEL, id, NULL);
 		return 0;
 	}
-	lcd_sessions_drop(lcd, id);
+	if (lcd->sessions_drop)
+		lcd->sessions_drop(lcd, id);
 	lcd_procs_drop(lcd, id);
 	lc_error_t *e = NULL;
 	if (lc_sandbox_remove(id, true, &e) < 0) {
@@ -940,6 +945,33 @@ int lcd_sandbox_delete(lcd_t *lcd, const char *id, lc_error_t **err)
 	}
 	lcd_gateway_forget(lcd, id);
 	return forget(lcd, id, NULL, NULL, err);
+}
+
+void lcd_sandboxes_drop_task(lcd_t *lcd, const char *task)
+{
+	lc_error_t *err = NULL;
+	/* Marked first: a create still under way for this task sees the mark
+	 * and removes what it made itself. */
+	lcd_db_exec(lcd->db, NULL, "UPDATE sandboxes SET state = 'deleting' WHERE task_id = ?", "s", task);
+	_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT id FROM sandboxes WHERE task_id = ?", "s", task);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		const char *id = lc_json_str(row, "id");
+		if (lcd_sandbox_delete(lcd, id, &err) < 0) {
+			lcd_log("task %s: cannot remove its sandbox %s: %s", task, id, err->msg);
+			lc_error_free(err);
+			err = NULL;
+		} else {
+			lcd_log("task %s ended: its sandbox %s removed", task, id);
+		}
+	}
+}
+
+int lcd_sandboxes_lost(lcd_t *lcd, const char *node)
+{
+	return lcd_db_exec(lcd->db, NULL,
+			   "UPDATE sandboxes SET state = 'lost' WHERE node = ? AND state IN ('creating', 'live')", "s", node);
 }
 
 /* The state a caller sees for a row of the history query. */

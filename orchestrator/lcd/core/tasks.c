@@ -17,11 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access.h"
+#include "apps.h"
 #include "gateway.h"
 #include "image.h"
 #include "json.h"
 #include "lcd.h"
 #include "nodes.h"
+#include "runner.h"
+#include "tasks.h"
 #include "util.h"
 
 #define RESULT_MAX (1 << 20) /* result.json larger than this is refused */
@@ -221,29 +225,6 @@ void lcd_cancel_app(lcd_t *lcd, const char *app)
 		lcd_cancel(lcd, lc_json_str(t, "id"), &err);
 		lc_error_free(err);
 	}
-}
-
-void lcd_deadline(struct timespec *ts, long long ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
-}
-
-bool lcd_sleep(lcd_t *lcd, pthread_cond_t *cond, long long ms)
-{
-	struct timespec ts;
-	lcd_deadline(&ts, ms);
-	pthread_mutex_lock(&lcd->lock);
-	if (!lcd->stopping)
-		pthread_cond_timedwait(cond, &lcd->lock, &ts);
-	bool stop = lcd->stopping;
-	pthread_mutex_unlock(&lcd->lock);
-	return stop;
 }
 
 json_t *lcd_task_wait(lcd_t *lcd, const char *id, long long timeout_ms, lc_error_t **err)
@@ -619,17 +600,6 @@ done:
 	pthread_cond_broadcast(&lcd->idle);
 	pthread_mutex_unlock(&lcd->lock);
 	return NULL;
-}
-
-int lcd_thread_detached(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int e = pthread_create(&th, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return e;
 }
 
 static void start_worker(lcd_t *lcd, lcd_app_t *app, const lcd_function_t *fn, json_t *task, const char *sandbox)

@@ -1,14 +1,48 @@
-/* api.h — what the files of lcd's HTTP API share: api.c (listeners,
- * authentication, routing, the task/app/map/secret routes), api_sandboxes.c
- * (the sandbox API: records, lifecycle, files) and sbexec.c (exec, the
- * NDJSON stream, sessions). */
+/* api.h — lcd's HTTP API (api.c: listeners, authentication, routing, the
+ * task/app/map/secret routes) and what its route files share: the request
+ * (call_t), and forward.c's requests that another node answers.  The
+ * routes' own headers: routes_sandboxes.h, routes_devboxes.h, exec.h;
+ * how every listener answers: reply.h. */
 #ifndef LCD_API_H
 #define LCD_API_H
 
 #include <stdbool.h>
 #include <microhttpd.h>
 
+#include "access.h"
 #include "lcd.h"
+#include "reply.h"
+
+typedef struct lcd_api lcd_api_t;
+/* The API's listeners: the TCP one ("HOST:PORT", NULL: none) with its
+ * bearer token, how long a connection may sit idle or half-sent (s) and
+ * how many connections one address may hold; the unix sockets' idle
+ * time, and the connections one task, one local uid may hold there. */
+typedef struct lcd_api_cfg {
+	const char *addr;
+	const char *token;
+	unsigned idle_timeout, per_ip;
+	unsigned unix_idle_timeout;
+	int task_connections, operator_connections;
+	const char *cluster_token; /* the other nodes' (forward.h): the operator's on TCP too */
+} lcd_api_cfg_t;
+#define LCD_TCP_IDLE_TIMEOUT_S 60
+#define LCD_TCP_PER_IP 64
+#define LCD_UNIX_IDLE_TIMEOUT_S 30
+#define LCD_TASK_CONNECTIONS 32
+#define LCD_OPERATOR_CONNECTIONS 256
+/* Serve the operator on an already listening unix socket fd, each task on
+ * a socket of its own (lcd->task_socket_open; a token of that task is
+ * needed there), and on cfg->addr (if set) requiring a bearer token. */
+int lcd_api_start(lcd_t *lcd, int unix_fd, const lcd_api_cfg_t *cfg, lcd_api_t **out, lc_error_t **err);
+void lcd_api_stop(lcd_api_t *api);
+/* Add a piece of a request body (libmicrohttpd's upload, *n bytes; *n is
+ * set to 0).  Past max bytes the body stops growing and *too_big is set. */
+void lcd_body_append(char **body, size_t *len, bool *too_big, const char *piece, size_t *n, size_t max);
+struct addrinfo;
+/* A listener's "HOST:PORT" (or "[V6]:PORT"), numeric: freeaddrinfo() the
+ * result; errors name `what` and the address. */
+struct addrinfo *lcd_listen_addr(const char *addr, const char *what, lc_error_t **err);
 
 typedef struct lcd_upload lcd_upload_t;
 
@@ -37,33 +71,10 @@ typedef struct {
 	lcd_req_t *rq;
 } call_t;
 
-enum MHD_Result api_reply(struct MHD_Connection *c, unsigned status, json_t *body);
-/* s as a JSON string; bytes that are not UTF-8 (a file's name may hold
- * such) written as \xNN, where json_string would give nothing at all. */
-json_t *api_text(const char *s);
-enum MHD_Result api_fail_status(struct MHD_Connection *c, unsigned status, int exit_code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-/* The error's status from its exit code (api_status_of), then freed. */
-enum MHD_Result api_fail_err(struct MHD_Connection *c, lc_error_t *err);
-unsigned api_status_of(int exit_code);
 const char *api_query(call_t *call, const char *key);
 /* A non-negative integer query parameter; false when malformed. */
 bool api_query_int(call_t *call, const char *key, long long *out);
 #define FAIL(call, code, ...) api_fail_status((call)->c, api_status_of(code), code, __VA_ARGS__)
-
-/* ---- api_sandboxes.c ---- */
-/* Everything under /v1/sandboxes. */
-enum MHD_Result lcd_api_sandboxes(call_t *call);
-/* Uploads (PUT /v1/sandboxes/ID/files) are not buffered: the sandbox side
- * is opened when the headers are in (begin: false when it answered an
- * error already, *r being its result), each piece of the body is written
- * as it comes, and end answers. */
-bool lcd_upload_wanted(const char *method, const char *url);
-bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *who, const char *url,
-		      lcd_upload_t **out, enum MHD_Result *r);
-void lcd_upload_data(lcd_upload_t *u, const char *data, size_t len);
-enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u);
-void lcd_upload_free(lcd_upload_t *u);
 
 /* ---- forward.c: one API over the cluster ---- */
 /* Copy from -> to until EOF or an error (one way of a spliced
@@ -84,15 +95,5 @@ void lcd_forward_free(lcd_fwd_t *f);
 /* POST /v1/sandboxes: true when placement puts the sandbox on another
  * node, *r its answer from there. */
 bool lcd_forward_create(call_t *call, enum MHD_Result *r);
-
-/* ---- api_devbox.c ---- */
-/* Everything under /v1/devboxes and /v1/disks (the operator's). */
-enum MHD_Result lcd_api_devboxes(call_t *call);
-
-/* ---- sbexec.c ---- */
-/* POST …/exec (stream: NDJSON). */
-enum MHD_Result lcd_api_exec(call_t *call, json_t *row, bool stream);
-/* …/sessions, …/sessions/S/run, DELETE …/sessions/S (seg[2] is "sessions"). */
-enum MHD_Result lcd_api_sessions(call_t *call, json_t *row);
 
 #endif

@@ -32,12 +32,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "api.h"
 #include "e2b.h"
+#include "exec.h"
 #include "image.h"
 #include "images.h"
 #include "json.h"
 #include "procs.h"
+#include "reply.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_S 300
@@ -50,31 +55,18 @@
 
 enum MHD_Result e2b_reply(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	struct MHD_Response *r;
-	if (body) {
-		char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
-		json_decref(body);
-		r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-		MHD_add_response_header(r, "Content-Type", "application/json");
-	} else {
-		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-	}
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	if (body)
+		return api_send(c, status, api_json_response(body, JSON_COMPACT | JSON_ENCODE_ANY, false));
+	return api_send(c, status, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
 
 enum MHD_Result e2b_fail(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	json_t *msg = api_vtext("error", fmt, ap);
 	va_end(ap);
-	json_t *b = json_pack("{s:i, s:o}", "code", (int)status, "message", api_text(msg ? msg : "error"));
-	free(msg);
-	return e2b_reply(c, status, b);
+	return e2b_reply(c, status, json_pack("{s:i, s:o}", "code", (int)status, "message", msg));
 }
 
 unsigned e2b_status_of(const lc_error_t *err)
@@ -447,15 +439,10 @@ static enum MHD_Result h_list(ecall_t *call, bool paged)
 		lcd_e2b_cursor(json_integer_value(json_object_get(v[i - 1], "created")), lc_json_str(v[i - 1], "id"), next,
 			       sizeof(next));
 	free(v);
-	char *text = json_dumps(out, JSON_COMPACT);
-	json_decref(out);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(resp, "Content-Type", "application/json");
+	struct MHD_Response *resp = api_json_response(out, JSON_COMPACT, false);
 	if (*next)
 		MHD_add_response_header(resp, "X-Next-Token", next);
-	enum MHD_Result ret = MHD_queue_response(call->c, 200, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return api_send(call->c, 200, resp);
 }
 
 static enum MHD_Result h_get(ecall_t *call, json_t *row)
@@ -673,15 +660,10 @@ static enum MHD_Result h_snapshots(ecall_t *call)
 		json_array_append_new(out, json_pack("{s:s, s:[s]}", "snapshotID", n, "names", n));
 		last = n;
 	}
-	char *text = json_dumps(out, JSON_COMPACT);
-	json_decref(out);
-	struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(resp, "Content-Type", "application/json");
+	struct MHD_Response *resp = api_json_response(out, JSON_COMPACT, false);
 	if (more && last)
 		MHD_add_response_header(resp, "X-Next-Token", last);
-	enum MHD_Result ret = MHD_queue_response(call->c, 200, resp);
-	MHD_destroy_response(resp);
-	return ret;
+	return api_send(call->c, 200, resp);
 }
 
 static enum MHD_Result h_delete_snapshot(ecall_t *call, const char *name)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <microhttpd.h>
 
+#include "access.h"
 #include "e2bproto.h"
 #include "lcd.h"
 

@@ -33,10 +33,14 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include "access.h"
 #include "api.h"
 #include "e2b.h"
 #include "json.h"
 #include "procs.h"
+#include "reply.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define RPC_PREFIX_PROC "/process.Process/"
@@ -70,13 +74,7 @@ static const char *qarg(struct MHD_Connection *c, const char *k)
 
 static enum MHD_Result rpc_reply(struct MHD_Connection *c, json_t *msg)
 {
-	char *text = json_dumps(msg ? msg : json_object(), JSON_COMPACT);
-	json_decref(msg);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_send(c, 200, api_json_response(msg ? msg : json_object(), JSON_COMPACT, false));
 }
 
 static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, const char *fmt, ...)
@@ -84,20 +82,11 @@ static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, cons
 static enum MHD_Result rpc_fail(struct MHD_Connection *c, const char *code, const char *fmt, ...)
 {
 	va_list ap;
-	char *msg = NULL;
 	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
+	json_t *msg = api_vtext(code, fmt, ap);
 	va_end(ap);
-	json_t *b = json_pack("{s:s, s:o}", "code", code, "message", api_text(msg ? msg : code));
-	free(msg);
-	char *text = json_dumps(b, JSON_COMPACT);
-	json_decref(b);
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	enum MHD_Result ret = MHD_queue_response(c, lcd_connect_http_status(code), r);
-	MHD_destroy_response(r);
-	return ret;
+	json_t *b = json_pack("{s:s, s:o}", "code", code, "message", msg);
+	return api_send(c, lcd_connect_http_status(code), api_json_response(b, JSON_COMPACT, false));
 }
 
 /* The Connect code of an lcd error: from its errno where it has one
@@ -279,7 +268,7 @@ static char *sandbox_path(json_t *st, const char *path)
 		return NULL;
 	if (path[0] == '/')
 		return strdup(path);
-	const char *wd = json_string_value(json_object_get(json_object_get(st, "spec"), "workdir"));
+	const char *wd = lc_json_str(json_object_get(st, "spec"), "workdir");
 	if (!wd || wd[0] != '/')
 		wd = "/";
 	size_t n = strlen(wd);
@@ -1176,7 +1165,7 @@ static enum MHD_Result p_start(rpc_t *r)
 		_cleanup_json_ json_t *out = NULL;
 		lc_error_t *e = NULL;
 		if (!sop || lcd_runner_fs(lcd, r->id, sop, &out, NULL, &e) < 0 ||
-		    strcmp(json_string_value(json_object_get(json_object_get(out, "entry"), "type")), "dir")) {
+		    strcmp(lc_json_str(json_object_get(out, "entry"), "type"), "dir")) {
 			lc_error_free(e);
 			invalid(&err, "cwd '%s' does not exist (or is not a directory)", cwd);
 			return stream_fail(lcd, r->c, err);

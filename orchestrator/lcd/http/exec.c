@@ -21,7 +21,11 @@
 #include <openssl/evp.h>
 
 #include "api.h"
+#include "exec.h"
 #include "json.h"
+#include "reply.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 #define OUTPUT_CAP (1 << 20)        /* captured bytes per stream, by default */

@@ -19,10 +19,14 @@
 #include <unistd.h>
 #include <curl/curl.h>
 
+#include "access.h"
 #include "api.h"
 #include "forward.h"
 #include "json.h"
 #include "nodes.h"
+#include "reply.h"
+#include "sandboxes.h"
+#include "tasks.h"
 #include "util.h"
 
 struct lcd_fwd {
@@ -106,7 +110,7 @@ static char *owner(lcd_t *lcd, const lcd_caller_t *who, const char *method, cons
 	} else if (!strcmp(seg[0], "devboxes") && n >= 2 && who->operator) {
 		/* its show, rm, start, stop and SSH connection: on its node */
 		_cleanup_json_ json_t *rows = lcd_db_query(lcd->db, NULL, "SELECT node FROM devboxes WHERE name = ?", "s", seg[1]);
-		const char *at = json_string_value(json_object_get(json_array_get(rows, 0), "node"));
+		const char *at = lc_json_str(json_array_get(rows, 0), "node");
 		node = at ? strdup(at) : NULL;
 	} else if (!strcmp(seg[0], "tasks") && n == 3 && (!strcmp(seg[2], "logs") || !strcmp(seg[2], "cancel"))) {
 		/* a task's log is on the node that ran it; a running task is

@@ -17,6 +17,9 @@
 
 #include "api.h"
 #include "devbox.h"
+#include "devbox_def.h"
+#include "reply.h"
+#include "routes_devboxes.h"
 #include "util.h"
 
 #define UPGRADE_PROTO "lcrun-ssh"

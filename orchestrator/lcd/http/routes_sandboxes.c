@@ -9,8 +9,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "access.h"
 #include "api.h"
+#include "exec.h"
 #include "json.h"
+#include "reply.h"
+#include "routes_sandboxes.h"
+#include "runner.h"
+#include "sandboxes.h"
 #include "util.h"
 
 /* Errors of the sandbox API: a conflict (name taken, busy) is 409, the

@@ -26,10 +26,15 @@
 #include <unistd.h>
 #include <microhttpd.h>
 
+#include "api.h"
+#include "apps.h"
 #include "delivery.h"
 #include "json.h"
 #include "lcd.h"
+#include "reply.h"
+#include "tasks.h"
 #include "util.h"
+#include "webhook.h"
 
 #define ANSWER_WITHIN_MS 8000 /* GitHub gives up on a delivery after 10 s */
 #define CONN_LIMIT 64
@@ -120,19 +125,12 @@ static void peer_of(struct MHD_Connection *c, char *buf, size_t len)
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *text = body ? json_dumps(body, JSON_COMPACT) : strdup("{}");
-	size_t len = strlen(text);
-	text = realloc(text, len + 2);
-	text[len++] = '\n';
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, "Content-Type", "application/json");
+	struct MHD_Response *r = api_json_response(body ? json_incref(body) : json_object(), JSON_COMPACT, true);
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, "Allow", "POST");
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
 		MHD_add_response_header(r, "Retry-After", "60");
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return api_send(c, status, r);
 }
 
 /* Answer and log the request: one line, "what" says what became of it. */

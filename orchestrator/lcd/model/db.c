@@ -514,6 +514,29 @@ json_t *lcd_db_query(lcd_db_t *db, lc_error_t **err, const char *sql, const char
 	return out.rows;
 }
 
+json_t *lcd_db_query_one(lcd_db_t *db, lc_error_t **err, const char *kind, const char *name, const char *sql,
+			 const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	_cleanup_json_ json_t *rows = json_array();
+	lcd_db_sink_t out = { .rows = rows };
+	int r = run_v(db, err, sql, types, ap, &out);
+	va_end(ap);
+	if (r < 0)
+		return NULL;
+	if (json_array_size(rows) == 0) {
+		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no %s named '%s'", kind, name);
+		return NULL;
+	}
+	if (json_array_size(rows) > 1) {
+		lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: %zu %ss named '%s' where one was expected",
+			     json_array_size(rows), kind, name);
+		return NULL;
+	}
+	return json_incref(json_array_get(rows, 0));
+}
+
 long long lcd_db_query_int(lcd_db_t *db, lc_error_t **err, long long def, const char *sql, const char *types, ...)
 {
 	va_list ap;

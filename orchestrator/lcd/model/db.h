@@ -103,6 +103,12 @@ int lcd_db_exec(lcd_db_t *db, lc_error_t **err, const char *sql, const char *typ
 /* Rows as an array of objects {column: value}; NULL with *err on failure.
  * Integers (and PostgreSQL's booleans, as 0 and 1) are JSON integers. */
 json_t *lcd_db_query(lcd_db_t *db, lc_error_t **err, const char *sql, const char *types, ...);
+/* The one row a statement gives, as lcd_db_query gives rows (a new
+ * reference).  No row: NULL with LC_EXIT_UNKNOWN, "no KIND named 'NAME'"
+ * (kind "devbox", name the one asked for); more than one: NULL with
+ * LC_EXIT_RUNTIME (the statement was to name one). */
+json_t *lcd_db_query_one(lcd_db_t *db, lc_error_t **err, const char *kind, const char *name, const char *sql,
+			 const char *types, ...);
 /* The first column of the first row as an integer, or def when no row. */
 long long lcd_db_query_int(lcd_db_t *db, lc_error_t **err, long long def, const char *sql,
 			   const char *types, ...);

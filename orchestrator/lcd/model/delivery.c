@@ -5,6 +5,7 @@
 #include <openssl/hmac.h>
 
 #include "delivery.h"
+#include "json.h"
 #include "util.h"
 
 static int hexval(char c)
@@ -87,7 +88,7 @@ int lcd_delivery_claim(lcd_db_t *db, const char *app, const char *hook, const ch
 			"ORDER BY delivery = ? DESC", "sssss", app, hook, delivery, body_sha, delivery);
 		if (!rows)
 			return -1;
-		const char *t = json_string_value(json_object_get(json_array_get(rows, 0), "task_id"));
+		const char *t = lc_json_str(json_array_get(rows, 0), "task_id");
 		*task_id = t ? strdup(t) : NULL;
 	}
 	return 0;

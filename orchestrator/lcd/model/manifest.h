@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "cron.h"
-#include "devbox.h"
+#include "devbox_def.h"
 #include "lcrun.h"
 
 enum { LCD_CATCHUP_ALL = 0, LCD_CATCHUP_ONE, LCD_CATCHUP_NONE };

@@ -211,7 +211,7 @@ json_t *lcd_store_task_start(lcd_db_t *db, const char *app, const char *function
 		lcd_db_rollback(db);
 		return NULL;
 	}
-	const char *id = json_string_value(json_object_get(json_array_get(rows, 0), "id"));
+	const char *id = lc_json_str(json_array_get(rows, 0), "id");
 	if (lcd_db_exec(db, err,
 			"UPDATE tasks SET state = 'running', sandbox_id = ?, started_at = ?, finished_at = NULL, "
 			"attempts = attempts + 1, node = ? WHERE id = ?", "siss", sandbox_id, now, lcd_db_node(db), id) < 0)
@@ -320,7 +320,7 @@ char *lcd_store_map_get(lcd_db_t *db, const char *app, const char *map, const ch
 {
 	_cleanup_json_ json_t *rows = lcd_db_query(db, err,
 		"SELECT value FROM maps WHERE app = ? AND map = ? AND key = ? AND " LIVE, "sssi", app, map, key, now);
-	const char *v = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	const char *v = rows ? lc_json_str(json_array_get(rows, 0), "value") : NULL;
 	return v ? strdup(v) : NULL;
 }
 
@@ -376,7 +376,7 @@ int lcd_store_secrets_seal(lcd_db_t *db, lc_error_t **err)
 				  "s", check) < 0)
 		return -1;
 	_cleanup_json_ json_t *rows = lcd_db_query(db, err, "SELECT value FROM meta WHERE key = 'secret_key_check'", "");
-	const char *stored = rows ? json_string_value(json_object_get(json_array_get(rows, 0), "value")) : NULL;
+	const char *stored = rows ? lc_json_str(json_array_get(rows, 0), "value") : NULL;
 	if (!stored)
 		return rows ? lc_error_set(err, LC_EXIT_RUNTIME, 0, "database: the secret key's check value is gone") : -1;
 	lc_error_t *e = NULL;

@@ -1,4 +1,4 @@
-/* sched.c — the scheduler: fires each schedule at its cron minute (UTC),
+/* scheduler.c — the scheduler: fires each schedule at its cron minute (UTC),
  * catches up on slots missed while lcd was down (at most once per slot),
  * collects expired map keys and images (images.c), and re-kills sandboxes
  * of cancelled tasks.
@@ -11,39 +11,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "apps.h"
 #include "images.h"
 #include "json.h"
 #include "lcd.h"
 #include "nodes.h"
+#include "scheduler.h"
+#include "tasks.h"
 #include "util.h"
 
 #define TICK_MS 500
 #define MAP_GC_EVERY_MS 30000
 #define IMAGE_GC_EVERY_MS 60000
-
-long long lcd_now_s(lcd_t *lcd)
-{
-	if (!lcd->clock_file)
-		return (long long)time(NULL);
-	char *text = NULL;
-	if (lc_read_file(lcd->clock_file, &text, NULL, NULL) < 0)
-		return (long long)time(NULL);
-	long long v = -1;
-	char *end = NULL;
-	long long n = strtoll(text, &end, 10);
-	if (end != text && (*end == '\0' || *end == '\n'))
-		v = n;
-	else {
-		struct tm tm = { 0 };
-		const char *p = strptime(text, "%Y-%m-%dT%H:%M", &tm);
-		if (p && *p == ':')
-			p = strptime(p, ":%S", &tm);
-		if (p)
-			v = (long long)timegm(&tm);
-	}
-	free(text);
-	return v >= 0 ? v : (long long)time(NULL);
-}
 
 int lcd_schedule_fire(lcd_t *lcd, const lcd_app_t *app, const lcd_schedule_t *s, json_t *ids, lc_error_t **err)
 {
