@@ -159,6 +159,14 @@ static int build_skel(const char *dir, uid_t uid, gid_t gid, lc_error_t **err)
  * there first is as good (both are made from the same inputs). */
 static int install(const char *tmp, const char *dir, lc_error_t **err)
 {
+	/* Its files on the disk before its name is: after a power cut the
+	 * skeleton is whole or not there (then built again). */
+	_cleanup_close_ int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd) < 0) {
+		int e = errno;
+		lc_rm_rf(tmp, NULL);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot sync %s", tmp);
+	}
 	if (rename(tmp, dir) < 0) {
 		int e = errno;
 		lc_rm_rf(tmp, NULL);

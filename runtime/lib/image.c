@@ -163,7 +163,8 @@ static int put_blob_file(const char *tmp, const char *hex, bool *created, lc_err
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot store blob %s", p);
 	if (created)
 		*created = true;
-	return 0;
+	/* on the disk before an index names it */
+	return lc_fsync_parent(p, err);
 }
 
 /* A JSON blob whose digest was checked carries this xattr: its digest and
@@ -461,6 +462,15 @@ static int unpack_layer_locked(const char *blob_hex, const char *diff_hex, const
 				    blob_hex, got_blob);
 	}
 	LC_FAULT("image-layer-unpacked");
+	/* Its files on the disk before its name is: after a power cut a layer
+	 * is there whole or not at all (then unpacked again), never with
+	 * files that lost their data. */
+	_cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || syncfs(dfd) < 0) {
+		int e = errno;
+		lc_rm_rf(tmp, NULL);
+		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot sync %s", tmp);
+	}
 	struct stat st;
 	if (chmod(tmp, 0755) < 0 || rename(tmp, final) < 0) {
 		int e = errno;
@@ -1028,9 +1038,15 @@ static int import_layer_file(const char *path, bool keep_as_is, unsigned flags, 
 			return lc_error_set(err, LC_EXIT_INVALID, 0, "%s: compression OCI does not define", path);
 		_cleanup_free_ char *bp = blob_path(blob_hex);
 		if (access(bp, F_OK) < 0) {
+			/* (unpacked from the archive, not yet on the disk) */
+			_cleanup_close_ int lfd = open(path, O_RDONLY | O_CLOEXEC);
+			if (lfd < 0 || fsync(lfd) < 0)
+				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot sync %s", path);
 			if (rename(path, bp) < 0)
 				return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot store blob %s", bp);
 			*created = true;
+			if (lc_fsync_parent(bp, err) < 0)
+				return -1;
 		}
 	}
 	LC_FAULT("import-blob-stored");

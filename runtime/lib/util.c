@@ -361,6 +361,18 @@ static int write_replace(const char *path, const void *buf, size_t len, mode_t m
 		unlink(tmp);
 		return lc_error_set(err, LC_EXIT_RUNTIME, e, "cannot rename %s into place", path);
 	}
+	return sync ? lc_fsync_parent(path, err) : 0;
+}
+
+int lc_fsync_parent(const char *path, lc_error_t **err)
+{
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = !slash ? strdup(".") : slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot sync the directory of %s", path);
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot sync directory %s", dir);
 	return 0;
 }
 

@@ -49,8 +49,14 @@ void lc_strv_free(char **v);
 json_t *lc_strv_to_json(char *const *v);
 char **lc_json_to_strv(json_t *arr);
 
-/* Write a whole buffer to a file atomically (tmp + fsync + rename). */
+/* Write a whole buffer to a file atomically and durably (tmp + fsync +
+ * rename + fsync of the directory): once it returns, the new content
+ * survives a power cut. */
 int lc_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, lc_error_t **err);
+/* fsync the directory that holds path: a name made, renamed or removed in
+ * it survives a power cut (an fsync of the file alone does not say so on
+ * every filesystem). */
+int lc_fsync_parent(const char *path, lc_error_t **err);
 /* The same without the fsync: readers see the old or the new content,
  * never a mix, but it need not survive a crash (state that a reboot
  * voids anyway).  An fsync costs 0.3-0.5 ms when /run is not a tmpfs. */

@@ -49,6 +49,35 @@ START_TEST(test_error_roundtrip)
 }
 END_TEST
 
+/* lc_write_file_atomic leaves the new content and no temporary name; the
+ * directory sync it ends with names the directory when it fails. */
+START_TEST(test_write_atomic_and_dir_sync)
+{
+	char dir[] = "/tmp/test_util.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	_cleanup_free_ char *f = lc_strdup_printf("%s/state.json", dir);
+	lc_error_t *e = NULL;
+	ck_assert_int_eq(lc_write_file_atomic(f, "one", 3, 0644, &e), 0);
+	ck_assert_int_eq(lc_write_file_atomic(f, "two!", 4, 0600, &e), 0);
+	_cleanup_free_ char *got = NULL;
+	ck_assert_int_eq(lc_read_file(f, &got, NULL, &e), 0);
+	ck_assert_str_eq(got, "two!");
+	glob_t g;
+	_cleanup_free_ char *pat = lc_strdup_printf("%s/*", dir);
+	ck_assert_int_eq(glob(pat, 0, NULL, &g), 0);
+	ck_assert_uint_eq(g.gl_pathc, 1);
+	globfree(&g);
+	ck_assert_int_eq(lc_fsync_parent(f, &e), 0);
+	ck_assert_int_eq(lc_fsync_parent("relative-name", &e), 0); /* the working directory's */
+	_cleanup_free_ char *gone = lc_strdup_printf("%s/no-such-dir/file", dir);
+	ck_assert_int_eq(lc_fsync_parent(gone, &e), -1);
+	ck_assert_ptr_nonnull(strstr(e->msg, "no-such-dir"));
+	lc_error_free(e);
+	unlink(f);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_random_hex)
 {
 	char a[13], b[13];
@@ -224,6 +253,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_parse_size);
 	tcase_add_test(tc, test_error_roundtrip);
+	tcase_add_test(tc, test_write_atomic_and_dir_sync);
 	tcase_add_test(tc, test_random_hex);
 	tcase_add_test(tc, test_shell_quote);
 	tcase_add_test(tc, test_strv_sort);

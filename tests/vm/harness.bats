@@ -137,6 +137,29 @@ lines|unset|*|x y||/root|0" ]
 	[[ "$output" == *"run-vm: the VM failed"* ]]
 }
 
+@test "run-vm: --disk FILE is the guest's /dev/vda: what the guest synced is in FILE after a reset from inside (123), what it did not is not" {
+	truncate -s 64M "$BATS_TEST_TMPDIR/disk.img"
+	run --separate-stderr "$RUN_VM" --disk "$BATS_TEST_TMPDIR/disk.img" -- sh -c '
+		printf synced-in-guest | dd of=/dev/vda bs=512 conv=sync,fsync status=none
+		exec 3</dev/vda  # (the last close of a block device writes it out)
+		printf not-synced | dd of=/dev/vda bs=512 seek=8 conv=sync status=none
+		echo cut; echo b >/proc/sysrq-trigger; sleep 10; echo not-reached'
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -eq 123 ]
+	[ "$output" = cut ]
+	[[ "$stderr" == *"the guest stopped before the command ended"* ]]
+	[ "$(head -c 15 "$BATS_TEST_TMPDIR/disk.img")" = synced-in-guest ]
+	[ "$(dd if="$BATS_TEST_TMPDIR/disk.img" bs=512 skip=8 count=1 status=none | tr -d '\0')" = "" ]
+	# the next boot on the same file reads it back
+	run --separate-stderr "$RUN_VM" --disk "$BATS_TEST_TMPDIR/disk.img" -- head -c 15 /dev/vda
+	[ "$status" -eq 0 ]
+	[ "$output" = synced-in-guest ]
+	run "$RUN_VM" --disk "$BATS_TEST_TMPDIR/no-such.img" -- true
+	[ "$status" -eq 125 ]
+	[[ "$output" == *"--disk wants a raw image file"* ]]
+}
+
 @test "run-vm: usage errors give 125" {
 	run "$RUN_VM" --cpus zero -- true
 	[ "$status" -eq 125 ]

@@ -186,5 +186,10 @@ int lcd_db_sqlite_open(lcd_db_t *db, const char *path, lc_error_t **err)
 	db->conn = c;
 	sqlite3_busy_timeout(c, 5000);
 	sqlite3_create_function(c, "lcd_now_ms", 0, SQLITE_UTF8, NULL, now_ms, NULL, NULL);
-	return script(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", err);
+	/* FULL, not NORMAL: lcd answers "done" (a task accepted, a secret
+	 * set, an app deployed, a ledger row) once the commit returns, and in
+	 * WAL mode only FULL syncs the WAL at each commit; NORMAL keeps the
+	 * file whole at a power cut but may lose the last commits (see
+	 * docs/design/faults.md, "Power loss", for the cost measured). */
+	return script(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;", err);
 }

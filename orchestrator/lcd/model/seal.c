@@ -76,6 +76,10 @@ int lcd_seal_key_create(const char *path, lc_error_t **err)
 		r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot write secret key file %s", path);
 	if (fd >= 0)
 		close(fd);
+	/* its name on the disk too: secrets sealed with it outlive a power
+	 * cut (lcd.db syncs each commit), so must the key */
+	if (r == 0)
+		r = lc_fsync_parent(path, err);
 	if (r < 0 && fd >= 0)
 		unlink(path);
 	explicit_bzero(key, sizeof(key));
