@@ -114,3 +114,34 @@ refused_saying() { # N TEXT
 	[ "$status" -eq 0 ]
 	[ "$output" = ran ]
 }
+
+# The limit met later: with a few processes allowed, lcrun's own (the
+# remover it starts once the sandbox runs takes one) and pid 1's may fit
+# and the command's not, or not.  Whichever fork meets it, every refused
+# run says so in one line: pid 1's account of its command's failed start
+# was once dropped, and about one run in eight exited 125 silently.  40
+# runs of about 0.1 s each.
+@test "limits: RLIMIT_NPROC met late (4 or 5 processes): every refused run says so in one line" {
+	local uid=$((4000000 + RANDOM)) i n rc refused=0
+	mkdir -p "$F/home"
+	chown "$uid:$uid" "$F/home"
+	for i in $(seq 40); do
+		n=$((4 + i % 2))
+		rc=0
+		timeout -k 5 60 setpriv --reuid "$uid" --regid "$uid" --clear-groups env HOME="$F/home" \
+			LCRUN_STATE_DIR="$F/home/state" LCRUN_ROOT="$F/home/root" LCRUN_POLICY_DIR="$RL/policies" \
+			prlimit --nproc="$n" "$RL/lcrun" run -- echo ran >"$F/out" 2>"$F/err" || rc=$?
+		if [ "$rc" -eq 0 ]; then
+			[ "$(cat "$F/out")" = ran ]
+			continue
+		fi
+		refused=$((refused + 1))
+		echo "run $i (RLIMIT_NPROC $n): exit $rc: $(cat "$F/err")"
+		[ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]
+		[ "$(wc -l <"$F/err")" -eq 1 ]
+		grep -q "^lcrun: .*out of processes.*Resource temporarily unavailable" "$F/err"
+		[ ! -s "$F/out" ]
+	done
+	echo "$refused of 40 runs refused"
+	[ "$refused" -gt 0 ]
+}
