@@ -114,6 +114,12 @@ typedef struct lcd_tar lcd_tar_t;
 int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, int *fd, lcd_tar_t **job,
 			 lc_error_t **err);
 int lcd_runner_tar_finish(lcd_tar_t *job, bool abort, lc_error_t **err);
+/* An upload's file: *fd to write path's new content to, made under a
+ * temporary name beside it in the sandbox; lcd_runner_tar_finish then
+ * puts it in place whole (abort false: synced, renamed over path) or
+ * removes it.  Until then path keeps what it had. */
+int lcd_runner_upload_start(lcd_t *lcd, const char *id, const char *path, mode_t mode, int *fd, lcd_tar_t **job,
+			    lc_error_t **err);
 /* An operation on a sandbox's files (sbfs.h says which: op's "op"), in a
  * child of the runner that joins the sandbox for it; its result in *out,
  * the file of "read" and "write" in *fd (NULL: closed).  Errors keep the

@@ -129,9 +129,14 @@ lcd_reads() { # SB
 	"$LCCTL" sandbox exec "$sb" -- sh -c 'echo v1 >/root/mark'
 	"$LCCTL" sandbox snapshot "$sb" kept >/dev/null
 	head -c 20000000 /dev/urandom >"$F/up"
+	"$LCCTL" sandbox exec "$sb" -- sh -c 'echo old >/root/up'
+	before=$("$LCCTL" sandbox exec "$sb" -- ls -A /root)
 	fill_but 8000
 	run "$LCCTL" sandbox cp "$F/up" "$sb:/root/up"
 	one_line_enospc
+	# what was there stays whole, and the part written is gone
+	[ "$("$LCCTL" sandbox exec "$sb" -- cat /root/up)" = old ]
+	[ "$("$LCCTL" sandbox exec "$sb" -- ls -A /root)" = "$before" ]
 	lcd_reads "$sb"
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
 	# a snapshot whose layer does not fit

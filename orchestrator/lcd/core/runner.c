@@ -32,8 +32,10 @@
  * every request after it until the runner has read what was queued. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
@@ -259,8 +261,11 @@ static char *unhex(const char *h)
  * process then waits for lcd's word: 'F' it read or wrote the stream to
  * its end, anything else (or nothing, lcd gone) drop it; and answers
  * again with the sandbox side's account. */
+static _Noreturn void upload_child(int ch, json_t *j);
 static _Noreturn void file_child(int ch, int kind, json_t *j)
 {
+	if (kind == OPEN && jbool(j, "upload"))
+		upload_child(ch, j);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	lc_error_t *err = NULL;
 	const char *id = lc_json_str(j, "id");
@@ -286,6 +291,104 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 		end.ran = lc_sandbox_tar_finish(job, how != 'F', &err);
 		answer(ch, &end, err, -1);
 	}
+	_exit(0);
+}
+
+/* An upload's file, made in the sandbox (this process joined it) under a
+ * temporary name beside path's file: ".NAME.upload-XXXXXX", the sandbox
+ * user's, with the mode asked for.  A symlink at path is followed (in the
+ * sandbox's root) as a write in place would: *target is where the file
+ * goes at the end. */
+static int upload_temp(const char *path, mode_t mode, const lc_spec_t *spec, char **target, char **tmp,
+		       lc_error_t **err)
+{
+	struct stat st;
+	char *t = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		if (!(t = realpath(path, NULL)))
+			return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno,
+					    "%s: a symlink to nothing that can be written", path);
+	} else {
+		t = strdup(path);
+	}
+	if (stat(t, &st) == 0 && (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode))) {
+		lc_error_set(err, S_ISDIR(st.st_mode) ? LC_EXIT_USAGE : LC_EXIT_INVALID, 0,
+			     S_ISDIR(st.st_mode) ? "%s is a directory" : "%s is not a regular file", path);
+		free(t);
+		return -1;
+	}
+	_cleanup_free_ char *d = strdup(t), *b = strdup(t);
+	/* (a name of NAME_MAX bytes leaves no room for the rest: its start) */
+	char *name = lc_strdup_printf("%s/.%.200s.upload-XXXXXX", dirname(d), basename(b));
+	int fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno, code = LC_EXIT_RUNTIME;
+		if (e == ENOENT || e == ENOTDIR)
+			code = LC_EXIT_NOENT;
+		else if (e == EACCES || e == EPERM || e == EROFS)
+			code = LC_EXIT_PERM;
+		lc_error_set(err, code, e, "%s", path);
+		free(name);
+		free(t);
+		return -1;
+	}
+	/* the owner first: a chown clears the setuid and setgid bits */
+	if (fchown(fd, spec->uid, spec->gid) < 0 || fchmod(fd, mode & 07777) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u with mode %04o", path,
+			     (unsigned)spec->uid, (unsigned)(mode & 07777));
+		unlink(name);
+		close(fd);
+		free(name);
+		free(t);
+		return -1;
+	}
+	*target = t;
+	*tmp = name;
+	return fd;
+}
+
+/* An upload (OPEN for writing): the file is written under a temporary
+ * name (upload_temp) and put in place only when lcd's word says the body
+ * came whole ('F'): synced, then renamed over path, so that a reader (or
+ * a crash) sees the old file or the new one, never a part.  Any other
+ * word, or none (lcd gone: this process does not die with the runner, to
+ * be left to clean up), removes the temporary file.  Answers twice, as a
+ * tar stream's process does. */
+static _Noreturn void upload_child(int ch, json_t *j)
+{
+	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
+	lc_error_t *err = NULL;
+	lc_spec_t *spec = NULL;
+	const char *id = lc_json_str(j, "id");
+	_cleanup_free_ char *path = unhex(lc_json_str(j, "path"));
+	_cleanup_free_ char *target = NULL, *tmp = NULL;
+	int fd = -1;
+	if (!id || !path)
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
+	else if (lc_sandbox_join_here(id, &spec, &err) == 0 &&
+		 (fd = upload_temp(path, (mode_t)json_integer_value(json_object_get(j, "mode")), spec, &target, &tmp,
+				   &err)) < 0)
+		lc_error_wrap(&err, "in sandbox %s", id);
+	lc_spec_free(spec);
+	if (fd >= 0)
+		a.ran = 0;
+	answer(ch, &a, err, fd >= 0 ? dup(fd) : -1);
+	if (fd < 0)
+		_exit(0);
+	char how = 0;
+	while (read(ch, &how, 1) < 0 && errno == EINTR)
+		;
+	struct answer end = { .ran = 0, .exit_code = LC_EXIT_RUNTIME };
+	err = NULL;
+	if (how == 'F' && fsync(fd) < 0)
+		end.ran = lc_error_set(&err, LC_EXIT_RUNTIME, errno, "writing %s in sandbox %s", path, id);
+	else if (how == 'F' && rename(tmp, target) < 0)
+		end.ran = lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot put %s in place in sandbox %s", path, id);
+	if (how != 'F' || end.ran < 0)
+		unlink(tmp);
+	close(fd);
+	answer(ch, &end, err, -1);
 	_exit(0);
 }
 
@@ -730,6 +833,36 @@ int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, 
 	return 0;
 }
 
+static int fs_ask(lcd_t *lcd, int kind, json_t *j, int *ch, lc_error_t **err);
+
+int lcd_runner_upload_start(lcd_t *lcd, const char *id, const char *path, mode_t mode, int *fd, lcd_tar_t **out,
+			    lc_error_t **err)
+{
+	_cleanup_free_ char *hex = hex_of(path ? path : "");
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:b, s:i}", "id", id, "path", hex, "write", true,
+					     "upload", true, "mode", (int)mode);
+	int ch = -1, rc;
+	*fd = -1;
+	*out = NULL;
+	if (fs_ask(lcd, OPEN, j, &ch, err) < 0)
+		return -1;
+	read_answer(ch, NULL, fd, &rc, err);
+	struct stat st;
+	if (rc == 0 && (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
+	if (rc < 0) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		close(ch);
+		return -1;
+	}
+	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
+	t->ch = ch;
+	*out = t;
+	return 0;
+}
+
 int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 {
 	if (!t)
@@ -749,9 +882,10 @@ int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 	return rc;
 }
 
-/* The fs request j, made where the runner cannot: by a grandchild of lcd
- * (its parent ends at once, so nobody must reap it) on one end of a
- * socket pair; the other end comes back in *chp, as the runner's would. */
+/* The fs request j (or an upload's file: OPEN), made where the runner
+ * cannot: by a grandchild of lcd (its parent ends at once, so nobody must
+ * reap it) on one end of a socket pair; the other end comes back in *chp,
+ * as the runner's would. */
 static int fs_fork(int kind, json_t *j, int *chp, lc_error_t **err)
 {
 	int sp[2];
@@ -765,6 +899,8 @@ static int fs_fork(int kind, json_t *j, int *chp, lc_error_t **err)
 			sigset_t none;
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
+			if (kind == OPEN)
+				upload_child(sp[1], j);
 			fs_child(sp[1], kind, j);
 		}
 		_exit(0);
