@@ -207,3 +207,55 @@ lcd_reads() { # SB
 	"$LCCTL" task logs "$t2" | grep -qx short-and-whole
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
 }
+
+# A task that ends while lcd.db's disk is full for root too: its end cannot
+# be written then.  It must not stay "running" until lcd's next start: once
+# space is freed it is recorded as failed, the reason naming the full disk.
+@test "disk: a task that ends while lcd.db's disk is full is recorded failed, naming ENOSPC, once space is freed" {
+	cat >"$F/app.json" <<-'EOF2'
+	{"name": "dk", "functions": {
+	  "slow": {"command": ["/bin/sh", "-c", "sleep 4; echo slept"]},
+	  "short": {"command": ["/bin/sh", "-c", "echo short-and-whole"]}
+	}}
+	EOF2
+	echo '{"task_disk": 0}' >"$F/lcd.json"
+	start_lcd
+	"$LCCTL" deploy "$F/app.json" >/dev/null
+	t=$("$LCCTL" run -d dk:slow)
+	wait_state "$t" running 30
+	fill_all
+	# lcd.db's write-ahead log reuses the room it has: write until a
+	# write fails, big ones, then small ones
+	local i refused=
+	for i in $(seq 60); do
+		if ! head -c 30000 /dev/urandom | base64 -w0 | "$LCCTL" secret set "BIG$i" >/dev/null 2>&1; then
+			refused=1
+			break
+		fi
+	done
+	for i in $(seq 200); do
+		echo x | "$LCCTL" secret set "S$i" >/dev/null 2>&1 || { refused=1; break; }
+	done
+	[ -n "$refused" ]
+	# the task ends; its end is not written
+	for _ in $(seq 300); do
+		grep -q "task $t: cannot record its end" "$F/lcd.log" && break
+		sleep 0.1
+	done
+	grep "task $t: cannot record its end" "$F/lcd.log"
+	# (a try may already have found room: lcd.db's log reuses what it has)
+	local st
+	st=$(state_of "$t")
+	echo "before space is freed: $st"
+	[ "$st" = running ] || [ "$st" = failed ]
+	free_space
+	wait_state "$t" failed 20
+	"$LCCTL" task show "$t" | jq -r .error | tee "$F/error"
+	[ "$(wc -l <"$F/error")" -eq 1 ]
+	grep -q "$ENOSPC" "$F/error"
+	"$LCCTL" task list --json | jq -e --arg t "$t" '.[] | select(.id == $t) | .state == "failed"'
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
+	t2=$("$LCCTL" run -d dk:short)
+	wait_state "$t2" succeeded 60
+	"$LCCTL" task logs "$t2" | grep -qx short-and-whole
+}
