@@ -929,6 +929,13 @@ void lc_sb_remove_now(const char *dir)
 		lc_error_t *e = NULL;
 		if (lc_rm_rf(dir, &e) == 0)
 			break;
+		/* out of fds (lcrun's RLIMIT_NOFILE): trying again does not
+		 * help, and the error that made the run fail is the one to
+		 * say; lcrun gc removes the directory of a dead sandbox */
+		if (e && (e->errnum == EMFILE || e->errnum == ENFILE)) {
+			lc_error_free(e);
+			break;
+		}
 		if (i == 199)
 			lc_error_print(e, "lcrun: warning");
 		lc_error_free(e);
