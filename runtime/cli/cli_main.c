@@ -1,6 +1,8 @@
 /* cli_main.c — lcrun VERB …: dispatch to the verb's file. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -10,6 +12,14 @@
 int lc_cli_fail(lc_error_t *err)
 {
 	int code = err ? err->exit_code : LC_EXIT_RUNTIME;
+	/* "Too many open files" alone does not say whose limit */
+	if (err && err->msg && err->errnum == EMFILE && !strstr(err->msg, "RLIMIT_NOFILE")) {
+		char *m = NULL;
+		if (asprintf(&m, "%s (lcrun's open files limit, RLIMIT_NOFILE: ulimit -n)", err->msg) >= 0) {
+			free(err->msg);
+			err->msg = m;
+		}
+	}
 	lc_error_print(err, "lcrun");
 	lc_error_free(err);
 	return code;

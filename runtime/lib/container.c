@@ -940,7 +940,8 @@ static pid_t fork_into(const char *cgroup, lc_error_t **err)
 	if (!moved)
 		pid = fork();
 	if (pid < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 	if (pid > 0 && cgroup && !moved) {
 		char b[32];
 		snprintf(b, sizeof(b), "%d", pid);

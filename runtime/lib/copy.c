@@ -402,7 +402,8 @@ int lc_sandbox_copy(const char *src_arg, const char *dst_arg, lc_error_t **err)
 	es[1] = -1;
 	lc_error_t *mine = NULL;
 	if (child < 0) {
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 		signal(SIGPIPE, oldpipe);
 		goto out;
 	}
@@ -516,7 +517,8 @@ static pid_t fork_into(int pidfd, int es, const int *keep, size_t nkeep, lc_erro
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 	if (pid > 0)
 		return pid;
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

@@ -210,7 +210,8 @@ static void __attribute__((noreturn)) helper_main(exec_ctx_t *x)
 	pid_t cmd = stack == MAP_FAILED ? -1 : clone(cmd_main, (char *)stack + CMD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &ca);
 	environ = env;
 	if (cmd < 0) {
-		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot fork in the sandbox");
+		lc_error_set(&e, LC_EXIT_RUNTIME, errno, "cannot fork in the sandbox%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 		helper_fail(x, e);
 	}
 	munmap(stack, CMD_STACK);
@@ -420,7 +421,8 @@ int lc_sandbox_exec(const char *id_or_name, const lc_exec_opts_t *o, lc_result_t
 		goto out;
 	}
 	if (helper < 0) {
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 		goto out;
 	}
 	if (helper == 0)

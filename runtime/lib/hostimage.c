@@ -140,6 +140,8 @@ static int build_skel(const char *dir, uid_t uid, gid_t gid, lc_error_t **err)
 			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot link %s/%s", dir, root_links[i]);
 	}
 	_cleanup_close_ int etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (etc < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s/etc", dir);
 	for (int i = 0; etc_allow[i]; i++) {
 		_cleanup_free_ char *src = lc_strdup_printf("/etc/%s", etc_allow[i]);
 		if (copy_tree(src, etc, etc_allow[i], uid, gid, 0) < 0)
@@ -275,6 +277,8 @@ static int build_etc(const char *dir, const lc_spec_t *spec, const char *shell, 
 	if (mkdirat(dfd, "etc", 0755) < 0 || fchownat(dfd, "etc", owner, gowner, 0) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create %s/etc", dir);
 	_cleanup_close_ int etc = openat(dfd, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (etc < 0)
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot open %s/etc", dir);
 	unsigned uid = spec->uid, gid = spec->gid;
 	_cleanup_free_ char *passwd = NULL, *group = NULL;
 	if (uid == 0) {

@@ -75,7 +75,8 @@ static int make_userns(uid_t uid_from, uid_t uid_to, gid_t gid_from, gid_t gid_t
 		return lc_error_set(err, LC_EXIT_RUNTIME, ENOMEM, "cannot create a user namespace for idmapped mounts");
 	pid_t pid = clone(hold_userns, stack + stack_size, CLONE_VM | CLONE_NEWUSER | SIGCHLD, NULL);
 	if (pid < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a user namespace for idmapped mounts");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create a user namespace for idmapped mounts%s",
+				    errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 	int fd = -1;
 	char path[64], map[64];
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);

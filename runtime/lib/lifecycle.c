@@ -540,7 +540,8 @@ static int spawn_monitor(const lc_spec_t *spec, bool restart, long long created_
 	if (mid < 0) {
 		close(sp[0]);
 		close(sp[1]);
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 	}
 	if (mid == 0) {
 		close(sp[0]);

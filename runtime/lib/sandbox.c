@@ -929,6 +929,13 @@ void lc_sb_remove_now(const char *dir)
 		lc_error_t *e = NULL;
 		if (lc_rm_rf(dir, &e) == 0)
 			break;
+		/* out of fds (lcrun's RLIMIT_NOFILE): trying again does not
+		 * help, and the error that made the run fail is the one to
+		 * say; lcrun gc removes the directory of a dead sandbox */
+		if (e && (e->errnum == EMFILE || e->errnum == ENFILE)) {
+			lc_error_free(e);
+			break;
+		}
 		if (i == 199)
 			lc_error_print(e, "lcrun: warning");
 		lc_error_free(e);
@@ -1517,7 +1524,8 @@ int lc_sb_begin(lc_sb_t *c, lc_error_t **err)
 		forked = c->staging >= 0;
 	}
 	if (c->staging < 0)
-		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork");
+		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot fork%s",
+				     errno == EAGAIN ? ": out of processes (a pids or RLIMIT_NPROC limit, or kernel.pid_max)" : "");
 	if (c->staging == 0 && forked && c->cg.dirfd >= 0) {
 		/* Forked from a threaded caller (lcd), single-threaded now:
 		 * clone the staging process into the cgroup from here (a move
@@ -1767,7 +1775,9 @@ bool lc_sb_sync_read(lc_sb_t *c)
 		/* pid 1 was ready, then could not start the command (out of
 		 * processes): its exit status alone would not say why */
 		lc_error_t *e = NULL;
-		if (lc_error_from_buf(&e, m.text, strnlen(m.text, sizeof(m.text))) == 0 && e)
+		/* (it returns -1 as lc_error_set does, with *e filled) */
+		lc_error_from_buf(&e, m.text, strnlen(m.text, sizeof(m.text)));
+		if (e && e->msg)
 			snprintf(c->start_error, sizeof(c->start_error), "%s", e->msg);
 		lc_error_free(e);
 	}

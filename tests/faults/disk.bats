@@ -129,9 +129,14 @@ lcd_reads() { # SB
 	"$LCCTL" sandbox exec "$sb" -- sh -c 'echo v1 >/root/mark'
 	"$LCCTL" sandbox snapshot "$sb" kept >/dev/null
 	head -c 20000000 /dev/urandom >"$F/up"
+	"$LCCTL" sandbox exec "$sb" -- sh -c 'echo old >/root/up'
+	before=$("$LCCTL" sandbox exec "$sb" -- ls -A /root)
 	fill_but 8000
 	run "$LCCTL" sandbox cp "$F/up" "$sb:/root/up"
 	one_line_enospc
+	# what was there stays whole, and the part written is gone
+	[ "$("$LCCTL" sandbox exec "$sb" -- cat /root/up)" = old ]
+	[ "$("$LCCTL" sandbox exec "$sb" -- ls -A /root)" = "$before" ]
 	lcd_reads "$sb"
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
 	# a snapshot whose layer does not fit
@@ -201,4 +206,56 @@ lcd_reads() { # SB
 	wait_state "$t2" succeeded 60
 	"$LCCTL" task logs "$t2" | grep -qx short-and-whole
 	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
+}
+
+# A task that ends while lcd.db's disk is full for root too: its end cannot
+# be written then.  It must not stay "running" until lcd's next start: once
+# space is freed it is recorded as failed, the reason naming the full disk.
+@test "disk: a task that ends while lcd.db's disk is full is recorded failed, naming ENOSPC, once space is freed" {
+	cat >"$F/app.json" <<-'EOF2'
+	{"name": "dk", "functions": {
+	  "slow": {"command": ["/bin/sh", "-c", "sleep 4; echo slept"]},
+	  "short": {"command": ["/bin/sh", "-c", "echo short-and-whole"]}
+	}}
+	EOF2
+	echo '{"task_disk": 0}' >"$F/lcd.json"
+	start_lcd
+	"$LCCTL" deploy "$F/app.json" >/dev/null
+	t=$("$LCCTL" run -d dk:slow)
+	wait_state "$t" running 30
+	fill_all
+	# lcd.db's write-ahead log reuses the room it has: write until a
+	# write fails, big ones, then small ones
+	local i refused=
+	for i in $(seq 60); do
+		if ! head -c 30000 /dev/urandom | base64 -w0 | "$LCCTL" secret set "BIG$i" >/dev/null 2>&1; then
+			refused=1
+			break
+		fi
+	done
+	for i in $(seq 200); do
+		echo x | "$LCCTL" secret set "S$i" >/dev/null 2>&1 || { refused=1; break; }
+	done
+	[ -n "$refused" ]
+	# the task ends; its end is not written
+	for _ in $(seq 300); do
+		grep -q "task $t: cannot record its end" "$F/lcd.log" && break
+		sleep 0.1
+	done
+	grep "task $t: cannot record its end" "$F/lcd.log"
+	# (a try may already have found room: lcd.db's log reuses what it has)
+	local st
+	st=$(state_of "$t")
+	echo "before space is freed: $st"
+	[ "$st" = running ] || [ "$st" = failed ]
+	free_space
+	wait_state "$t" failed 20
+	"$LCCTL" task show "$t" | jq -r .error | tee "$F/error"
+	[ "$(wc -l <"$F/error")" -eq 1 ]
+	grep -q "$ENOSPC" "$F/error"
+	"$LCCTL" task list --json | jq -e --arg t "$t" '.[] | select(.id == $t) | .state == "failed"'
+	[ "$(sqlite3 "$LCRUN_ROOT/lcd.db" 'PRAGMA integrity_check')" = ok ]
+	t2=$("$LCCTL" run -d dk:short)
+	wait_state "$t2" succeeded 60
+	"$LCCTL" task logs "$t2" | grep -qx short-and-whole
 }

@@ -31,6 +31,7 @@ teardown() {
 	stop_lcd
 	lcd_leftovers_remove >/dev/null 2>&1 || true
 	[ -z "${GW_UP:-}" ] || { dbl_stop model; dbl_netns_down; }
+	[ -z "${NS:-}" ] || ip netns del "$NS" 2>/dev/null || true
 	faults_teardown
 }
 
@@ -162,12 +163,23 @@ fork_case() { # STEP
 @test "faults: lcd: fork: lcd-fork-snapshot (the image is recorded with its end)" { fork_case lcd-fork-snapshot; }
 @test "faults: lcd: fork: lcd-create-made:2 (the second sandbox made)" { fork_case lcd-create-made:2; }
 
-@test "faults: lcd: upload: lcd-upload-writing" {
+# The names in DIR of the sandbox other than the ones given: an upload's
+# temporary file left there would show.
+others_in() { # SB DIR NAME…
+	local sb=$1 dir=$2
+	shift 2
+	"$LCCTL" sandbox exec "$sb" -- ls -A "$dir" | grep -vxF "$(printf '%s\n' "$@")" || true
+}
+
+@test "faults: lcd: upload: lcd-upload-writing (what was there stays whole, no temporary is left)" {
 	with_sandbox lcd-upload-writing
+	"$LCCTL" sandbox exec "$SB" -- sh -c 'echo old >/root/up'
 	head -c 4000000 /dev/urandom >"$F/up"
 	run "$LCCTL" sandbox cp "$F/up" "$SB:/root/up"
 	[ "$status" -ne 0 ]
 	lcd_died_at lcd-upload-writing
+	[ "$("$LCCTL" sandbox exec "$SB" -- cat /root/up)" = old ]
+	[ -z "$(others_in "$SB" /root big mark up)" ]
 	"$LCCTL" sandbox cp "$F/up" "$SB:/root/up"
 	"$LCCTL" sandbox cp "$SB:/root/up" "$F/down"
 	cmp "$F/up" "$F/down"
@@ -183,6 +195,78 @@ fork_case() { # STEP
 	# written whole before the kill, though never acknowledged
 	[ "$("$LCCTL" sandbox exec "$SB" -- cat /root/up)" = small ]
 	"$LCCTL" sandbox rm "$SB"
+}
+
+# The client goes away midway: the old file stays whole, the part written
+# is removed (lcd notices the cut connection; nothing is killed).
+@test "faults: lcd: upload: a client cut off midway leaves the old file whole" {
+	start_lcd
+	SB=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$SB" -- sh -c 'echo old >/root/up'
+	mkfifo "$F/body"
+	curl -s --unix-socket "$LCD_SOCKET" -T - -H 'Content-Length: 8000000' \
+		"http://lcd/v1/sandboxes/$SB/files?path=/root/up" <"$F/body" >"$F/curl.out" 2>&1 &
+	local cpid=$!
+	exec 7>"$F/body"
+	head -c 3000000 /dev/urandom >&7
+	sleep 1
+	kill "$cpid"
+	exec 7>&-
+	wait "$cpid" || true
+	# (lcd sees the connection end and drops the upload)
+	for _ in $(seq 50); do
+		[ -z "$(others_in "$SB" /root up)" ] && break
+		sleep 0.1
+	done
+	[ "$("$LCCTL" sandbox exec "$SB" -- cat /root/up)" = old ]
+	[ -z "$(others_in "$SB" /root up)" ]
+	# and the next upload replaces it whole, with the mode asked for
+	head -c 3000000 /dev/urandom >"$F/up"
+	curl -sf --unix-socket "$LCD_SOCKET" -T "$F/up" "http://lcd/v1/sandboxes/$SB/files?path=/root/up&mode=0600" >/dev/null
+	"$LCCTL" sandbox cp "$SB:/root/up" "$F/down"
+	cmp "$F/up" "$F/down"
+	[ "$("$LCCTL" sandbox exec "$SB" -- stat -c %a /root/up)" = 600 ]
+	[ -z "$(others_in "$SB" /root up)" ]
+	"$LCCTL" sandbox rm "$SB"
+}
+
+# The same through the E2B listener's envd (POST /files, a raw body with
+# ?path=), its client cut off midway.
+@test "faults: lcd: upload: an E2B POST /files cut off midway leaves the old file whole" {
+	start_lcd_e2b "lcfe2b$$" 7393
+	local url=http://127.0.0.1:7393 sb id
+	sb=$(ip netns exec "$NS" curl -sf -X POST -H "X-API-Key: $(cat "$T/token")" -H 'Content-Type: application/json' \
+		--data '{"templateID": "base"}' "$url/sandboxes")
+	id=$(echo "$sb" | jq -r .sandboxID)
+	local h=(-H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49983" -H "X-Access-Token: $(echo "$sb" | jq -r .envdAccessToken)")
+	"$LCCTL" sandbox exec "$id" -- sh -c 'echo old >/tmp/up'
+	mkfifo "$F/body"
+	ip netns exec "$NS" curl -s "${h[@]}" -X POST -T - -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Length: 8000000' "$url/files?path=/tmp/up" <"$F/body" >"$F/curl.out" 2>&1 &
+	local cpid=$!
+	exec 7>"$F/body"
+	head -c 3000000 /dev/urandom >&7
+	sleep 1
+	kill "$cpid"
+	exec 7>&-
+	wait "$cpid" || true
+	for _ in $(seq 50); do
+		[ -z "$(others_in "$id" /tmp up)" ] && break
+		sleep 0.1
+	done
+	[ "$("$LCCTL" sandbox exec "$id" -- cat /tmp/up)" = old ]
+	[ -z "$(others_in "$id" /tmp up)" ]
+	# a whole one replaces it, as a multipart upload does
+	head -c 3000000 /dev/urandom >"$F/up"
+	ip netns exec "$NS" curl -sf "${h[@]}" -X POST -H 'Content-Type: application/octet-stream' --data-binary @"$F/up" \
+		"$url/files?path=/tmp/up" >/dev/null
+	ip netns exec "$NS" curl -sf "${h[@]}" "$url/files?path=/tmp/up" >"$F/down"
+	cmp "$F/up" "$F/down"
+	echo two >"$F/two"
+	ip netns exec "$NS" curl -sf "${h[@]}" -F "file=@$F/two;filename=/tmp/two" "$url/files" >/dev/null
+	[ "$("$LCCTL" sandbox exec "$id" -- cat /tmp/two)" = two ]
+	[ -z "$(others_in "$id" /tmp up two)" ]
+	"$LCCTL" sandbox rm "$id"
 }
 
 @test "faults: lcd: download: lcd-download-streaming" {

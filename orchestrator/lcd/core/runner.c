@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
@@ -260,8 +261,11 @@ static char *unhex(const char *h)
  * process then waits for lcd's word: 'F' it read or wrote the stream to
  * its end, anything else (or nothing, lcd gone) drop it; and answers
  * again with the sandbox side's account. */
+static _Noreturn void upload_child(int ch, json_t *j);
 static _Noreturn void file_child(int ch, int kind, json_t *j)
 {
+	if (kind == OPEN && jbool(j, "upload"))
+		upload_child(ch, j);
 	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
 	lc_error_t *err = NULL;
 	const char *id = lc_json_str(j, "id");
@@ -290,6 +294,48 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 	_exit(0);
 }
 
+/* An upload (OPEN for writing): the file is written under a temporary
+ * name (lcd_sbfs_temp_beside) and put in place only when lcd's word says the body
+ * came whole ('F'): synced, then renamed over path, so that a reader (or
+ * a crash) sees the old file or the new one, never a part.  Any other
+ * word, or none (lcd gone: this process does not die with the runner, to
+ * be left to clean up), removes the temporary file.  Answers twice, as a
+ * tar stream's process does. */
+static _Noreturn void upload_child(int ch, json_t *j)
+{
+	prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+	struct answer a = { .ran = -1, .exit_code = LC_EXIT_RUNTIME };
+	lc_error_t *err = NULL;
+	lc_spec_t *spec = NULL;
+	const char *id = lc_json_str(j, "id");
+	_cleanup_free_ char *path = unhex(lc_json_str(j, "path"));
+	_cleanup_free_ char *target = NULL, *tmp = NULL;
+	int fd = -1;
+	if (!id || !path)
+		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
+	else if (lc_sandbox_join_here(id, &spec, &err) == 0 &&
+		 (fd = lcd_sbfs_temp_beside(path, (mode_t)json_integer_value(json_object_get(j, "mode")), spec->uid,
+					    spec->gid, &target, &tmp, &err)) < 0)
+		lc_error_wrap(&err, "in sandbox %s", id);
+	lc_spec_free(spec);
+	if (fd >= 0)
+		a.ran = 0;
+	answer(ch, &a, err, fd >= 0 ? dup(fd) : -1);
+	if (fd < 0)
+		_exit(0);
+	char how = 0;
+	while (read(ch, &how, 1) < 0 && errno == EINTR)
+		;
+	struct answer end = { .ran = 0, .exit_code = LC_EXIT_RUNTIME };
+	err = NULL;
+	if (lcd_sbfs_put_in_place(fd, tmp, target, how == 'F', &err) < 0) {
+		end.ran = -1;
+		lc_error_wrap(&err, "in sandbox %s", id);
+	}
+	answer(ch, &end, err, -1);
+	_exit(0);
+}
+
 /* An operation on a sandbox's files (sbfs.c), by this process, which
  * joins the sandbox for it: the answer (with a file's fd for "read" and
  * "write"), then the result as a length and JSON text.  A watch answers,
@@ -302,11 +348,16 @@ static _Noreturn void fs_child(int ch, int kind, json_t *j)
 	json_t *out = NULL;
 	int fd = -1;
 	const char *id = lc_json_str(j, "id");
+	/* a write's file is put in place on lcd's word (upload_child) */
+	bool write = kind == FS && !strcmp(lc_json_str(j, "op") ? lc_json_str(j, "op") : "", "write");
+	if (write)
+		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 	if (!id)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (lc_sandbox_join_here(id, &spec, &err) == 0)
 		a.ran = kind == WATCH ? lcd_sbfs_watch_start(j, spec, &fd, &err) : lcd_sbfs_op(j, spec, &out, &fd, &err);
 	bool ok = a.ran == 0;
+	int mine = ok && write && fd >= 0 ? dup(fd) : -1;
 	answer(ch, &a, err, kind == WATCH ? -1 : fd);
 	if (ok && kind == WATCH)
 		lcd_sbfs_watch_run(fd, ch, j); /* until lcd hangs up */
@@ -316,6 +367,16 @@ static _Noreturn void fs_child(int ch, int kind, json_t *j)
 		if (lc_write_all(ch, &len, sizeof(len)) == 0 && len)
 			(void)lc_write_all(ch, text, len);
 		free(text);
+	}
+	if (mine >= 0) {
+		char how = 0;
+		while (read(ch, &how, 1) < 0 && errno == EINTR)
+			;
+		struct answer end = { .ran = 0, .exit_code = LC_EXIT_RUNTIME };
+		err = NULL;
+		if (lcd_sbfs_write_end(mine, how == 'F', &err) < 0)
+			end.ran = -1;
+		answer(ch, &end, err, -1);
 	}
 	_exit(0);
 }
@@ -731,6 +792,36 @@ int lcd_runner_tar_start(lcd_t *lcd, const char *id, const char *path, bool in, 
 	return 0;
 }
 
+static int fs_ask(lcd_t *lcd, int kind, json_t *j, int *ch, lc_error_t **err);
+
+int lcd_runner_upload_start(lcd_t *lcd, const char *id, const char *path, mode_t mode, int *fd, lcd_tar_t **out,
+			    lc_error_t **err)
+{
+	_cleanup_free_ char *hex = hex_of(path ? path : "");
+	_cleanup_json_ json_t *j = json_pack("{s:s, s:s, s:b, s:b, s:i}", "id", id, "path", hex, "write", true,
+					     "upload", true, "mode", (int)mode);
+	int ch = -1, rc;
+	*fd = -1;
+	*out = NULL;
+	if (fs_ask(lcd, OPEN, j, &ch, err) < 0)
+		return -1;
+	read_answer(ch, NULL, fd, &rc, err);
+	struct stat st;
+	if (rc == 0 && (*fd < 0 || fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: cannot open %s", id, path);
+	if (rc < 0) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		close(ch);
+		return -1;
+	}
+	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
+	t->ch = ch;
+	*out = t;
+	return 0;
+}
+
 int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 {
 	if (!t)
@@ -750,9 +841,10 @@ int lcd_runner_tar_finish(lcd_tar_t *t, bool abort, lc_error_t **err)
 	return rc;
 }
 
-/* The fs request j, made where the runner cannot: by a grandchild of lcd
- * (its parent ends at once, so nobody must reap it) on one end of a
- * socket pair; the other end comes back in *chp, as the runner's would. */
+/* The fs request j (or an upload's file: OPEN), made where the runner
+ * cannot: by a grandchild of lcd (its parent ends at once, so nobody must
+ * reap it) on one end of a socket pair; the other end comes back in *chp,
+ * as the runner's would. */
 static int fs_fork(int kind, json_t *j, int *chp, lc_error_t **err)
 {
 	int sp[2];
@@ -766,6 +858,8 @@ static int fs_fork(int kind, json_t *j, int *chp, lc_error_t **err)
 			sigset_t none;
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
+			if (kind == OPEN)
+				upload_child(sp[1], j);
 			fs_child(sp[1], kind, j);
 		}
 		_exit(0);
@@ -792,7 +886,7 @@ static int fs_ask(lcd_t *lcd, int kind, json_t *j, int *ch, lc_error_t **err)
 	return 0;
 }
 
-int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err)
+static int fs_call(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, int *keep, lc_error_t **err)
 {
 	*out = NULL;
 	if (fd)
@@ -807,16 +901,44 @@ int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd,
 	if (rc == 0 && (read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX || !(text = lc_xmalloc0((size_t)len + 1)) ||
 			read_full(ch, text, len) < 0))
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation ended without a result", id);
-	close(ch);
+	if (keep && rc == 0)
+		*keep = ch;
+	else
+		close(ch);
 	if (rc == 0 && !(*out = json_loads(text, JSON_DECODE_ANY, NULL)))
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation's result is not JSON", id);
 	free(text);
+	if (rc < 0 && keep && *keep >= 0) {
+		close(*keep);
+		*keep = -1;
+	}
 	if (rc < 0 || !fd) {
 		if (got >= 0)
 			close(got);
 		return rc < 0 ? -1 : 0;
 	}
 	*fd = got;
+	return 0;
+}
+
+int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err)
+{
+	/* (a write's file would be removed: it needs lcd_runner_fs_write) */
+	if (!strcmp(lc_json_str(op, "op") ? lc_json_str(op, "op") : "", "write"))
+		return lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "a file's write goes through lcd_runner_fs_write");
+	return fs_call(lcd, id, op, out, fd, NULL, err);
+}
+
+int lcd_runner_fs_write(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lcd_tar_t **job,
+			lc_error_t **err)
+{
+	int ch = -1;
+	*job = NULL;
+	if (fs_call(lcd, id, op, out, fd, &ch, err) < 0)
+		return -1;
+	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
+	t->ch = ch;
+	*job = t;
 	return 0;
 }
 

@@ -427,16 +427,39 @@ static void finish(struct job *j, const char *state, const char *result, int exi
 			error ? ": " : "", error ? error : "");
 	}
 	/* A store that is away (a restart of the server) is waited for: the
-	 * end is recorded once it is back, else the task would stay running. */
-	for (int tries = 0; r < 0 && err && err->exit_code == LC_EXIT_BUSY && tries < 600; tries++) {
-		if (tries == 0)
+	 * end is recorded once it is back, else the task would stay running.
+	 * So is a disk full for lcd.db (ENOSPC), for as long as lcd runs (its
+	 * next start marks the task failed otherwise), and the end recorded
+	 * then is a failure that says so: not run again, not counted as done
+	 * (what it wrote on that disk may be cut short too). */
+	_cleanup_free_ char *late = NULL;
+	for (int tries = 0; r < 0 && err && (err->exit_code == LC_EXIT_BUSY || err->errnum == ENOSPC) && tries < 600;
+	     tries++) {
+		if (tries == 0 && !late)
 			lcd_log("task %s: cannot record its end yet (%s); trying again each second", j->id, err->msg);
+		if (err->errnum == ENOSPC && !late) {
+			late = lc_strdup_printf("its end could not be recorded when it came, lcd.db's disk was full (%s): it "
+						"had %s%s%s",
+						strerror(ENOSPC), state, error ? ": " : "", error ? error : "");
+			retry = false;
+			state = "failed";
+			error = late;
+		}
+		if (err->errnum == ENOSPC)
+			tries = 0; /* as long as lcd runs */
 		lc_error_free(err);
 		err = NULL;
 		sleep(1);
+		pthread_mutex_lock(&lcd->lock);
+		bool stopping = lcd->stopping;
+		pthread_mutex_unlock(&lcd->lock);
+		if (stopping && late)
+			break;
 		r = retry ? lcd_store_task_requeue(lcd->db, j->id, why, &err)
 			  : lcd_store_task_finish(lcd->db, j->id, state, result, exit_code, error, lc_wall_ms(), &err);
 	}
+	if (late && r == 0)
+		lcd_log("task %s: its end is recorded: failed: %s", j->id, late);
 	if (r < 0) {
 		lcd_log("task %s: cannot record its end: %s", j->id, err->msg);
 		lc_error_free(err);

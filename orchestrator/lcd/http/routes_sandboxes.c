@@ -241,7 +241,8 @@ struct lcd_upload {
 	char id[LC_ID_LEN + 1];
 	char *path;
 	int fd;
-	lcd_tar_t *job;
+	lcd_tar_t *job; /* a tar stream's, or the file's (put in place at the end) */
+	bool tar;
 	unsigned long long bytes, max; /* max: lcd.json max_upload */
 	bool too_big;
 	lc_error_t *err; /* the first failure; the rest of the body is dropped */
@@ -290,8 +291,10 @@ bool lcd_upload_begin(struct MHD_Connection *c, lcd_t *lcd, const lcd_caller_t *
 	u->max = lcd->max_upload;
 	snprintf(u->id, sizeof(u->id), "%s", lc_json_str(row, "id"));
 	u->path = strdup(path);
+	u->tar = tar;
+	/* a file goes in place whole at the end, or not at all */
 	int rc = tar ? lcd_runner_tar_start(lcd, u->id, path, true, &u->fd, &u->job, &err)
-		     : (u->fd = lcd_runner_open_file(lcd, u->id, path, O_WRONLY, mode, NULL, &err));
+		     : lcd_runner_upload_start(lcd, u->id, path, mode, &u->fd, &u->job, &err);
 	if (rc < 0) {
 		lcd_upload_free(u);
 		*r = api_fail_err(c, err);
@@ -327,8 +330,9 @@ enum MHD_Result lcd_upload_end(struct MHD_Connection *c, lcd_upload_t *u)
 	u->fd = -1;
 	if (u->job) {
 		lc_error_t *e = NULL;
-		/* the sandbox side's own account of a refused tar comes first */
-		if (lcd_runner_tar_finish(u->job, false, &e) < 0) {
+		/* the sandbox side's own account of a refused tar comes first;
+		 * a file not written whole is removed, not put in place */
+		if (lcd_runner_tar_finish(u->job, !u->tar && u->err, &e) < 0) {
 			lc_error_free(u->err);
 			u->err = e;
 		}
