@@ -818,7 +818,9 @@ static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 	if (elsewhere(lcd, row))
 		return view_elsewhere(lcd, row);
 	lc_error_t *e = NULL;
-	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
+	/* its state file as written: lc_sandbox_info below tells its state
+	 * (lc_sandbox_inspect would look at its processes a second time) */
+	_cleanup_json_ json_t *st = lc_sandbox_state(id, &e);
 	bool creating = !strcmp(lc_json_str(row, "state"), "creating");
 	if (!st && !creating) {
 		if (e && e->exit_code == LC_EXIT_UNKNOWN) {
