@@ -53,11 +53,18 @@ static unsigned long long proc_stat(pid_t pid, long long *rss)
 {
 	if (pid <= 0)
 		return 0;
-	char path[64], s[2048];
+	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	ssize_t n = lc_read_small(AT_FDCWD, path, s, sizeof(s), true);
-	if (n <= 0 || (size_t)n + 1 >= sizeof(s))
+	_cleanup_free_ char *big = NULL;
+	char *s = buf;
+	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true);
+	if (n <= 0)
 		return 0;
+	if ((size_t)n + 1 >= sizeof(buf)) { /* longer than any seen: read it whole */
+		if (lc_read_file(path, &big, NULL, NULL) < 0)
+			return 0;
+		s = big;
+	}
 	char *p = strrchr(s, ')'); /* comm may hold spaces */
 	if (!p)
 		return 0;
