@@ -425,10 +425,21 @@ int lc_cgroup_destroy(const char *path, lc_error_t **err)
 
 long long lc_cgroup_read_key(const char *path, const char *file, const char *key)
 {
-	_cleanup_free_ char *p = lc_strdup_printf("%s/%s", path, file);
-	_cleanup_free_ char *s = NULL;
-	if (lc_read_file(p, &s, NULL, NULL) < 0)
+	/* One open and one read (a listing reads cpu.stat for each sandbox):
+	 * the files read here are of one record, a few hundred bytes. */
+	char p[PATH_MAX], buf[4096];
+	if (snprintf(p, sizeof(p), "%s/%s", path, file) >= (int)sizeof(p))
 		return -1;
+	_cleanup_free_ char *big = NULL;
+	char *s = buf;
+	ssize_t got = lc_read_small(AT_FDCWD, p, buf, sizeof(buf), true);
+	if (got < 0)
+		return -1;
+	if ((size_t)got + 1 >= sizeof(buf)) {
+		if (lc_read_file(p, &big, NULL, NULL) < 0)
+			return -1;
+		s = big;
+	}
 	if (!key)
 		return strtoll(s, NULL, 10);
 	size_t n = strlen(key);

@@ -253,6 +253,10 @@ json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err);
  * epoch), net, address, cpu_usec, memory_bytes (null when unknown). */
 json_t *lc_sandbox_list(lc_error_t **err);
 json_t *lc_sandbox_info(const char *id, json_t *state);
+/* The state JSON of a sandbox by its id, as written: "status" not checked
+ * against its processes (lc_sandbox_info does, once), for a listing that
+ * has its ids.  NULL with LC_EXIT_UNKNOWN when there is no such sandbox. */
+json_t *lc_sandbox_state(const char *id, lc_error_t **err);
 /* An fd of a running sandbox's network namespace (setns(fd, CLONE_NEWNET)
  * in a thread of the caller's, to connect to a service inside: lcd's
  * devbox proxy).  LC_EXIT_STATE when it does not run. */

@@ -46,30 +46,51 @@
 
 /* ---- processes and state ----------------------------------------------- */
 
-unsigned long long lc_proc_starttime(pid_t pid)
+/* Start time (0: no such process, or a dead one not reaped yet) and
+ * resident pages (rss, if not NULL) of a process, from one read of its
+ * /proc/PID/stat. */
+static unsigned long long proc_stat(pid_t pid, long long *rss)
 {
 	if (pid <= 0)
 		return 0;
-	char path[64];
+	char path[64], buf[2048];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *s = NULL;
-	if (lc_read_file(path, &s, NULL, NULL) < 0)
+	_cleanup_free_ char *big = NULL;
+	char *s = buf;
+	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true);
+	if (n <= 0)
 		return 0;
+	if ((size_t)n + 1 >= sizeof(buf)) { /* longer than any seen: read it whole */
+		if (lc_read_file(path, &big, NULL, NULL) < 0)
+			return 0;
+		s = big;
+	}
 	char *p = strrchr(s, ')'); /* comm may hold spaces */
 	if (!p)
 		return 0;
-	/* after ")": state(3) ppid(4) ... starttime(22) */
+	/* after ")": state(3) ppid(4) ... starttime(22) vsize(23) rss(24) */
 	unsigned long long v = 0;
 	int field = 2;
-	for (char *t = strtok(p + 1, " "); t; t = strtok(NULL, " ")) {
+	char *save = NULL;
+	for (char *t = strtok_r(p + 1, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
 		if (++field == 3 && (t[0] == 'Z' || t[0] == 'X'))
 			return 0; /* dead, only not reaped yet */
 		if (field == 22) {
 			v = strtoull(t, NULL, 10);
+			if (!rss)
+				break;
+		}
+		if (field == 24) {
+			*rss = strtoll(t, NULL, 10);
 			break;
 		}
 	}
 	return v;
+}
+
+unsigned long long lc_proc_starttime(pid_t pid)
+{
+	return proc_stat(pid, NULL);
 }
 
 bool lc_proc_is(pid_t pid, unsigned long long start, const char *id)
@@ -859,24 +880,47 @@ int lc_sandbox_resume(const char *id_or_name, lc_error_t **err)
 
 /* ---- listing ------------------------------------------------------------- */
 
-/* Memory in use: memory.current, or the resident memory of its processes. */
-static long long memory_in_use(const char *cg)
+/* Memory in use: memory.current, or the resident memory of its processes
+ * (pid1_rss: the resident pages of pid1, read already, or -1).  A file a
+ * listing reads for each sandbox: one open and one read each, no more. */
+static long long memory_in_use(const char *cg, pid_t pid1, long long pid1_rss)
 {
-	long long v = lc_cgroup_read_key(cg, "memory.current", NULL);
-	if (v >= 0)
-		return v;
-	_cleanup_free_ char *p = lc_strdup_printf("%s/cgroup.procs", cg);
-	_cleanup_free_ char *s = NULL;
-	if (lc_read_file(p, &s, NULL, NULL) < 0)
+	char path[PATH_MAX], buf[4096];
+	/* No memory.current to look for where the host's cgroup v2 has no
+	 * memory controller (a hybrid host's is v1's): asked once. */
+	static int v2_memory = -1;
+	int has = __atomic_load_n(&v2_memory, __ATOMIC_RELAXED);
+	if (has < 0) {
+		has = lc_cgroup_has_controller("memory");
+		__atomic_store_n(&v2_memory, has, __ATOMIC_RELAXED);
+	}
+	if (snprintf(path, sizeof(path), "%s/memory.current", cg) >= (int)sizeof(path))
 		return -1;
+	if (has && lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true) >= 0)
+		return strtoll(buf, NULL, 10);
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	_cleanup_free_ char *big = NULL;
+	char *procs = buf;
+	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), false);
+	if (n < 0)
+		return -1;
+	if ((size_t)n + 1 >= sizeof(buf)) { /* many processes */
+		if (lc_read_file(path, &big, NULL, NULL) < 0)
+			return -1;
+		procs = big;
+	}
 	long long sum = 0;
 	long page = sysconf(_SC_PAGESIZE);
-	for (char *l = strtok(s, "\n"); l; l = strtok(NULL, "\n")) {
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/%s/statm", l);
-		_cleanup_free_ char *sm = NULL;
+	char *save = NULL;
+	for (char *l = strtok_r(procs, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		long long size, rss;
-		if (lc_read_file(path, &sm, NULL, NULL) == 0 && sscanf(sm, "%lld %lld", &size, &rss) == 2)
+		if (pid1_rss >= 0 && atoi(l) == pid1) {
+			sum += pid1_rss * page;
+			continue;
+		}
+		char sp[64], sm[256];
+		snprintf(sp, sizeof(sp), "/proc/%s/statm", l);
+		if (lc_read_small(AT_FDCWD, sp, sm, sizeof(sm), true) > 0 && sscanf(sm, "%lld %lld", &size, &rss) == 2)
 			sum += rss * page;
 	}
 	return sum;
@@ -884,7 +928,19 @@ static long long memory_in_use(const char *cg)
 
 json_t *lc_sandbox_info(const char *id, json_t *st)
 {
-	const char *status = lc_state_status(st, id);
+	/* The state as lc_state_status tells it, with pid 1's /proc/PID/stat
+	 * read once: the start time that says it is alive, and its resident
+	 * memory for the sum below. */
+	const char *status = lc_json_str(st, "status");
+	pid_t pid1 = (pid_t)jint(st, "pid");
+	unsigned long long pid1_start = (unsigned long long)jint(st, "pid_start");
+	long long pid1_rss = -1;
+	bool alive = status && pid1_start && (!strcmp(status, "running") || !strcmp(status, "paused")) &&
+		     proc_stat(pid1, &pid1_rss) == pid1_start;
+	if (!alive) {
+		status = lc_state_status(st, id);
+		pid1_rss = -1;
+	}
 	const char *image = lc_json_str(st, "image") ?: lc_json_str(st, "rootfs") ?: "host";
 	const char *cg = lc_json_str(st, "cgroup");
 	bool live = !strcmp(status, "running") || !strcmp(status, "paused");
@@ -893,7 +949,7 @@ json_t *lc_sandbox_info(const char *id, json_t *st)
 			      "image", image, "state", status, "created", (json_int_t)jint(st, "created"),
 			      "net", lc_json_str(st, "net") ?: "none");
 	long long cpu = live && cg ? lc_cgroup_read_key(cg, "cpu.stat", "usage_usec") : -1;
-	long long mem = live && cg ? memory_in_use(cg) : -1;
+	long long mem = live && cg ? memory_in_use(cg, pid1, pid1_rss) : -1;
 	json_object_set_new(j, "cpu_usec", cpu >= 0 ? json_integer(cpu) : json_null());
 	json_object_set_new(j, "memory_bytes", mem >= 0 ? json_integer(mem) : json_null());
 	json_t *addr = json_object_get(st, "address");
@@ -921,6 +977,15 @@ json_t *lc_sandbox_list(lc_error_t **err)
 			json_array_append_new(a, lc_sandbox_info(de->d_name, st));
 	}
 	return a;
+}
+
+json_t *lc_sandbox_state(const char *id, lc_error_t **err)
+{
+	if (!lc_id_valid(id)) {
+		lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id);
+		return NULL;
+	}
+	return lc_state_read(id, err);
 }
 
 json_t *lc_sandbox_inspect(const char *id_or_name, lc_error_t **err)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -54,8 +55,19 @@ int lc_state_write(const char *id, json_t *state, lc_error_t **err)
 json_t *lc_state_read(const char *id, lc_error_t **err)
 {
 	_cleanup_free_ char *path = lc_strdup_printf("%s/%s/state.json", lc_run_dir(), id);
-	json_error_t je;
-	json_t *j = json_load_file(path, 0, &je);
+	/* One open and one read for a state of the usual size (1-3 KiB; a
+	 * listing reads one per sandbox), parsed from memory; a larger one
+	 * from the file. */
+	char buf[8192];
+	json_error_t je = { .text = "" };
+	json_t *j = NULL;
+	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true);
+	if (n >= 0 && (size_t)n + 1 < sizeof(buf))
+		j = json_loadb(buf, (size_t)n, 0, &je);
+	else if (n >= 0)
+		j = json_load_file(path, 0, &je);
+	else
+		snprintf(je.text, sizeof(je.text), "%s", strerror(errno));
 	if (!j) {
 		if (access(path, F_OK) < 0)
 			lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id);

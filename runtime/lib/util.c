@@ -448,6 +448,28 @@ int lc_read_fd(int fd, const char *path, char **out, size_t *lenp, lc_error_t **
 	return 0;
 }
 
+ssize_t lc_read_small(int dirfd, const char *path, char *buf, size_t size, bool one_record)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	while (len + 1 < size) {
+		ssize_t r = read(fd, buf + len, size - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (one_record && len + 1 < size)
+			break;
+	}
+	buf[len] = '\0';
+	return (ssize_t)len;
+}
+
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err)
 {
 	/* Nearly always there already, or only its last part missing: one

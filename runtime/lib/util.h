@@ -67,6 +67,14 @@ int lc_write_file(const char *path, const char *s, lc_error_t **err);
 int lc_read_file(const char *path, char **out, size_t *len, lc_error_t **err);
 /* The same from an open fd (path only names it in errors). */
 int lc_read_fd(int fd, const char *path, char **out, size_t *len, lc_error_t **err);
+/* A small file read into buf (NUL-terminated) with no allocation and no
+ * fstat: its length, size - 1 when it may not have fitted (read it
+ * another way), -1 with errno when it cannot be opened or read.
+ * one_record: the file's whole text comes in one read, so a read shorter
+ * than asked is its end (regular files; the kernel's files of one record:
+ * /proc/PID/stat, statm, a cgroup's cpu.stat or memory.current; not
+ * cgroup.procs, a record per process, which comes a page at a time). */
+ssize_t lc_read_small(int dirfd, const char *path, char *buf, size_t size, bool one_record);
 int lc_mkdir_p(const char *path, mode_t mode, lc_error_t **err);
 /* A hint to ext2/3/4 to spread the directories made in path over the disk
  * (FS_TOPDIR_FL), or with spread false not to (the flag cleared); nothing

@@ -325,6 +325,64 @@ wait_for() {
 	[ "$(jq -r .pid <<< "$output")" -gt 1 ]
 }
 
+@test "ps tells each sandbox's state and usage as its processes and cgroup have them" {
+	new_sandbox
+	local a=$SB
+	new_sandbox
+	local b=$SB
+	new_sandbox
+	local c=$SB
+	"$LCRUN" pause "$b"
+	"$LCRUN" stop "$c"
+	local cg
+	cg=$("$LCRUN" inspect "$a" | jq -r .cgroup)
+	local cpu0 cpu1 rss=0 page
+	cpu0=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat")
+	run "$LCRUN" ps --json
+	[ "$status" -eq 0 ]
+	cpu1=$(awk '$1 == "usage_usec" { print $2 }' "$cg/cpu.stat")
+	entry() { jq -c --arg id "$1" '.[] | select(.id == $id)' <<< "$output"; }
+	[ "$(entry "$a" | jq -r .state)" = running ]
+	[ "$(entry "$b" | jq -r .state)" = paused ]
+	[ "$(entry "$c" | jq -r .state)" = stopped ]
+	# the running one's CPU is its cgroup's, read between the two reads here
+	local cpu
+	cpu=$(entry "$a" | jq -r .cpu_usec)
+	[ "$cpu" -ge "$cpu0" ] && [ "$cpu" -le "$cpu1" ]
+	# its memory: memory.current, or its processes' resident memory (an idle
+	# sandbox's moves little: within half of it either way)
+	local mem want
+	mem=$(entry "$a" | jq -r .memory_bytes)
+	page=$(getconf PAGESIZE)
+	if [ -f "$cg/memory.current" ]; then
+		want=$(cat "$cg/memory.current")
+	else
+		for p in $(cat "$cg/cgroup.procs"); do rss=$((rss + $(awk '{ print $2 }' "/proc/$p/statm") * page)); done
+		want=$rss
+	fi
+	[ "$mem" -gt 0 ] && [ "$mem" -ge $((want / 2)) ] && [ "$mem" -le $((want * 3 / 2)) ]
+	[ "$(entry "$b" | jq -r '.memory_bytes | type')" = number ]
+	[ "$(entry "$c" | jq -r '[.cpu_usec, .memory_bytes] | map(type) | unique | .[]')" = null ]
+	# a state file whose pid 1 is now another process (its pid reused) is
+	# not running: the start time decides, not the pid
+	"$LCRUN" resume "$b"
+	sleep 1000 &
+	local other=$!
+	local st="$LCRUN_RUN/$b/state.json"
+	cp "$st" "$BATS_TEST_TMPDIR/state.json"
+	jq --argjson p "$other" '.pid = $p' "$st" >"$st.new" && mv "$st.new" "$st"
+	run "$LCRUN" ps --json
+	kill "$other"
+	mv "$BATS_TEST_TMPDIR/state.json" "$st"
+	[ "$(entry "$b" | jq -r .state)" != running ]
+	[ "$(entry "$b" | jq -r .cpu_usec)" = null ]
+	[ "$(entry "$a" | jq -r .state)" = running ]
+	run "$LCRUN" ps
+	[ "$status" -eq 0 ]
+	grep "^$a " <<< "$output" | grep -Eq ' running +[0-9-]+ [0-9:]+ +[0-9.]+s +[0-9.]+[KMG] +none$'
+	grep "^$c " <<< "$output" | grep -Eq ' stopped +[0-9-]+ [0-9:]+ +- +- +none$'
+}
+
 @test "past its ttl a sandbox is gone, past its idle timeout it is stopped, with no command run" {
 	new_sandbox --ttl 2
 	local ttl=$SB

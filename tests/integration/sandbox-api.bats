@@ -475,6 +475,37 @@ two" ]
 	[ "$(sandboxes)" -eq 0 ]
 }
 
+@test "sandbox API: the listing shows what lcrun ps shows, and follows changes made to the sandboxes outside lcd" {
+	a=$("$LCCTL" sandbox create --label k=a)
+	b=$("$LCCTL" sandbox create --label k=b)
+	listed() { curl -s --unix-socket "$LCD_SOCKET" http://lcd/v1/sandboxes | jq -c --arg id "$1" '.sandboxes[] | select(.id == $id)'; }
+	sleep 1.2 # state files older than a second: lcd keeps them parsed
+	for _ in 1 2; do
+		[ "$(listed "$a" | jq -r '[.state, .labels.k, .owner.kind, (.cpu_usec | type), (.memory_bytes | type)] | join(" ")')" = \
+			"running a operator number number" ]
+	done
+	# the fields the runtime's listing has are the same, but for usage
+	ps=$("$LCRUN" ps --json | jq -c --arg id "$a" '.[] | select(.id == $id) | [.id, .name, .state, .net, .address]')
+	[ "$(listed "$a" | jq -c '[.id, .name, .state, .net, .address]')" = "$ps" ]
+	# changed by lcrun, not lcd: the new state shows at once
+	"$LCRUN" pause "$a"
+	[ "$(listed "$a" | jq -r .state)" = paused ]
+	"$LCRUN" resume "$a"
+	sleep 1.2
+	[ "$(listed "$a" | jq -r .state)" = running ]
+	"$LCRUN" stop "$a"
+	[ "$(listed "$a" | jq -r '[.state, .cpu_usec, .memory_bytes] | map(tostring) | join(" ")')" = "stopped null null" ]
+	# pid 1 killed: not running, whatever its state file says
+	kill -9 "$("$LCRUN" inspect "$b" | jq -r .pid)"
+	for _ in $(seq 50); do [ "$(listed "$b" | jq -r .state)" != running ] && break; sleep 0.1; done
+	[ "$(listed "$b" | jq -r .state)" != running ]
+	# removed outside lcd: gone from the listing
+	"$LCRUN" rm -f "$b"
+	[ -z "$(listed "$b")" ]
+	"$LCCTL" sandbox rm "$a"
+	[ "$(sandboxes)" -eq 0 ]
+}
+
 @test "sandbox API: operator sandboxes: ttl removes, idle_timeout stops, mounts bind host paths, files belong to the user" {
 	a=$(api POST /sandboxes '{"ttl": 2}' | head -1 | jq -r .id)
 	b=$(api POST /sandboxes '{"idle_timeout": 2}' | head -1 | jq -r .id)

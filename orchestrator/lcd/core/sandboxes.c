@@ -10,8 +10,10 @@
  * (for fork), the labels and the names of the secrets, never their values. */
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include "access.h"
@@ -814,6 +816,60 @@ static bool elsewhere(lcd_t *lcd, json_t *row)
 	return node && me && strcmp(node, me);
 }
 
+/* The state files views read, parsed once and kept while the file they
+ * came from is the one there: a state is written as a new file renamed
+ * over the old, so a new state is a new inode, modification time or
+ * size.  A file written less than a second ago is read again each time
+ * (two writes in one tick of the file system's clock, of one size, on an
+ * inode number reused at once, would look alike); an entry a view has
+ * not used for a minute is dropped.  What it hands out is shared: read
+ * it, never change it. */
+static pthread_mutex_t states_lock = PTHREAD_MUTEX_INITIALIZER;
+static json_t *states; /* id -> {"st", "ino", "mtime", "size", "used"} */
+static long long states_swept;
+
+static json_t *state_of(const char *id, lc_error_t **err)
+{
+	_cleanup_free_ char *path = lc_strdup_printf("%s/%s/state.json", lc_run_dir(), id);
+	struct stat sb;
+	bool have = stat(path, &sb) == 0;
+	long long mtime = have ? (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec : 0;
+	long long now = lc_wall_ms();
+	json_t *st = NULL;
+	pthread_mutex_lock(&states_lock);
+	json_t *e = states ? json_object_get(states, id) : NULL;
+	if (e && have && json_integer_value(json_object_get(e, "ino")) == (json_int_t)sb.st_ino &&
+	    json_integer_value(json_object_get(e, "mtime")) == mtime &&
+	    json_integer_value(json_object_get(e, "size")) == (json_int_t)sb.st_size) {
+		st = json_incref(json_object_get(e, "st"));
+		json_object_set_new(e, "used", json_integer(now));
+	} else if (e) {
+		json_object_del(states, id);
+	}
+	pthread_mutex_unlock(&states_lock);
+	if (st)
+		return st;
+	st = lc_sandbox_state(id, err);
+	if (!st || !have || mtime / 1000000 > now - 1000)
+		return st;
+	pthread_mutex_lock(&states_lock);
+	if (!states)
+		states = json_object();
+	json_object_set_new(states, id, json_pack("{s:O, s:I, s:I, s:I, s:I}", "st", st, "ino", (json_int_t)sb.st_ino,
+						    "mtime", (json_int_t)mtime, "size", (json_int_t)sb.st_size, "used",
+						    (json_int_t)now));
+	if (now - states_swept > 10000) {
+		const char *k;
+		json_t *x, *tmp;
+		json_object_foreach_safe(states, tmp, k, x)
+			if (json_integer_value(json_object_get(x, "used")) < now - 60000)
+				json_object_del(states, k);
+		states_swept = now;
+	}
+	pthread_mutex_unlock(&states_lock);
+	return st;
+}
+
 /* gateways: the ids of the sandboxes with a gateway (a listing's), or
  * NULL: look this one up. */
 static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
@@ -822,7 +878,9 @@ static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 	if (elsewhere(lcd, row))
 		return view_elsewhere(lcd, row);
 	lc_error_t *e = NULL;
-	_cleanup_json_ json_t *st = lc_sandbox_inspect(id, &e);
+	/* its state file as written: lc_sandbox_info below tells its state
+	 * (lc_sandbox_inspect would look at its processes a second time) */
+	_cleanup_json_ json_t *st = state_of(id, &e);
 	bool creating = !strcmp(lc_json_str(row, "state"), "creating");
 	if (!st && !creating) {
 		if (e && e->exit_code == LC_EXIT_UNKNOWN) {
@@ -855,12 +913,15 @@ static json_t *sandbox_view(lcd_t *lcd, json_t *row, json_t *gateways)
 		json_t *spec = json_object_get(st, "spec");
 		json_object_set_new(v, "user", json_sprintf("%lld:%lld", (long long)json_integer_value(json_object_get(spec, "uid")),
 							    (long long)json_integer_value(json_object_get(spec, "gid"))));
-		json_object_set(v, "workdir", json_object_get(spec, "workdir") ? json_object_get(spec, "workdir") : json_null());
-		json_object_set(v, "limits", json_object_get(spec, "limits"));
+		/* copies: st is shared (state_of) */
+		json_t *w = json_object_get(spec, "workdir"), *lim = json_object_get(spec, "limits");
+		json_object_set_new(v, "workdir", w ? json_deep_copy(w) : json_null());
+		if (lim)
+			json_object_set_new(v, "limits", json_deep_copy(lim));
 		static const char *const copy[] = { "ttl", "idle_timeout", "expires", "stop_reason" };
 		for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++) {
 			json_t *x = json_object_get(st, copy[i]);
-			json_object_set(v, copy[i], x ? x : json_null());
+			json_object_set_new(v, copy[i], x ? json_deep_copy(x) : json_null());
 		}
 	}
 	return v;
