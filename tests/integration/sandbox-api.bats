@@ -800,3 +800,37 @@ PY
 	wait "$bg" 2>/dev/null || true
 	api DELETE "/sandboxes/$id" >/dev/null
 }
+
+@test "sandbox API: a snapshot's and a fork's image go when their time is up, and their space with them" {
+	stop_lcd
+	echo '{"fork_image_ttl": 1, "snapshot_image_ttl": 1}' >"$T/lcd.json"
+	start_lcd
+	id=$("$LCCTL" sandbox create)
+	"$LCCTL" sandbox exec "$id" -- sh -c 'head -c 8388608 /dev/urandom >/root/big'
+	before=$(du -sk "$LCRUN_ROOT/images/blobs" | cut -f1)
+	"$LCCTL" sandbox snapshot "$id" ttl-snap >/dev/null
+	fork=$("$LCCTL" sandbox fork "$id" 1 --json | jq -r '.[0]')
+	forkimg=$("$LCCTL" sandbox show "$fork" | jq -r .image)
+	"$LCRUN" image ls | grep -q "^ttl-snap "
+	"$LCRUN" image ls | grep -q "^$forkimg "
+	grown=$(du -sk "$LCRUN_ROOT/images/blobs" | cut -f1)
+	[ $((grown - before)) -ge 8192 ]
+	"$LCCTL" sandbox rm "$fork"
+	"$LCCTL" sandbox rm "$id"
+	sleep 1.5 # both images' time is up; a start of lcd collects at once
+	stop_lcd
+	start_lcd
+	for _ in $(seq 100); do
+		"$LCRUN" image ls | grep -q "^ttl-snap \|^$forkimg " || break
+		sleep 0.1
+	done
+	run "$LCRUN" image ls
+	[[ "$output" != *ttl-snap* && "$output" != *"$forkimg"* ]]
+	# the names went, and the blobs only they used with them
+	for _ in $(seq 50); do
+		[ "$(du -sk "$LCRUN_ROOT/images/blobs" | cut -f1)" -lt $((before + 1024)) ] && break
+		sleep 0.1
+	done
+	[ "$(du -sk "$LCRUN_ROOT/images/blobs" | cut -f1)" -lt $((before + 1024)) ]
+	grep -q "images: pruned" "$T/lcd.log"
+}

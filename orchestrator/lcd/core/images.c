@@ -165,7 +165,7 @@ void lcd_images_collect(lcd_t *lcd)
 		"SELECT name FROM images WHERE expires_at > 0 AND expires_at <= ? AND name NOT IN "
 		"(SELECT image FROM sandboxes)",
 		"i", lc_wall_ms());
-	size_t i;
+	size_t i, removed = 0;
 	json_t *row;
 	json_array_foreach(rows, i, row) {
 		const char *name = lc_json_str(row, "name");
@@ -178,7 +178,24 @@ void lcd_images_collect(lcd_t *lcd)
 		lc_error_free(e);
 		lcd_db_exec(lcd->db, NULL, "DELETE FROM images WHERE name = ?", "s", name);
 		lcd_log("images: %s removed (its time was up)", name);
+		removed++;
 	}
+	if (!removed)
+		return;
+	/* a removed name frees nothing by itself: its blobs and unpacked
+	 * layers stay until a prune, so a store under churn would only grow
+	 * (the prune takes the store's gc lock: a snapshot or an import
+	 * under way holds it shared and is waited for) */
+	lc_prune_stats_t st;
+	lc_error_t *e = NULL;
+	if (lc_image_prune(&st, &e) < 0) {
+		lcd_log("images: cannot prune the store: %s", e->msg);
+		lc_error_free(e);
+		return;
+	}
+	if (st.blobs || st.layers)
+		lcd_log("images: pruned %zu blobs and %zu layers (%llu bytes)", st.blobs, st.layers,
+			(unsigned long long)st.bytes);
 }
 
 json_t *lcd_images_list(lcd_t *lcd, const lcd_caller_t *who, lc_error_t **err)
