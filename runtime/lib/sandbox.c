@@ -1374,23 +1374,6 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->single_threaded = lc_single_threaded();
 }
 
-bool lc_single_threaded(void)
-{
-	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	char buf[1024];
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* field 20 is num_threads; the comm field (2) may hold spaces */
-	char *p = strrchr(buf, ')');
-	int field = 2;
-	for (; p && *p; p++)
-		if (*p == ' ' && ++field == 20)
-			return atoi(p + 1) == 1;
-	return false;
-}
-
 static const int fwd_signals[] = LC_FORWARD_SIGNALS;
 
 /* After pid 1 reported an error before the staging process said its pid:

@@ -278,8 +278,6 @@ typedef struct lc_sb {
 int lc_sysctl_check(const char *kv, lc_error_t **err);
 /* The command's environment: PATH, HOME, TERM, LANG, then spec->env. */
 char **lc_build_env(const lc_spec_t *spec);
-/* Is the calling process single-threaded (raw clone3 is safe)? */
-bool lc_single_threaded(void);
 
 /* ---- shared.c: the parts of a batch (lc_run_batch) made once */
 struct lc_run_shared {
