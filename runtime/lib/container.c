@@ -40,6 +40,7 @@
 
 #include "container.h"
 #include "lifecycle.h"
+#include "net.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"

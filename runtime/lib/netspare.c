@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "net.h"
 #include "netspare.h"
 #include "sandbox_priv.h"
 #include "util.h"

@@ -124,23 +124,6 @@ char **lc_build_env(const lc_spec_t *spec)
 
 /* ---- the staging process and pid 1 --------------------------------------- */
 
-int lc_loopback_up(void)
-{
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -1;
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (r == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		r = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return r;
-}
-
 static void staging_fail(lc_sb_t *c, lc_error_t *e)
 {
 	lc_msg_send_error(c->sp[1], e);

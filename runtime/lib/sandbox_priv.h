@@ -326,8 +326,6 @@ void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, 
  * directories of those ids in trash-state, then dir. */
 void lc_sb_remove_batch_now(const char *dir);
 
-/* Bring up lo in the calling process's network namespace. */
-int lc_loopback_up(void);
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);
 /* Validate, build the root, start pid 1; returns once pid 1 is READY.  The
