@@ -31,6 +31,7 @@
 #include "image.h"
 #include "json.h"
 #include "lcrun.h"
+#include "paths.h"
 #include "sandbox_priv.h"
 #include "util.h"
 

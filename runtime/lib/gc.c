@@ -23,6 +23,7 @@
 #include "lifecycle.h"
 #include "net.h"
 #include "netspare.h"
+#include "paths.h"
 #include "sandbox_priv.h"
 #include "util.h"
 

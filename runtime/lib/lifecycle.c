@@ -41,6 +41,7 @@
 #include "json.h"
 #include "lifecycle.h"
 #include "net.h"
+#include "paths.h"
 #include "seccomp.h"
 #include "util.h"
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lcrun.h"
+#include "paths.h"
 #include "util.h"
 
 static char lib_dir[4096], run_dir[4096];
@@ -192,4 +193,19 @@ const char *lc_run_dir_real(void)
 {
 	pthread_once(&run_real_once, find_run_real);
 	return run_real;
+}
+
+char *lc_state_dir(const char *id)
+{
+	return lc_strdup_printf("%s/%s", lc_run_dir(), id);
+}
+
+char *lc_sandbox_dir(const char *id)
+{
+	return lc_strdup_printf("%s/sandboxes/%s", lc_lib_dir(), id);
+}
+
+char *lc_spare_dir(void)
+{
+	return lc_strdup_printf("%s/spare", lc_lib_dir());
 }

@@ -46,6 +46,7 @@
 #include "netpool.h"
 #include "netspare.h"
 #include "lifecycle.h"
+#include "paths.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
 #include "util.h"
@@ -585,11 +586,6 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool u
  * layout (v1): a later lcrun with another leaves these alone.  `lcrun gc
  * --spares` removes them. */
 #define SPARE_DIRS 4
-
-char *lc_spare_dir(void)
-{
-	return lc_strdup_printf("%s/spare", lc_lib_dir());
-}
 
 static char *spare_slot(bool host, uid_t ou, gid_t og, int k)
 {

@@ -77,13 +77,9 @@ char *lc_state_trash(const char *id);
  * id: the state directories of a batch's sandboxes, whose directories
  * are dir's entries (shared.c). */
 void lc_state_trash_rm_ids(const char *dir);
-char *lc_state_dir(const char *id);
-char *lc_sandbox_dir(const char *id);
 /* Where teardown moves a sandbox directory to remove it in the background
  * (sandbox.c); lcrun gc removes entries nobody holds a flock on. */
 char *lc_trash_dir(void);
-/* Where the spare sandbox directories wait (lc_lib_dir()/spare, sandbox.c). */
-char *lc_spare_dir(void);
 /* Make $LCRUN_ROOT/sandboxes if it is missing, recording in its
  * .state-dir the state directory whose records say which of its
  * directories are in use (gc.c): gc collects directories without state

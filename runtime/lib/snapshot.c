@@ -18,6 +18,7 @@
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "paths.h"
 #include "sandbox_priv.h"
 #include "util.h"
 

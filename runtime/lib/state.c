@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "paths.h"
 #include "sandbox_priv.h"
 #include "util.h"
 
@@ -19,16 +20,6 @@ bool lc_id_valid(const char *id)
 		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
 			return false;
 	return true;
-}
-
-char *lc_state_dir(const char *id)
-{
-	return lc_strdup_printf("%s/%s", lc_run_dir(), id);
-}
-
-char *lc_sandbox_dir(const char *id)
-{
-	return lc_strdup_printf("%s/sandboxes/%s", lc_lib_dir(), id);
 }
 
 int lc_state_write(const char *id, json_t *state, lc_error_t **err)
