@@ -25,6 +25,7 @@
 #include "netspare.h"
 #include "paths.h"
 #include "sandbox_priv.h"
+#include "trash.h"
 #include "util.h"
 
 static void __attribute__((format(printf, 2, 3))) note(json_t *removed, const char *fmt, ...)

@@ -43,6 +43,7 @@
 #include "net.h"
 #include "paths.h"
 #include "seccomp.h"
+#include "trash.h"
 #include "util.h"
 
 /* ---- processes and state ----------------------------------------------- */

@@ -70,16 +70,6 @@ json_t *lc_state_read(const char *id, lc_error_t **err);
 int lc_state_remove(const char *id);
 /* Remove names/NAME if it still names id. */
 void lc_name_unlink(const char *id, const char *name);
-/* Where a run's state directory waits for its remover (sandbox.c); with
- * id NULL, the directory of those. */
-char *lc_state_trash(const char *id);
-/* Remove trash-state/NAME for every entry NAME of dir that is a sandbox
- * id: the state directories of a batch's sandboxes, whose directories
- * are dir's entries (shared.c). */
-void lc_state_trash_rm_ids(const char *dir);
-/* Where teardown moves a sandbox directory to remove it in the background
- * (sandbox.c); lcrun gc removes entries nobody holds a flock on. */
-char *lc_trash_dir(void);
 /* Make $LCRUN_ROOT/sandboxes if it is missing, recording in its
  * .state-dir the state directory whose records say which of its
  * directories are in use (gc.c): gc collects directories without state
@@ -298,29 +288,9 @@ int lc_run_shared_seccomp(const lc_run_shared_t *sh, lc_seccomp_prog_t *prog);
  * network namespace its sysfs pins) is not on the batch's time.  -1: not
  * taken (the caller's close tears it down as before). */
 int lc_run_shared_hold(const lc_run_shared_t *sh, int fd);
-/* The name of a batch's trash in lc_trash_dir(): this, then a random tag
- * (shared.c makes it, gc.c knows it by it). */
-#define LC_BATCH_TRASH_PREFIX "batch-"
 /* Move a sandbox directory into the batch's trash: 0, or -1 (remove it
  * the ordinary way). */
 int lc_run_shared_trash(const lc_run_shared_t *sh, const char *sbdir, const char *id);
-/* Move the sandbox directory dir (of sandbox id) into trash/ and remove it
- * there in the background (a detached process, or a detached thread from
- * a threaded caller), flocked meanwhile for gc: 0, or -1 when it could not
- * be moved (remove it now). */
-int lc_sb_remove_later(const char *dir, const char *id);
-/* Remove dir, retrying while an overlay in a dying namespace holds it. */
-void lc_sb_remove_now(const char *dir);
-/* Remove dir in a detached lcrun-rm that holds lock_fd (its flock on dir
- * tells gc it is at work), closes hold_fd (-1: none) first, and runs at
- * nice (0: the caller's); here and
- * now when none can be forked.  Single-threaded callers only; lock_fd
- * stays open in the caller.  batch: dir is a batch's trash (shared.c),
- * and lc_sb_remove_batch_now removes it. */
-void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, bool batch);
-/* A batch's trash, whose entries are named by sandbox id: first the state
- * directories of those ids in trash-state, then dir. */
-void lc_sb_remove_batch_now(const char *dir);
 
 /* Fill defaults (before lc_sb_start). */
 void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec);

@@ -28,6 +28,7 @@
 #include "image.h"
 #include "lifecycle.h"
 #include "sandbox_priv.h"
+#include "trash.h"
 #include "util.h"
 
 int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, bool rootless, char **skel,

@@ -82,24 +82,6 @@ int lc_state_remove(const char *id)
 	return lc_rm_rf(dir, NULL);
 }
 
-char *lc_state_trash(const char *id)
-{
-	/* Not "trash": that is LCRUN_ROOT's, which may be the same directory. */
-	return lc_strdup_printf("%s/trash-state%s%s", lc_run_dir(), id ? "/" : "", id ? id : "");
-}
-
-void lc_state_trash_rm_ids(const char *dir)
-{
-	_cleanup_dir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!lc_id_valid(de->d_name))
-			continue;
-		_cleanup_free_ char *st = lc_state_trash(de->d_name);
-		lc_rm_rf(st, NULL);
-	}
-}
-
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)
 {
 	if (lc_id_valid(id_or_name)) {
