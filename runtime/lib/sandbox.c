@@ -789,34 +789,6 @@ int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 	return r;
 }
 
-int lc_name_link(const char *id, const char *name, lc_error_t **err)
-{
-	if (!*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 64 || lc_id_valid(name))
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid sandbox name '%s'", name);
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/names", lc_run_dir());
-	if (lc_mkdir_p(dir, 0700, err) < 0)
-		return -1;
-	_cleanup_free_ char *link = lc_strdup_printf("%s/%s", dir, name);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (symlink(id, link) == 0)
-			return 1;
-		if (errno != EEXIST)
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot record name %s", name);
-		char target[64];
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		if (n > 0) {
-			target[n] = '\0';
-			if (!strcmp(target, id))
-				return 0; /* start again: the name is already ours */
-			_cleanup_free_ char *sd = lc_state_dir(target);
-			if (access(sd, F_OK) == 0)
-				return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken by sandbox %s", name, target);
-		}
-		unlink(link); /* stale: its sandbox is gone */
-	}
-	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
-}
-
 static int link_name(lc_sb_t *c, lc_error_t **err)
 {
 	if (!c->spec->name)
