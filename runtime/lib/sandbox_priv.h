@@ -70,17 +70,6 @@ json_t *lc_state_read(const char *id, lc_error_t **err);
 int lc_state_remove(const char *id);
 /* Remove names/NAME if it still names id. */
 void lc_name_unlink(const char *id, const char *name);
-/* Make $LCRUN_ROOT/sandboxes if it is missing, recording in its
- * .state-dir the state directory whose records say which of its
- * directories are in use (gc.c): gc collects directories without state
- * only for that state directory. */
-int lc_sandboxes_parent_make(const char *parent, lc_error_t **err);
-/* Before a sandbox is made: refused (LC_EXIT_USAGE) when this state
- * directory is not the one that records the root's sandboxes (a private
- * LCRUN_STATE_DIR over the default root, or a root set apart whose
- * .state-dir names another): gc of the root's own state directory would
- * take the new sandbox's directory for an orphan. */
-int lc_sandboxes_pair_check(lc_error_t **err);
 bool lc_id_valid(const char *id);
 /* Resolve an id or a name to an id. */
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err);
