@@ -32,7 +32,7 @@
 #include "json.h"
 #include "lcrun.h"
 #include "paths.h"
-#include "sandbox_priv.h"
+#include "state.h"
 #include "util.h"
 
 extern char **environ;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "sync.h"
 #include "util.h"
 
 int lc_tty_raw(int fd, struct termios *saved)

@@ -38,11 +38,14 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "caps.h"
+#include "cgroup.h"
 #include "container.h"
 #include "lifecycle.h"
+#include "mounts.h"
 #include "net.h"
-#include "sandbox_priv.h"
 #include "seccomp.h"
+#include "sync.h"
 #include "util.h"
 
 extern char **environ;

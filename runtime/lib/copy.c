@@ -26,6 +26,8 @@
 
 #include "archivelib.h"
 #include "lifecycle.h"
+#include "state.h"
+#include "sync.h"
 #include "util.h"
 
 typedef struct endpoint {

@@ -18,13 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "image.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "net.h"
 #include "netspare.h"
 #include "paths.h"
-#include "sandbox_priv.h"
+#include "state.h"
 #include "trash.h"
 #include "util.h"
 

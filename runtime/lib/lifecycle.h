@@ -7,7 +7,8 @@
 #include <sys/types.h>
 #include <termios.h>
 
-#include "sandbox_priv.h"
+#include "lcrun.h"
+#include "sync.h"
 
 /* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone
  * or a zombie. */

@@ -26,7 +26,7 @@
 #include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
-#include "sandbox_priv.h"
+#include "proctitle.h"
 #include "util.h"
 
 #define MAX_PORTS (sizeof(((lc_net_rule_t *)0)->ports) / sizeof(unsigned short))

@@ -19,7 +19,8 @@
 #include "lifecycle.h"
 #include "net.h"
 #include "netspare.h"
-#include "sandbox_priv.h"
+#include "proctitle.h"
+#include "sync.h"
 #include "util.h"
 
 /* The words on netspare.sock (lc_msg_t frames, one request a connection).

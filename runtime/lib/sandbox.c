@@ -40,15 +40,24 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "config.h"
 #include "disk.h"
+#include "idmap.h"
 #include "image.h"
+#include "init.h"
+#include "mounts.h"
 #include "net.h"
 #include "netpool.h"
 #include "netspare.h"
 #include "lifecycle.h"
 #include "paths.h"
+#include "proctitle.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
+#include "shared.h"
+#include "state.h"
+#include "sync.h"
 #include "trash.h"
 #include "util.h"
 

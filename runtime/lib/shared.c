@@ -25,9 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "hostimage.h"
+#include "idmap.h"
 #include "image.h"
 #include "lifecycle.h"
-#include "sandbox_priv.h"
+#include "shared.h"
 #include "trash.h"
 #include "util.h"
 

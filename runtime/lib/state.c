@@ -9,7 +9,7 @@
 
 #include "json.h"
 #include "paths.h"
-#include "sandbox_priv.h"
+#include "state.h"
 #include "util.h"
 
 bool lc_id_valid(const char *id)

@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "proctitle.h"
+#include "state.h"
 #include "trash.h"
 #include "util.h"
 

@@ -18,6 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "oci.h"

@@ -23,7 +23,7 @@
 #include "json.h"
 #include "lcd.h"
 #include "pool.h"
-#include "sandbox_priv.h"
+#include "state.h"
 #include "util.h"
 
 #define POOL_SIZE_MAX 64
