@@ -11,7 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "lifecycle.h"
+#include "console.h"
 #include "sync.h"
 #include "util.h"
 

@@ -40,8 +40,8 @@
 
 #include "caps.h"
 #include "cgroup.h"
+#include "console.h"
 #include "container.h"
-#include "lifecycle.h"
 #include "mounts.h"
 #include "net.h"
 #include "seccomp.h"

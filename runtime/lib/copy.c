@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #include "archivelib.h"
+#include "console.h"
+#include "exec.h"
 #include "lifecycle.h"
 #include "state.h"
 #include "sync.h"

@@ -36,6 +36,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "console.h"
+#include "exec.h"
 #include "init.h"
 #include "json.h"
 #include "lifecycle.h"

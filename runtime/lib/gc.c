@@ -25,6 +25,7 @@
 #include "net.h"
 #include "netspare.h"
 #include "paths.h"
+#include "snapshot.h"
 #include "state.h"
 #include "trash.h"
 #include "util.h"

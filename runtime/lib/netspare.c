@@ -16,7 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "lifecycle.h"
+#include "console.h"
 #include "net.h"
 #include "netspare.h"
 #include "proctitle.h"

@@ -42,6 +42,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "console.h"
 #include "disk.h"
 #include "idmap.h"
 #include "image.h"
@@ -50,7 +51,6 @@
 #include "net.h"
 #include "netpool.h"
 #include "netspare.h"
-#include "lifecycle.h"
 #include "paths.h"
 #include "proctitle.h"
 #include "sandbox_priv.h"

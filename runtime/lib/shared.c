@@ -26,10 +26,10 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "console.h"
 #include "hostimage.h"
 #include "idmap.h"
 #include "image.h"
-#include "lifecycle.h"
 #include "shared.h"
 #include "trash.h"
 #include "util.h"

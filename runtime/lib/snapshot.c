@@ -19,8 +19,8 @@
 #include "disk.h"
 #include "image.h"
 #include "json.h"
-#include "lifecycle.h"
 #include "paths.h"
+#include "snapshot.h"
 #include "state.h"
 #include "util.h"
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "console.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "oci.h"
