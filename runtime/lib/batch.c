@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "sandbox_priv.h"
 #include "util.h"
 

@@ -31,7 +31,8 @@
 #include "image.h"
 #include "json.h"
 #include "lcrun.h"
-#include "sandbox_priv.h"
+#include "paths.h"
+#include "state.h"
 #include "util.h"
 
 extern char **environ;

@@ -6,8 +6,8 @@
 #include <sys/capability.h>
 #include <sys/prctl.h>
 
+#include "caps.h"
 #include "lcrun.h"
-#include "sandbox_priv.h"
 
 static const int default_caps[] = {
 	CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID, CAP_FOWNER, CAP_MKNOD, CAP_NET_RAW,

@@ -15,8 +15,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "container.h"
-#include "sandbox_priv.h"
 #include "util.h"
 
 static char cg_root[4096];

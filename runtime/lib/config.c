@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "sandbox_priv.h"
+#include "config.h"
 #include "util.h"
 
 static uid_t uid_base = 1000000000;

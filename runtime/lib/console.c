@@ -11,7 +11,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "lifecycle.h"
+#include "console.h"
+#include "sync.h"
 #include "util.h"
 
 int lc_tty_raw(int fd, struct termios *saved)

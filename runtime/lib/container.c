@@ -38,10 +38,14 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "caps.h"
+#include "cgroup.h"
+#include "console.h"
 #include "container.h"
-#include "lifecycle.h"
-#include "sandbox_priv.h"
+#include "mounts.h"
+#include "net.h"
 #include "seccomp.h"
+#include "sync.h"
 #include "util.h"
 
 extern char **environ;

@@ -25,7 +25,11 @@
 #include <unistd.h>
 
 #include "archivelib.h"
+#include "console.h"
+#include "exec.h"
 #include "lifecycle.h"
+#include "state.h"
+#include "sync.h"
 #include "util.h"
 
 typedef struct endpoint {

@@ -35,9 +35,17 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "console.h"
+#include "exec.h"
+#include "init.h"
 #include "json.h"
 #include "lifecycle.h"
+#include "proctitle.h"
+#include "sandbox_priv.h"
 #include "seccomp.h"
+#include "state.h"
+#include "sync.h"
 #include "util.h"
 
 int lc_enter_sandbox(int pidfd, int nstypes, lc_error_t **err)

@@ -18,7 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "config.h"
+#include "hostimage.h"
 #include "util.h"
 
 /* What of the host's /etc programs need, and nothing secret. */

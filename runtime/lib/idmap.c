@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "idmap.h"
 #include "util.h"
 
 typedef struct {

@@ -24,8 +24,10 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "caps.h"
+#include "init.h"
 #include "seccomp.h"
+#include "sync.h"
 #include "util.h"
 
 extern char **environ;

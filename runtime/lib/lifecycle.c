@@ -38,10 +38,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "net.h"
+#include "paths.h"
+#include "sandbox_priv.h"
 #include "seccomp.h"
+#include "state.h"
+#include "sync.h"
+#include "trash.h"
 #include "util.h"
 
 /* ---- processes and state ----------------------------------------------- */

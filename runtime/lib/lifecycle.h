@@ -1,13 +1,13 @@
-/* lifecycle.h — internals shared by lifecycle.c, exec.c, copy.c, console.c
- * and gc.c (long-lived sandboxes).  Not part of the stable API. */
+/* lifecycle.h — long-lived sandboxes' processes and state (lifecycle.c),
+ * for exec.c, copy.c, gc.c and lcrun-oci.  Not part of the stable API. */
 #ifndef LC_LIFECYCLE_H
 #define LC_LIFECYCLE_H
 
 #include <stdbool.h>
 #include <sys/types.h>
-#include <termios.h>
+#include <jansson.h>
 
-#include "sandbox_priv.h"
+#include "lcrun.h"
 
 /* Start time of a process (field 22 of /proc/PID/stat), 0 if it is gone
  * or a zombie. */
@@ -38,34 +38,5 @@ int lc_state_pid1_pidfd(json_t *st, const char *id, lc_error_t **err);
 /* Remove what a sandbox leaves on the host: cgroup, sandbox dir, state and
  * name (the caller holds the lock or the sandbox is known dead). */
 void lc_sandbox_purge(const char *id, json_t *st);
-
-/* ---- snapshot.c */
-/* A running sandbox left frozen by a snapshot that was killed (its cgroup
- * frozen, its state not "paused", no snapshot holding its freeze.lock):
- * thaw it; 1 when it did.  The caller holds the state lock. */
-int lc_sandbox_thaw_left(const char *id, json_t *st);
-
-/* Enter a sandbox's user and mount namespaces (and become its root) in the
- * calling, single-threaded process.  Used by exec and cp children. */
-int lc_enter_sandbox(int pidfd, int nstypes, lc_error_t **err);
-
-/* ---- console.c */
-/* Put fd's terminal in raw mode; saved gets the old settings.  0 if fd is
- * a terminal and was changed, 1 if it is no terminal, -1 on error. */
-int lc_tty_raw(int fd, struct termios *saved);
-void lc_tty_restore(int fd, const struct termios *saved);
-/* Open a new pty in the current mount namespace's /dev/pts (through
- * /dev/ptmx, checked to be the real ptmx): master and peer (slave). */
-int lc_pty_open(int *master, int *slave, lc_error_t **err);
-/* An lc_msg (type, a) carrying one fd (SCM_RIGHTS), and the receiving side of any
- * lc_msg that may carry one (*fd = -1 when none); returns as lc_msg_recv. */
-int lc_msg_send_fd(int sock, int type, int a, int fd);
-/* Any bytes with one fd (the pty master to an OCI console socket). */
-/* flags: sendmsg's, besides MSG_NOSIGNAL (MSG_DONTWAIT: never block). */
-int lc_send_fd(int sock, const void *data, size_t len, int fd, int flags);
-/* Its receiving side: up to len bytes and *fd (-1 when none came); flags
- * are recvmsg's (MSG_CMSG_CLOEXEC always); returns recvmsg's result. */
-ssize_t lc_recv_fd(int sock, void *data, size_t len, int *fd, int flags);
-int lc_msg_recv_fd(int sock, lc_msg_t *m, int *fd);
 
 #endif

@@ -21,7 +21,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "cgroup.h"
+#include "idmap.h"
+#include "mounts.h"
 #include "util.h"
 
 static int sys_open_tree(int dfd, const char *path, unsigned flags)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
@@ -24,7 +26,7 @@
 #include "netlibs.h"
 #include "net.h"
 #include "netpool.h"
-#include "sandbox_priv.h"
+#include "proctitle.h"
 #include "util.h"
 
 #define MAX_PORTS (sizeof(((lc_net_rule_t *)0)->ports) / sizeof(unsigned short))
@@ -669,6 +671,23 @@ static int delete_link(const char *name, lc_error_t **err)
 	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
 		return nl_fail(err, r, "cannot delete interface %s", name);
 	return 0;
+}
+
+int lc_loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	if (r == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+	return r;
 }
 
 /* ---- lifecycle --------------------------------------------------------------------- */

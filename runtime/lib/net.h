@@ -51,6 +51,8 @@ bool lc_net_rule_public(const lc_net_rule_t *r, const char **why);
  * other than none that the caller is root and the host has nftables. */
 int lc_net_validate(const lc_net_spec_t *spec, lc_error_t **err);
 
+/* Bring up lo in the calling process's network namespace. */
+int lc_loopback_up(void);
 /* Parent side, host root, host netns; netns_fd refers to the sandbox's
  * network namespace (owned by the host user namespace).  LC_NET_NONE: does
  * nothing.  Otherwise takes a lease from the pool, creates the veth pair

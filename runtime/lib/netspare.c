@@ -16,9 +16,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "lifecycle.h"
+#include "console.h"
+#include "net.h"
 #include "netspare.h"
-#include "sandbox_priv.h"
+#include "proctitle.h"
+#include "sync.h"
 #include "util.h"
 
 /* The words on netspare.sock (lc_msg_t frames, one request a connection).

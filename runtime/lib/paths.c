@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "lcrun.h"
+#include "paths.h"
 #include "util.h"
 
 static char lib_dir[4096], run_dir[4096];
@@ -192,4 +193,127 @@ const char *lc_run_dir_real(void)
 {
 	pthread_once(&run_real_once, find_run_real);
 	return run_real;
+}
+
+char *lc_state_dir(const char *id)
+{
+	return lc_strdup_printf("%s/%s", lc_run_dir(), id);
+}
+
+char *lc_sandbox_dir(const char *id)
+{
+	return lc_strdup_printf("%s/sandboxes/%s", lc_lib_dir(), id);
+}
+
+char *lc_spare_dir(void)
+{
+	return lc_strdup_printf("%s/spare", lc_lib_dir());
+}
+
+#define PAIR_FILE ".state-dir"
+
+static bool same_dir(const char *a, const char *b)
+{
+	_cleanup_free_ char *ra = realpath(a, NULL);
+	_cleanup_free_ char *rb = realpath(b, NULL);
+	return !strcmp(ra ? ra : a, rb ? rb : b);
+}
+
+/* The directory an environment variable sets, unless it is the default. */
+static const char *set_apart(const char *var, const char *dir, const char *root_default)
+{
+	const char *v = getenv(var);
+	if (!v || !*v || (geteuid() == 0 && same_dir(dir, root_default)))
+		return NULL;
+	return dir;
+}
+
+int lc_sandboxes_parent_make(const char *parent, lc_error_t **err)
+{
+	/* The usual case costs one failed mkdir. */
+	if (mkdir(parent, 0700) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		if (errno != ENOENT)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot create directory %s", parent);
+		if (lc_mkdir_p(parent, 0700, err) < 0)
+			return -1;
+	}
+	/* The default root goes with the default state directory, whoever
+	 * made it first; a root set apart, with the state directory it is
+	 * used with. */
+	if (!set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun"))
+		return 0;
+	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
+	_cleanup_free_ char *text = lc_strdup_printf("%s\n", lc_run_dir());
+	return lc_write_file_atomic(pair, text, strlen(text), 0600, err);
+}
+
+struct pair_answer {
+	pthread_once_t once;
+	char *msg; /* NULL: the pair holds */
+};
+
+static struct pair_answer pair = { PTHREAD_ONCE_INIT, NULL };
+
+static void pair_find(void)
+{
+	const char *def = "the default state directory";
+	if (!set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun")) {
+		if (set_apart("LCRUN_STATE_DIR", lc_run_dir(), "/run/lcrun"))
+			pair.msg = lc_strdup_printf("LCRUN_STATE_DIR %s with the default root %s, whose sandboxes %s records: "
+						    "set LCRUN_ROOT to a root of its own as well", lc_run_dir(),
+						    lc_lib_dir(), def);
+		return;
+	}
+	_cleanup_free_ char *file = lc_strdup_printf("%s/sandboxes/" PAIR_FILE, lc_lib_dir());
+	_cleanup_free_ char *owner = NULL;
+	if (lc_read_file(file, &owner, NULL, NULL) < 0)
+		return; /* none yet (or an older lcrun's root): this one's */
+	owner[strcspn(owner, "\n")] = '\0';
+	struct stat st;
+	if (stat(owner, &st) < 0 && errno == ENOENT) {
+		/* its state directory is gone, and the records of its
+		 * sandboxes with it: the root goes with this one now */
+		_cleanup_free_ char *text = lc_strdup_printf("%s\n", lc_run_dir());
+		lc_error_t *e = NULL;
+		if (lc_write_file_atomic(file, text, strlen(text), 0600, &e) < 0) {
+			pair.msg = strdup(e->msg);
+			lc_error_free(e);
+		}
+		return;
+	}
+	if (!same_dir(owner, lc_run_dir()))
+		pair.msg = lc_strdup_printf("LCRUN_ROOT %s keeps the sandboxes that %s records, not LCRUN_STATE_DIR %s's: "
+					    "use that state directory with it, or a root of its own", lc_lib_dir(), owner,
+					    lc_run_dir());
+}
+
+int lc_sandboxes_pair_check(lc_error_t **err)
+{
+	pthread_once(&pair.once, pair_find);
+	return pair.msg ? lc_error_set(err, LC_EXIT_USAGE, 0, "%s", pair.msg) : 0;
+}
+
+/* NULL when this state directory keeps the records of parent's sandbox
+ * directories, else the one that does (to be freed).  The default root
+ * has no .state-dir: it belongs to the default state directory.  A root
+ * set apart that an older lcrun made has none either: it goes with the
+ * state directory it is used with. */
+char *lc_sandboxes_owner(const char *parent)
+{
+	_cleanup_free_ char *pair = lc_strdup_printf("%s/" PAIR_FILE, parent);
+	char *owner = NULL;
+	if (lc_read_file(pair, &owner, NULL, NULL) < 0) {
+		if (set_apart("LCRUN_ROOT", lc_lib_dir(), "/var/lib/lcrun") ||
+		    !set_apart("LCRUN_STATE_DIR", lc_run_dir(), "/run/lcrun"))
+			return NULL;
+		return strdup("the default state directory");
+	}
+	owner[strcspn(owner, "\n")] = '\0';
+	if (same_dir(owner, lc_run_dir())) {
+		free(owner);
+		return NULL;
+	}
+	return owner;
 }

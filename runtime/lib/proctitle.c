@@ -19,7 +19,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "sandbox_priv.h"
+#include "proctitle.h"
 #include "util.h"
 
 extern char **environ;

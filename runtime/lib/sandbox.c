@@ -40,14 +40,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "config.h"
+#include "console.h"
 #include "disk.h"
+#include "idmap.h"
 #include "image.h"
+#include "init.h"
+#include "mounts.h"
 #include "net.h"
 #include "netpool.h"
 #include "netspare.h"
-#include "lifecycle.h"
+#include "paths.h"
+#include "proctitle.h"
 #include "sandbox_priv.h"
 #include "seccomp.h"
+#include "shared.h"
+#include "state.h"
+#include "sync.h"
+#include "trash.h"
 #include "util.h"
 
 
@@ -123,23 +134,6 @@ char **lc_build_env(const lc_spec_t *spec)
 }
 
 /* ---- the staging process and pid 1 --------------------------------------- */
-
-int lc_loopback_up(void)
-{
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (s < 0)
-		return -1;
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
-	if (r == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		r = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return r;
-}
 
 static void staging_fail(lc_sb_t *c, lc_error_t *e)
 {
@@ -603,11 +597,6 @@ static int make_tree(const char *sbdir, const char *upper_dir, bool host, bool u
  * --spares` removes them. */
 #define SPARE_DIRS 4
 
-char *lc_spare_dir(void)
-{
-	return lc_strdup_printf("%s/spare", lc_lib_dir());
-}
-
 static char *spare_slot(bool host, uid_t ou, gid_t og, int k)
 {
 	_cleanup_free_ char *dir = lc_spare_dir();
@@ -809,34 +798,6 @@ int lc_sb_save_state(lc_sb_t *c, const char *status, lc_error_t **err)
 	return r;
 }
 
-int lc_name_link(const char *id, const char *name, lc_error_t **err)
-{
-	if (!*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 64 || lc_id_valid(name))
-		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid sandbox name '%s'", name);
-	_cleanup_free_ char *dir = lc_strdup_printf("%s/names", lc_run_dir());
-	if (lc_mkdir_p(dir, 0700, err) < 0)
-		return -1;
-	_cleanup_free_ char *link = lc_strdup_printf("%s/%s", dir, name);
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (symlink(id, link) == 0)
-			return 1;
-		if (errno != EEXIST)
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot record name %s", name);
-		char target[64];
-		ssize_t n = readlink(link, target, sizeof(target) - 1);
-		if (n > 0) {
-			target[n] = '\0';
-			if (!strcmp(target, id))
-				return 0; /* start again: the name is already ours */
-			_cleanup_free_ char *sd = lc_state_dir(target);
-			if (access(sd, F_OK) == 0)
-				return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken by sandbox %s", name, target);
-		}
-		unlink(link); /* stale: its sandbox is gone */
-	}
-	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
-}
-
 static int link_name(lc_sb_t *c, lc_error_t **err)
 {
 	if (!c->spec->name)
@@ -920,129 +881,6 @@ static int validate(lc_sb_t *c, lc_error_t **err)
 }
 
 /* ---- teardown ------------------------------------------------------------- */
-
-void lc_sb_remove_now(const char *dir)
-{
-	/* The overlay may still be mounted for a moment in the dying
-	 * namespaces: rmdir then reports EBUSY. */
-	for (int i = 0; i < 200; i++) {
-		lc_error_t *e = NULL;
-		if (lc_rm_rf(dir, &e) == 0)
-			break;
-		/* out of fds (lcrun's RLIMIT_NOFILE): trying again does not
-		 * help, and the error that made the run fail is the one to
-		 * say; lcrun gc removes the directory of a dead sandbox */
-		if (e && (e->errnum == EMFILE || e->errnum == ENFILE)) {
-			lc_error_free(e);
-			break;
-		}
-		if (i == 199)
-			lc_error_print(e, "lcrun: warning");
-		lc_error_free(e);
-		usleep(i < 20 ? 500 : 5000);
-	}
-}
-
-char *lc_trash_dir(void)
-{
-	return lc_strdup_printf("%s/trash", lc_lib_dir());
-}
-
-/* A fresh name for sandbox id's directory in trash/ (made if need be), or
- * NULL when there is no trash/ to move it to. */
-static char *trash_entry(const char *id)
-{
-	_cleanup_free_ char *trash = lc_trash_dir();
-	if (mkdir(trash, 0700) < 0 && errno != EEXIST)
-		return NULL;
-	char tag[9];
-	lc_random_hex(tag, 8);
-	return lc_strdup_printf("%s/%s.%s", trash, id, tag);
-}
-
-struct rm_job {
-	char *dir;
-	int lock_fd;
-};
-
-static void *rm_thread(void *arg)
-{
-	struct rm_job *j = arg;
-	lc_sb_remove_now(j->dir);
-	close(j->lock_fd);
-	free(j->dir);
-	free(j);
-	return NULL;
-}
-
-/* Removing the sandbox directory file by file costs about 3 ms on ext4
- * here even when it holds only what lcrun made (24 entries; more with a
- * big upper layer), all of it on the caller's path.  Instead: one rename
- * into trash/ (0700, beside sandboxes/) and a remover that deletes it
- * there, holding a flock on it meanwhile; lcrun gc removes what such a
- * remover left (killed: no lock held).  Single-threaded, the remover is a
- * detached grandchild (it runs ordinary library code); from a threaded
- * caller (lcd), a detached thread.  -1: nothing moved, remove it now. */
-int lc_sb_remove_later(const char *dir, const char *id)
-{
-	_cleanup_free_ char *dst = trash_entry(id);
-	if (!dst)
-		return -1;
-	if (rename(dir, dst) < 0)
-		return -1;
-	int fd = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (fd >= 0)
-			close(fd);
-		lc_sb_remove_now(dst);
-		return 0;
-	}
-	if (lc_single_threaded()) {
-		lc_sb_remove_detached(dst, fd, -1, 0, false);
-		close(fd); /* the lock stays with the remover */
-		return 0;
-	}
-	struct rm_job *j = lc_xmalloc0(sizeof(*j));
-	j->dir = lc_steal(dst);
-	j->lock_fd = fd;
-	pthread_attr_t a;
-	pthread_t t;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &a, rm_thread, j) != 0)
-		rm_thread(j);
-	pthread_attr_destroy(&a);
-	return 0;
-}
-
-/* A batch's trash holds its sandboxes' directories under their ids; the
- * state directories of the same ids went into trash-state (state_to_trash)
- * and go first, while the batch's entry is still locked: whoever waits
- * for the trash (gc --wait) waits for them too. */
-void lc_sb_remove_batch_now(const char *dir)
-{
-	lc_state_trash_rm_ids(dir);
-	lc_sb_remove_now(dir);
-}
-
-void lc_sb_remove_detached(const char *dir, int lock_fd, int hold_fd, int nice, bool batch)
-{
-	int keep[2] = { lock_fd, hold_fd };
-	int r = lc_fork_detached(keep, hold_fd >= 0 ? 2 : 1);
-	if (r == 0) {
-		lc_proc_title("lcrun-rm");
-		if (nice && setpriority(PRIO_PROCESS, 0, nice) < 0) {
-			/* the default priority will do */
-		}
-		if (hold_fd >= 0)
-			close(hold_fd); /* the namespaces held for it go now */
-		(batch ? lc_sb_remove_batch_now : lc_sb_remove_now)(dir);
-		_exit(0);
-	}
-	if (r < 0)
-		(batch ? lc_sb_remove_batch_now : lc_sb_remove_now)(dir);
-}
-
 
 /* What the remover needs of its run, in memory lcrun never writes again:
  * the remover may share lcrun's (lc_heir_start). */
@@ -1147,7 +985,7 @@ static void remover_start(lc_sb_t *c)
 {
 	if (!c->sbdir || !c->single_threaded)
 		return;
-	_cleanup_free_ char *dst = trash_entry(c->id);
+	_cleanup_free_ char *dst = lc_trash_entry(c->id);
 	if (!dst)
 		return;
 	int sv[2];
@@ -1379,23 +1217,6 @@ void lc_sb_init(lc_sb_t *c, const lc_spec_t *spec)
 	c->start_ms = lc_now_ms();
 	c->created_ms = lc_wall_ms();
 	c->single_threaded = lc_single_threaded();
-}
-
-bool lc_single_threaded(void)
-{
-	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-	char buf[1024];
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	/* field 20 is num_threads; the comm field (2) may hold spaces */
-	char *p = strrchr(buf, ')');
-	int field = 2;
-	for (; p && *p; p++)
-		if (*p == ' ' && ++field == 20)
-			return atoi(p + 1) == 1;
-	return false;
 }
 
 static const int fwd_signals[] = LC_FORWARD_SIGNALS;

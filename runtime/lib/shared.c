@@ -25,9 +25,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "console.h"
+#include "hostimage.h"
+#include "idmap.h"
 #include "image.h"
-#include "lifecycle.h"
-#include "sandbox_priv.h"
+#include "shared.h"
+#include "trash.h"
 #include "util.h"
 
 int lc_run_shared_host_layers(const lc_run_shared_t *sh, const lc_spec_t *spec, bool rootless, char **skel,

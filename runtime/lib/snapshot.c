@@ -14,11 +14,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "config.h"
 #include "disk.h"
 #include "image.h"
 #include "json.h"
-#include "lifecycle.h"
-#include "sandbox_priv.h"
+#include "paths.h"
+#include "snapshot.h"
+#include "state.h"
 #include "util.h"
 
 /* The sandbox's freeze.lock, flocked (op: LOCK_EX, with LOCK_NB or not). */

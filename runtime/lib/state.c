@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "sandbox_priv.h"
+#include "paths.h"
+#include "state.h"
 #include "util.h"
 
 bool lc_id_valid(const char *id)
@@ -20,16 +21,6 @@ bool lc_id_valid(const char *id)
 		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
 			return false;
 	return true;
-}
-
-char *lc_state_dir(const char *id)
-{
-	return lc_strdup_printf("%s/%s", lc_run_dir(), id);
-}
-
-char *lc_sandbox_dir(const char *id)
-{
-	return lc_strdup_printf("%s/sandboxes/%s", lc_lib_dir(), id);
 }
 
 int lc_state_write(const char *id, json_t *state, lc_error_t **err)
@@ -90,6 +81,34 @@ void lc_name_unlink(const char *id, const char *name)
 	}
 }
 
+int lc_name_link(const char *id, const char *name, lc_error_t **err)
+{
+	if (!*name || strchr(name, '/') || name[0] == '.' || strlen(name) > 64 || lc_id_valid(name))
+		return lc_error_set(err, LC_EXIT_USAGE, 0, "invalid sandbox name '%s'", name);
+	_cleanup_free_ char *dir = lc_strdup_printf("%s/names", lc_run_dir());
+	if (lc_mkdir_p(dir, 0700, err) < 0)
+		return -1;
+	_cleanup_free_ char *link = lc_strdup_printf("%s/%s", dir, name);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (symlink(id, link) == 0)
+			return 1;
+		if (errno != EEXIST)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot record name %s", name);
+		char target[64];
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			if (!strcmp(target, id))
+				return 0; /* start again: the name is already ours */
+			_cleanup_free_ char *sd = lc_state_dir(target);
+			if (access(sd, F_OK) == 0)
+				return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken by sandbox %s", name, target);
+		}
+		unlink(link); /* stale: its sandbox is gone */
+	}
+	return lc_error_set(err, LC_EXIT_BUSY, 0, "name '%s' is taken", name);
+}
+
 int lc_state_remove(const char *id)
 {
 	_cleanup_free_ char *dir = lc_state_dir(id);
@@ -101,24 +120,6 @@ int lc_state_remove(const char *id)
 		json_decref(st);
 	}
 	return lc_rm_rf(dir, NULL);
-}
-
-char *lc_state_trash(const char *id)
-{
-	/* Not "trash": that is LCRUN_ROOT's, which may be the same directory. */
-	return lc_strdup_printf("%s/trash-state%s%s", lc_run_dir(), id ? "/" : "", id ? id : "");
-}
-
-void lc_state_trash_rm_ids(const char *dir)
-{
-	_cleanup_dir_ DIR *d = opendir(dir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!lc_id_valid(de->d_name))
-			continue;
-		_cleanup_free_ char *st = lc_state_trash(de->d_name);
-		lc_rm_rf(st, NULL);
-	}
 }
 
 int lc_state_resolve(const char *id_or_name, char **id, lc_error_t **err)

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "sandbox_priv.h"
+#include "sync.h"
 
 int lc_msg_send(int fd, int type, int a, int b, const char *text)
 {

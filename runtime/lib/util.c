@@ -174,6 +174,23 @@ static void secrets_wipe(void)
 		explicit_bzero(secrets[i], strlen(secrets[i]));
 }
 
+bool lc_single_threaded(void)
+{
+	_cleanup_close_ int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	char buf[1024];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	/* field 20 is num_threads; the comm field (2) may hold spaces */
+	char *p = strrchr(buf, ')');
+	int field = 2;
+	for (; p && *p; p++)
+		if (*p == ' ' && ++field == 20)
+			return atoi(p + 1) == 1;
+	return false;
+}
+
 int lc_fork_detached(const int *keep, size_t n)
 {
 	/* The middle process shares the caller's memory (vfork: the caller

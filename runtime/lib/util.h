@@ -96,6 +96,8 @@ ssize_t lc_read_all(int fd, void *buf, size_t len);
  * before) and return a signalfd that reads them, -1 when none can be
  * made (they stay blocked: put *old back either way). */
 int lc_signals_to_fd(const int *sigs, size_t n, sigset_t *old);
+/* Is the calling process single-threaded (raw clone3 is safe)? */
+bool lc_single_threaded(void);
 /* Fork a grandchild that outlives the caller (init reaps it): stdio on
  * /dev/null, every other fd closed but the n in keep, a session of its
  * own, no signal blocked.  0 in the grandchild, 1 in the caller (the middle process already

@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "json.h"
 #include "oci.h"
-#include "sandbox_priv.h"
 #include "util.h"
 
 #define BAD(...) lc_error_set(err, LC_EXIT_INVALID, 0, __VA_ARGS__)

@@ -18,6 +18,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cgroup.h"
+#include "console.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "oci.h"

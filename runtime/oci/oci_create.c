@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "lifecycle.h"
 #include "oci.h"
 #include "util.h"

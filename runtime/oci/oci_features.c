@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "caps.h"
 #include "oci.h"
-#include "sandbox_priv.h"
 #include "util.h"
 
 static json_t *strs(const char *const *v)

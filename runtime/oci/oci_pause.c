@@ -1,8 +1,8 @@
 /* oci_pause.c — lcrun-oci pause ID / resume ID (cgroup.freeze). */
 #include <string.h>
 
+#include "cgroup.h"
 #include "oci.h"
-#include "sandbox_priv.h"
 
 static int freeze(int argc, char **argv, bool frozen)
 {

@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostimage.h"
 #include "lcrun.h"
-#include "sandbox_priv.h"
 #include "util.h"
 
 static char tmpdir[] = "/tmp/lcrun-test-hostimage.XXXXXX";

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lifecycle.h"
+#include "state.h"
 #include "util.h"
 
 static char tmpdir[] = "/tmp/lcrun-unit-XXXXXX";

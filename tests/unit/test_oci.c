@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "oci.h"
-#include "sandbox_priv.h"
 #include "util.h"
 
 static char bundle[] = "/tmp/lcrun-oci-unit-XXXXXX";

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox_priv.h"
+#include "idmap.h"
 #include "util.h"
 
 START_TEST(test_parse_size)

@@ -24,8 +24,8 @@
 #include "lcd.h"
 #include "pool.h"
 #include "runner.h"
-#include "sandbox_priv.h"
 #include "sandboxes.h"
+#include "state.h"
 #include "util.h"
 
 #define POOL_SIZE_MAX 64
