@@ -171,6 +171,28 @@ others_in() { # SB DIR NAME…
 	"$LCCTL" sandbox exec "$sb" -- ls -A "$dir" | grep -vxF "$(printf '%s\n' "$@")" || true
 }
 
+# CMD… uploads a body it reads from standard input: 3 MB of the 8 MB it
+# announced are sent, then the client is killed.
+cut_upload() {
+	mkfifo "$F/body"
+	"$@" <"$F/body" >"$F/curl.out" 2>&1 &
+	local cpid=$!
+	exec 7>"$F/body"
+	head -c 3000000 /dev/urandom >&7
+	sleep 1
+	kill "$cpid"
+	exec 7>&-
+	wait "$cpid" || true
+	rm -f "$F/body"
+}
+
+temp_gone() { # SB DIR NAME: wait (5 s at most) until DIR holds nothing but NAME's own file
+	for _ in $(seq 50); do
+		[ -z "$(others_in "$1" "$2" "$3")" ] && return 0
+		sleep 0.1
+	done
+}
+
 @test "faults: lcd: upload: lcd-upload-writing (what was there stays whole, no temporary is left)" {
 	with_sandbox lcd-upload-writing
 	"$LCCTL" sandbox exec "$SB" -- sh -c 'echo old >/root/up'
@@ -203,21 +225,10 @@ others_in() { # SB DIR NAME…
 	start_lcd
 	SB=$("$LCCTL" sandbox create)
 	"$LCCTL" sandbox exec "$SB" -- sh -c 'echo old >/root/up'
-	mkfifo "$F/body"
-	curl -s --unix-socket "$LCD_SOCKET" -T - -H 'Content-Length: 8000000' \
-		"http://lcd/v1/sandboxes/$SB/files?path=/root/up" <"$F/body" >"$F/curl.out" 2>&1 &
-	local cpid=$!
-	exec 7>"$F/body"
-	head -c 3000000 /dev/urandom >&7
-	sleep 1
-	kill "$cpid"
-	exec 7>&-
-	wait "$cpid" || true
+	cut_upload curl -s --unix-socket "$LCD_SOCKET" -T - -H 'Content-Length: 8000000' \
+		"http://lcd/v1/sandboxes/$SB/files?path=/root/up"
 	# (lcd sees the connection end and drops the upload)
-	for _ in $(seq 50); do
-		[ -z "$(others_in "$SB" /root up)" ] && break
-		sleep 0.1
-	done
+	temp_gone "$SB" /root up
 	[ "$("$LCCTL" sandbox exec "$SB" -- cat /root/up)" = old ]
 	[ -z "$(others_in "$SB" /root up)" ]
 	# and the next upload replaces it whole, with the mode asked for
@@ -240,20 +251,9 @@ others_in() { # SB DIR NAME…
 	id=$(echo "$sb" | jq -r .sandboxID)
 	local h=(-H "E2b-Sandbox-Id: $id" -H "E2b-Sandbox-Port: 49983" -H "X-Access-Token: $(echo "$sb" | jq -r .envdAccessToken)")
 	"$LCCTL" sandbox exec "$id" -- sh -c 'echo old >/tmp/up'
-	mkfifo "$F/body"
-	ip netns exec "$NS" curl -s "${h[@]}" -X POST -T - -H 'Content-Type: application/octet-stream' \
-		-H 'Content-Length: 8000000' "$url/files?path=/tmp/up" <"$F/body" >"$F/curl.out" 2>&1 &
-	local cpid=$!
-	exec 7>"$F/body"
-	head -c 3000000 /dev/urandom >&7
-	sleep 1
-	kill "$cpid"
-	exec 7>&-
-	wait "$cpid" || true
-	for _ in $(seq 50); do
-		[ -z "$(others_in "$id" /tmp up)" ] && break
-		sleep 0.1
-	done
+	cut_upload ip netns exec "$NS" curl -s "${h[@]}" -X POST -T - -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Length: 8000000' "$url/files?path=/tmp/up"
+	temp_gone "$id" /tmp up
 	[ "$("$LCCTL" sandbox exec "$id" -- cat /tmp/up)" = old ]
 	[ -z "$(others_in "$id" /tmp up)" ]
 	# a whole one replaces it, as a multipart upload does
