@@ -22,7 +22,7 @@
 #include "firewall.h"
 #include "json.h"
 #include "netlibs.h"
-#include "net.h"
+#include "netspec.h"
 #include "netpool.h"
 #include "util.h"
 

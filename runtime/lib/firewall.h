@@ -47,4 +47,12 @@ int lc_fw_list_ids(char ***ids, lc_error_t **err);
 /* Packets dropped by the sandbox's counted drop rules; -1 if unknown. */
 long long lc_fw_dropped(const char *id);
 
+/* Whether rule r opens public addresses only: none of the ranges --net
+ * open always drops (private, loopback, link-local and metadata, carrier
+ * NAT, multicast, reserved; unique-local, IPv4-mapped), none of the
+ * sandboxes' address pools, no address of the host's own interfaces.
+ * Else false and *why names what it reaches.  For allow lists a caller
+ * less trusted than the operator gives (lcd's tasks). */
+bool lc_net_rule_public(const lc_net_rule_t *r, const char **why);
+
 #endif

@@ -1,5 +1,5 @@
-/* net.h — a sandbox's network: parsing of --allow/--add-host, named
- * policies, the veth pair with its addresses and routes, the per-sandbox
+/* net.h — a sandbox's network: (its description and named policies are
+ * netspec.h's) the veth pair with its addresses and routes, the per-sandbox
  * firewall and the address pool.
  *
  * The sandbox's network namespace belongs to the host's user namespace, so
@@ -11,41 +11,7 @@
 #include <jansson.h>
 
 #include "lcrun.h"
-
-/* "CIDR[:PORT[,PORT...]]", IPv6 as "[2001:db8::/32]:443" or bare
- * "2001:db8::/32"; an address without a prefix is a single host.
- * Bad input: LC_EXIT_USAGE. */
-int lc_net_parse_allow(const char *arg, lc_net_rule_t *out, lc_error_t **err);
-/* "NAME:IP" (IP v4 or v6, optionally in brackets).  out->name/ip are
- * allocated; free them (or the spec) after use. */
-int lc_net_parse_host(const char *arg, lc_host_entry_t *out, lc_error_t **err);
-/* Parse one --allow / --add-host value and append it to spec. */
-int lc_net_spec_add_allow(lc_net_spec_t *spec, const char *arg, lc_error_t **err);
-int lc_net_spec_add_host(lc_net_spec_t *spec, const char *arg, lc_error_t **err);
-/* Parse "none", "allow" or "open". */
-int lc_net_parse_mode(const char *arg, lc_net_mode_t *out, lc_error_t **err);
-const char *lc_net_mode_name(lc_net_mode_t mode);
-/* Format a rule as --allow takes it (buf of at least 256 bytes). */
-void lc_net_rule_format(const lc_net_rule_t *r, char *buf, size_t len);
-
-/* Load a named policy (site file in $LCRUN_ETC_DIR/policies/net/ first, then
- * lc_policy_dir()/net/) or a path, and merge it into spec: the policy's mode
- * applies when spec->mode is LC_NET_NONE, its rules are added to spec's,
- * its hosts are added unless spec names them already, its dns applies when
- * spec has none.  Unknown name: LC_EXIT_UNKNOWN; bad content:
- * LC_EXIT_INVALID with the JSON path of the bad field. */
-int lc_net_policy_load(const char *name_or_path, lc_net_spec_t *spec, lc_error_t **err);
-/* Validate a policy document (exposed for tests and `lcrun` checks); fills
- * spec from it (spec must be zeroed). */
-int lc_net_policy_from_json(json_t *doc, const char *source, lc_net_spec_t *spec, lc_error_t **err);
-
-/* Whether rule r opens public addresses only: none of the ranges --net
- * open always drops (private, loopback, link-local and metadata, carrier
- * NAT, multicast, reserved; unique-local, IPv4-mapped), none of the
- * sandboxes' address pools, no address of the host's own interfaces.
- * Else false and *why names what it reaches.  For allow lists a caller
- * less trusted than the operator gives (lcd's tasks). */
-bool lc_net_rule_public(const lc_net_rule_t *r, const char **why);
+#include "netspec.h"
 
 /* Check before anything starts: rules and hosts well-formed, and for a mode
  * other than none that the caller is root and the host has nftables. */
@@ -118,10 +84,6 @@ int lc_net_gc(bool (*is_live)(const char *id, void *ud), void *ud, lc_error_t **
 /* {"mode", "address", "address6", "gateway", "gateway6", "veth",
  * "policy"} from the lease, or NULL when the sandbox has none. */
 json_t *lc_net_describe(const char *id);
-/* Frees the contents of spec and zeroes it. */
-void lc_net_spec_clear(lc_net_spec_t *spec);
 
-/* Directory of site configuration: $LCRUN_ETC_DIR or /etc/lcrun. */
-const char *lc_net_etc_dir(void);
 
 #endif

@@ -83,4 +83,7 @@ int lc_cidr_parse(const char *s, int *family, unsigned char addr[16], int *prefi
 		  char *why, size_t whylen);
 bool lc_is_sandbox_id(const char *s);
 
+/* Directory of site configuration: $LCRUN_ETC_DIR or /etc/lcrun. */
+const char *lc_net_etc_dir(void);
+
 #endif

@@ -3,7 +3,8 @@
 
 #include "grant.h"
 #include "json.h"
-#include "net.h"
+#include "firewall.h"
+#include "netspec.h"
 #include "util.h"
 
 static bool listed(char *const *list, const char *s)

@@ -10,7 +10,7 @@
 #include "json.h"
 #include "ledger.h"
 #include "lcrun.h"
-#include "net.h"
+#include "netpool.h"
 #include "util.h"
 
 #define MODEL_NAME_MAX 200
