@@ -23,7 +23,7 @@
 #include "image.h"
 #include "json.h"
 #include "lcrun.h"
-#include "lifecycle.h"
+#include "state.h"
 #include "util.h"
 
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"

@@ -50,166 +50,6 @@
 #include "trash.h"
 #include "util.h"
 
-/* ---- processes and state ----------------------------------------------- */
-
-/* Start time (0: no such process, or a dead one not reaped yet) and
- * resident pages (rss, if not NULL) of a process, from one read of its
- * /proc/PID/stat. */
-static unsigned long long proc_stat(pid_t pid, long long *rss)
-{
-	if (pid <= 0)
-		return 0;
-	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *big = NULL;
-	char *s = buf;
-	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true);
-	if (n <= 0)
-		return 0;
-	if ((size_t)n + 1 >= sizeof(buf)) { /* longer than any seen: read it whole */
-		if (lc_read_file(path, &big, NULL, NULL) < 0)
-			return 0;
-		s = big;
-	}
-	char *p = strrchr(s, ')'); /* comm may hold spaces */
-	if (!p)
-		return 0;
-	/* after ")": state(3) ppid(4) ... starttime(22) vsize(23) rss(24) */
-	unsigned long long v = 0;
-	int field = 2;
-	char *save = NULL;
-	for (char *t = strtok_r(p + 1, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-		if (++field == 3 && (t[0] == 'Z' || t[0] == 'X'))
-			return 0; /* dead, only not reaped yet */
-		if (field == 22) {
-			v = strtoull(t, NULL, 10);
-			if (!rss)
-				break;
-		}
-		if (field == 24) {
-			*rss = strtoll(t, NULL, 10);
-			break;
-		}
-	}
-	return v;
-}
-
-unsigned long long lc_proc_starttime(pid_t pid)
-{
-	return proc_stat(pid, NULL);
-}
-
-bool lc_proc_is(pid_t pid, unsigned long long start, const char *id)
-{
-	if (pid <= 0)
-		return false;
-	unsigned long long now = lc_proc_starttime(pid);
-	if (!now)
-		return false;
-	if (start)
-		return now == start;
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
-	_cleanup_free_ char *cg = NULL;
-	if (lc_read_file(path, &cg, NULL, NULL) < 0)
-		return false;
-	/* Without a cgroup v2 there is nothing to compare: assume it is. */
-	return strstr(cg, id) != NULL || !lc_cgroup_root(NULL);
-}
-
-static long long jint(json_t *st, const char *k)
-{
-	return (long long)json_integer_value(json_object_get(st, k));
-}
-
-bool lc_state_pid1_alive(json_t *st, const char *id)
-{
-	return lc_proc_is((pid_t)jint(st, "pid"), (unsigned long long)jint(st, "pid_start"), id);
-}
-
-bool lc_state_monitor_alive(json_t *st, const char *id)
-{
-	pid_t m = (pid_t)jint(st, "monitor_pid");
-	return m > 0 && lc_proc_is(m, (unsigned long long)jint(st, "monitor_start"), id);
-}
-
-/* The process that started the sandbox (lcrun run, or the monitor) is
- * alive: its pid exists and it started before the sandbox did. */
-bool lc_state_creator_alive(json_t *st)
-{
-	unsigned long long start = lc_proc_starttime((pid_t)jint(st, "lcrun_pid"));
-	if (!start)
-		return false;
-	static long long boot_ms = -1;
-	if (boot_ms < 0) {
-		_cleanup_free_ char *s = NULL;
-		char *p;
-		boot_ms = 0;
-		if (lc_read_file("/proc/stat", &s, NULL, NULL) == 0 && (p = strstr(s, "\nbtime ")))
-			boot_ms = strtoll(p + 7, NULL, 10) * 1000;
-	}
-	long long started_ms = boot_ms + (long long)(start * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
-	return started_ms <= jint(st, "created") + 2000;
-}
-
-const char *lc_state_status(json_t *st, const char *id)
-{
-	const char *s = lc_json_str(st, "status");
-	if (!s)
-		return "unknown";
-	if (!strcmp(s, "running") || !strcmp(s, "paused") || !strcmp(s, "creating")) {
-		if (lc_state_pid1_alive(st, id))
-			return s;
-		if (lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
-			return !strcmp(s, "creating") ? s : "stopping";
-		return "dead";
-	}
-	return s;
-}
-
-int lc_state_pid1_pidfd(json_t *st, const char *id, lc_error_t **err)
-{
-	pid_t pid = (pid_t)jint(st, "pid");
-	int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	if (fd >= 0 && lc_state_pid1_alive(st, id)) {
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-		return fd;
-	}
-	if (fd >= 0)
-		close(fd);
-	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is not running", id);
-}
-
-int lc_state_lock(const char *id, int wait_ms, lc_error_t **err)
-{
-	_cleanup_free_ char *dir = lc_state_dir(id);
-	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id);
-	long long deadline = lc_now_ms() + wait_ms;
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot lock %s", dir);
-		if (lc_now_ms() >= deadline)
-			return lc_error_set(err, LC_EXIT_BUSY, 0,
-					    "sandbox %s is busy: another lcrun command is changing it", id);
-		usleep(10000);
-	}
-	struct stat sb;
-	if (fstatat(fd, "state.json", &sb, 0) < 0)
-		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s (removed meanwhile)", id);
-	return lc_steal_fd(fd);
-}
-
-int lc_state_patch(const char *id, json_t *patch, lc_error_t **err)
-{
-	_cleanup_json_ json_t *st = lc_state_read(id, err);
-	if (!st)
-		return -1;
-	json_object_update(st, patch);
-	return lc_state_write(id, st, err);
-}
-
 static int patch_status(const char *id, const char *status, lc_error_t **err)
 {
 	_cleanup_json_ json_t *p = json_pack("{s:s}", "status", status);
@@ -308,8 +148,8 @@ static void monitor_reload(monitor_t *m, long long *last_busy)
 	_cleanup_json_ json_t *st = lc_state_read(m->c.id, NULL);
 	if (!st)
 		return;
-	m->idle_timeout = (int)jint(st, "idle_timeout");
-	m->expires_ms = jint(st, "expires") > 0 ? jint(st, "expires") : 0;
+	m->idle_timeout = (int)lc_json_int(st, "idle_timeout");
+	m->expires_ms = lc_json_int(st, "expires") > 0 ? lc_json_int(st, "expires") : 0;
 	if (last_busy)
 		*last_busy = lc_now_ms();
 }
@@ -369,7 +209,7 @@ static pid_t spawn_ttl_timer(monitor_t *m)
 	if (lock < 0)
 		_exit(0);
 	_cleanup_json_ json_t *st = lc_state_read(m->c.id, NULL);
-	if (st && jint(st, "monitor_pid") == getpid())
+	if (st && lc_json_int(st, "monitor_pid") == getpid())
 		lc_sandbox_purge(m->c.id, st);
 	_exit(0);
 }
@@ -649,7 +489,7 @@ static int hold(const char *id_or_name, held_t *h, lc_error_t **err)
 /* Signal the monitor (or ttl timer) and wait for it to exit. */
 static int tell_monitor(json_t *st, const char *id, int sig, lc_error_t **err)
 {
-	pid_t m = (pid_t)jint(st, "monitor_pid");
+	pid_t m = (pid_t)lc_json_int(st, "monitor_pid");
 	_cleanup_close_ int pfd = m > 0 ? (int)syscall(SYS_pidfd_open, m, 0) : -1;
 	if (pfd < 0 || !lc_state_monitor_alive(st, id))
 		return 0;
@@ -723,7 +563,7 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 	}
 	/* Its disk is what it was made with: a claim cannot change it. */
 	const lc_limits_t *lim = &spec->limits;
-	long long disk = jint(json_object_get(json_object_get(h.st, "spec"), "limits"), "disk");
+	long long disk = lc_json_int(json_object_get(json_object_get(h.st, "spec"), "limits"), "disk");
 	if ((lim->disk > 0 ? lim->disk : 0) != disk)
 		return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s has a disk of %lld bytes, not the %lld asked for",
 				    h.id, disk, lim->disk > 0 ? lim->disk : 0);
@@ -761,7 +601,7 @@ int lc_sandbox_claim(const char *id, const lc_spec_t *spec, lc_error_t **err)
 	json_object_set_new(h.st, "expires", spec->ttl > 0 ? json_integer(now + (long long)spec->ttl * 1000) : json_null());
 	int r = lc_state_write(h.id, h.st, err);
 	if (r == 0 && (spec->ttl > 0 || spec->idle_timeout > 0)) {
-		pid_t m = (pid_t)jint(h.st, "monitor_pid");
+		pid_t m = (pid_t)lc_json_int(h.st, "monitor_pid");
 		_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, m, 0);
 		if (pfd < 0 || !lc_state_monitor_alive(h.st, h.id) || syscall(SYS_pidfd_send_signal, pfd, SIGUSR2, NULL, 0) < 0)
 			r = lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot hand its ttl to its monitor", h.id);
@@ -788,7 +628,7 @@ int lc_sandbox_set_expiry(const char *id_or_name, long long expires_ms, lc_error
 		expires_ms = 0;
 	/* The ttl, counted from "created" as a (re)start computes it, covers
 	 * the new end; a start after a stop keeps it that way. */
-	long long created = jint(h.st, "created"), ttl = 0;
+	long long created = lc_json_int(h.st, "created"), ttl = 0;
 	if (expires_ms > 0) {
 		ttl = (expires_ms - created + 999) / 1000;
 		if (ttl < 1)
@@ -802,7 +642,7 @@ int lc_sandbox_set_expiry(const char *id_or_name, long long expires_ms, lc_error
 	json_object_set_new(h.st, "expires", expires_ms > 0 ? json_integer(expires_ms) : json_null());
 	if (lc_state_write(h.id, h.st, err) < 0)
 		return -1;
-	pid_t m = (pid_t)jint(h.st, "monitor_pid");
+	pid_t m = (pid_t)lc_json_int(h.st, "monitor_pid");
 	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, m, 0);
 	if (pfd < 0 || !lc_state_monitor_alive(h.st, h.id) || syscall(SYS_pidfd_send_signal, pfd, SIGUSR2, NULL, 0) < 0)
 		return lc_error_set(err, LC_EXIT_RUNTIME, errno, "sandbox %s: cannot hand its new ttl to its monitor", h.id);
@@ -829,7 +669,7 @@ int lc_sandbox_start(const char *id_or_name, lc_error_t **err)
 	lc_strv_free(spec->argv);
 	spec->argv = NULL;
 	char got[LC_ID_LEN + 1];
-	int r = spawn_monitor(spec, true, jint(st, "created"), got, err);
+	int r = spawn_monitor(spec, true, lc_json_int(st, "created"), got, err);
 	lc_spec_free(spec);
 	return r < 0 ? lc_error_wrap(err, "cannot start sandbox %s", id) : 0;
 }
@@ -938,11 +778,11 @@ json_t *lc_sandbox_info(const char *id, json_t *st)
 	 * read once: the start time that says it is alive, and its resident
 	 * memory for the sum below. */
 	const char *status = lc_json_str(st, "status");
-	pid_t pid1 = (pid_t)jint(st, "pid");
-	unsigned long long pid1_start = (unsigned long long)jint(st, "pid_start");
+	pid_t pid1 = (pid_t)lc_json_int(st, "pid");
+	unsigned long long pid1_start = (unsigned long long)lc_json_int(st, "pid_start");
 	long long pid1_rss = -1;
 	bool alive = status && pid1_start && (!strcmp(status, "running") || !strcmp(status, "paused")) &&
-		     proc_stat(pid1, &pid1_rss) == pid1_start;
+		     lc_proc_stat(pid1, &pid1_rss) == pid1_start;
 	if (!alive) {
 		status = lc_state_status(st, id);
 		pid1_rss = -1;
@@ -952,7 +792,7 @@ json_t *lc_sandbox_info(const char *id, json_t *st)
 	bool live = !strcmp(status, "running") || !strcmp(status, "paused");
 	json_t *j = json_pack("{s:s, s:o, s:s, s:s, s:I, s:s}", "id", id,
 			      "name", json_deep_copy(json_object_get(st, "name") ? json_object_get(st, "name") : json_null()),
-			      "image", image, "state", status, "created", (json_int_t)jint(st, "created"),
+			      "image", image, "state", status, "created", (json_int_t)lc_json_int(st, "created"),
 			      "net", lc_json_str(st, "net") ?: "none");
 	long long cpu = live && cg ? lc_cgroup_read_key(cg, "cpu.stat", "usage_usec") : -1;
 	long long mem = live && cg ? memory_in_use(cg, pid1, pid1_rss) : -1;
@@ -1048,7 +888,7 @@ int lc_sandbox_netns(const char *id_or_name, lc_error_t **err)
 	if (pidfd < 0)
 		return -1;
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)jint(st, "pid"));
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)lc_json_int(st, "pid"));
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	/* pid 1 still the same process after the open: the namespace is its */
 	struct pollfd p = { pidfd, POLLIN, 0 };

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "json.h"
 #include "paths.h"
 #include "state.h"
@@ -172,4 +175,159 @@ json_t *lc_state_open(const char *id_or_name, char **id, lc_error_t **err)
 	if (lc_state_resolve(id_or_name, id, err) < 0)
 		return NULL;
 	return lc_state_read(*id, err);
+}
+
+/* ---- processes and state ----------------------------------------------- */
+
+/* Start time (0: no such process, or a dead one not reaped yet) and
+ * resident pages (rss, if not NULL) of a process, from one read of its
+ * /proc/PID/stat. */
+unsigned long long lc_proc_stat(pid_t pid, long long *rss)
+{
+	if (pid <= 0)
+		return 0;
+	char path[64], buf[2048];
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	_cleanup_free_ char *big = NULL;
+	char *s = buf;
+	ssize_t n = lc_read_small(AT_FDCWD, path, buf, sizeof(buf), true);
+	if (n <= 0)
+		return 0;
+	if ((size_t)n + 1 >= sizeof(buf)) { /* longer than any seen: read it whole */
+		if (lc_read_file(path, &big, NULL, NULL) < 0)
+			return 0;
+		s = big;
+	}
+	char *p = strrchr(s, ')'); /* comm may hold spaces */
+	if (!p)
+		return 0;
+	/* after ")": state(3) ppid(4) ... starttime(22) vsize(23) rss(24) */
+	unsigned long long v = 0;
+	int field = 2;
+	char *save = NULL;
+	for (char *t = strtok_r(p + 1, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (++field == 3 && (t[0] == 'Z' || t[0] == 'X'))
+			return 0; /* dead, only not reaped yet */
+		if (field == 22) {
+			v = strtoull(t, NULL, 10);
+			if (!rss)
+				break;
+		}
+		if (field == 24) {
+			*rss = strtoll(t, NULL, 10);
+			break;
+		}
+	}
+	return v;
+}
+
+unsigned long long lc_proc_starttime(pid_t pid)
+{
+	return lc_proc_stat(pid, NULL);
+}
+
+bool lc_proc_is(pid_t pid, unsigned long long start, const char *id)
+{
+	if (pid <= 0)
+		return false;
+	unsigned long long now = lc_proc_starttime(pid);
+	if (!now)
+		return false;
+	if (start)
+		return now == start;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	_cleanup_free_ char *cg = NULL;
+	if (lc_read_file(path, &cg, NULL, NULL) < 0)
+		return false;
+	/* Without a cgroup v2 there is nothing to compare: assume it is. */
+	return strstr(cg, id) != NULL || !lc_cgroup_root(NULL);
+}
+
+bool lc_state_pid1_alive(json_t *st, const char *id)
+{
+	return lc_proc_is((pid_t)lc_json_int(st, "pid"), (unsigned long long)lc_json_int(st, "pid_start"), id);
+}
+
+bool lc_state_monitor_alive(json_t *st, const char *id)
+{
+	pid_t m = (pid_t)lc_json_int(st, "monitor_pid");
+	return m > 0 && lc_proc_is(m, (unsigned long long)lc_json_int(st, "monitor_start"), id);
+}
+
+/* The process that started the sandbox (lcrun run, or the monitor) is
+ * alive: its pid exists and it started before the sandbox did. */
+bool lc_state_creator_alive(json_t *st)
+{
+	unsigned long long start = lc_proc_starttime((pid_t)lc_json_int(st, "lcrun_pid"));
+	if (!start)
+		return false;
+	static long long boot_ms = -1;
+	if (boot_ms < 0) {
+		_cleanup_free_ char *s = NULL;
+		char *p;
+		boot_ms = 0;
+		if (lc_read_file("/proc/stat", &s, NULL, NULL) == 0 && (p = strstr(s, "\nbtime ")))
+			boot_ms = strtoll(p + 7, NULL, 10) * 1000;
+	}
+	long long started_ms = boot_ms + (long long)(start * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+	return started_ms <= lc_json_int(st, "created") + 2000;
+}
+
+const char *lc_state_status(json_t *st, const char *id)
+{
+	const char *s = lc_json_str(st, "status");
+	if (!s)
+		return "unknown";
+	if (!strcmp(s, "running") || !strcmp(s, "paused") || !strcmp(s, "creating")) {
+		if (lc_state_pid1_alive(st, id))
+			return s;
+		if (lc_state_monitor_alive(st, id) || lc_state_creator_alive(st))
+			return !strcmp(s, "creating") ? s : "stopping";
+		return "dead";
+	}
+	return s;
+}
+
+int lc_state_pid1_pidfd(json_t *st, const char *id, lc_error_t **err)
+{
+	pid_t pid = (pid_t)lc_json_int(st, "pid");
+	int fd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	if (fd >= 0 && lc_state_pid1_alive(st, id)) {
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return lc_error_set(err, LC_EXIT_STATE, 0, "sandbox %s is not running", id);
+}
+
+int lc_state_lock(const char *id, int wait_ms, lc_error_t **err)
+{
+	_cleanup_free_ char *dir = lc_state_dir(id);
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s", id);
+	long long deadline = lc_now_ms() + wait_ms;
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot lock %s", dir);
+		if (lc_now_ms() >= deadline)
+			return lc_error_set(err, LC_EXIT_BUSY, 0,
+					    "sandbox %s is busy: another lcrun command is changing it", id);
+		usleep(10000);
+	}
+	struct stat sb;
+	if (fstatat(fd, "state.json", &sb, 0) < 0)
+		return lc_error_set(err, LC_EXIT_UNKNOWN, 0, "no such sandbox: %s (removed meanwhile)", id);
+	return lc_steal_fd(fd);
+}
+
+int lc_state_patch(const char *id, json_t *patch, lc_error_t **err)
+{
+	_cleanup_json_ json_t *st = lc_state_read(id, err);
+	if (!st)
+		return -1;
+	json_object_update(st, patch);
+	return lc_state_write(id, st, err);
 }

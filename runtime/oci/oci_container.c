@@ -21,8 +21,8 @@
 #include "cgroup.h"
 #include "console.h"
 #include "json.h"
-#include "lifecycle.h"
 #include "oci.h"
+#include "state.h"
 #include "util.h"
 
 bool oci_id_valid(const char *id)

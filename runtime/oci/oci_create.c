@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "cgroup.h"
-#include "lifecycle.h"
 #include "oci.h"
+#include "state.h"
 #include "util.h"
 
 static char *rfc3339_now(void)
