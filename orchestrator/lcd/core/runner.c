@@ -32,6 +32,7 @@
  * every request after it until the runner has read what was queued. */
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -294,8 +295,61 @@ static _Noreturn void file_child(int ch, int kind, json_t *j)
 	_exit(0);
 }
 
+/* An upload's file, made in the sandbox (this process joined it) under a
+ * temporary name beside path's file: ".NAME.upload-XXXXXX", the sandbox
+ * user's, with the mode asked for.  A symlink at path is followed (in the
+ * sandbox's root) as a write in place would: *target is where the file
+ * goes at the end. */
+static int upload_temp(const char *path, mode_t mode, const lc_spec_t *spec, char **target, char **tmp,
+		       lc_error_t **err)
+{
+	struct stat st;
+	char *t = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		if (!(t = realpath(path, NULL)))
+			return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno,
+					    "%s: a symlink to nothing that can be written", path);
+	} else {
+		t = strdup(path);
+	}
+	if (stat(t, &st) == 0 && (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode))) {
+		lc_error_set(err, S_ISDIR(st.st_mode) ? LC_EXIT_USAGE : LC_EXIT_INVALID, 0,
+			     S_ISDIR(st.st_mode) ? "%s is a directory" : "%s is not a regular file", path);
+		free(t);
+		return -1;
+	}
+	_cleanup_free_ char *d = strdup(t), *b = strdup(t);
+	/* (a name of NAME_MAX bytes leaves no room for the rest: its start) */
+	char *name = lc_strdup_printf("%s/.%.200s.upload-XXXXXX", dirname(d), basename(b));
+	int fd = mkostemp(name, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno, code = LC_EXIT_RUNTIME;
+		if (e == ENOENT || e == ENOTDIR)
+			code = LC_EXIT_NOENT;
+		else if (e == EACCES || e == EPERM || e == EROFS)
+			code = LC_EXIT_PERM;
+		lc_error_set(err, code, e, "%s", path);
+		free(name);
+		free(t);
+		return -1;
+	}
+	/* the owner first: a chown clears the setuid and setgid bits */
+	if (fchown(fd, spec->uid, spec->gid) < 0 || fchmod(fd, mode & 07777) < 0) {
+		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u with mode %04o", path,
+			     (unsigned)spec->uid, (unsigned)(mode & 07777));
+		unlink(name);
+		close(fd);
+		free(name);
+		free(t);
+		return -1;
+	}
+	*target = t;
+	*tmp = name;
+	return fd;
+}
+
 /* An upload (OPEN for writing): the file is written under a temporary
- * name (lcd_sbfs_temp_beside) and put in place only when lcd's word says the body
+ * name (upload_temp) and put in place only when lcd's word says the body
  * came whole ('F'): synced, then renamed over path, so that a reader (or
  * a crash) sees the old file or the new one, never a part.  Any other
  * word, or none (lcd gone: this process does not die with the runner, to
@@ -314,8 +368,8 @@ static _Noreturn void upload_child(int ch, json_t *j)
 	if (!id || !path)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (lc_sandbox_join_here(id, &spec, &err) == 0 &&
-		 (fd = lcd_sbfs_temp_beside(path, (mode_t)json_integer_value(json_object_get(j, "mode")), spec->uid,
-					    spec->gid, &target, &tmp, &err)) < 0)
+		 (fd = upload_temp(path, (mode_t)json_integer_value(json_object_get(j, "mode")), spec, &target, &tmp,
+				   &err)) < 0)
 		lc_error_wrap(&err, "in sandbox %s", id);
 	lc_spec_free(spec);
 	if (fd >= 0)
@@ -328,10 +382,13 @@ static _Noreturn void upload_child(int ch, json_t *j)
 		;
 	struct answer end = { .ran = 0, .exit_code = LC_EXIT_RUNTIME };
 	err = NULL;
-	if (lcd_sbfs_put_in_place(fd, tmp, target, how == 'F', &err) < 0) {
-		end.ran = -1;
-		lc_error_wrap(&err, "in sandbox %s", id);
-	}
+	if (how == 'F' && fsync(fd) < 0)
+		end.ran = lc_error_set(&err, LC_EXIT_RUNTIME, errno, "writing %s in sandbox %s", path, id);
+	else if (how == 'F' && rename(tmp, target) < 0)
+		end.ran = lc_error_set(&err, LC_EXIT_RUNTIME, errno, "cannot put %s in place in sandbox %s", path, id);
+	if (how != 'F' || end.ran < 0)
+		unlink(tmp);
+	close(fd);
 	answer(ch, &end, err, -1);
 	_exit(0);
 }
@@ -348,16 +405,11 @@ static _Noreturn void fs_child(int ch, int kind, json_t *j)
 	json_t *out = NULL;
 	int fd = -1;
 	const char *id = lc_json_str(j, "id");
-	/* a write's file is put in place on lcd's word (upload_child) */
-	bool write = kind == FS && !strcmp(lc_json_str(j, "op") ? lc_json_str(j, "op") : "", "write");
-	if (write)
-		prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
 	if (!id)
 		lc_error_set(&err, LC_EXIT_RUNTIME, 0, "the runner could not read its request");
 	else if (lc_sandbox_join_here(id, &spec, &err) == 0)
 		a.ran = kind == WATCH ? lcd_sbfs_watch_start(j, spec, &fd, &err) : lcd_sbfs_op(j, spec, &out, &fd, &err);
 	bool ok = a.ran == 0;
-	int mine = ok && write && fd >= 0 ? dup(fd) : -1;
 	answer(ch, &a, err, kind == WATCH ? -1 : fd);
 	if (ok && kind == WATCH)
 		lcd_sbfs_watch_run(fd, ch, j); /* until lcd hangs up */
@@ -367,16 +419,6 @@ static _Noreturn void fs_child(int ch, int kind, json_t *j)
 		if (lc_write_all(ch, &len, sizeof(len)) == 0 && len)
 			(void)lc_write_all(ch, text, len);
 		free(text);
-	}
-	if (mine >= 0) {
-		char how = 0;
-		while (read(ch, &how, 1) < 0 && errno == EINTR)
-			;
-		struct answer end = { .ran = 0, .exit_code = LC_EXIT_RUNTIME };
-		err = NULL;
-		if (lcd_sbfs_write_end(mine, how == 'F', &err) < 0)
-			end.ran = -1;
-		answer(ch, &end, err, -1);
 	}
 	_exit(0);
 }
@@ -886,7 +928,7 @@ static int fs_ask(lcd_t *lcd, int kind, json_t *j, int *ch, lc_error_t **err)
 	return 0;
 }
 
-static int fs_call(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, int *keep, lc_error_t **err)
+int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err)
 {
 	*out = NULL;
 	if (fd)
@@ -901,44 +943,16 @@ static int fs_call(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd
 	if (rc == 0 && (read_full(ch, &len, sizeof(len)) < 0 || len > SPEC_MAX || !(text = lc_xmalloc0((size_t)len + 1)) ||
 			read_full(ch, text, len) < 0))
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation ended without a result", id);
-	if (keep && rc == 0)
-		*keep = ch;
-	else
-		close(ch);
+	close(ch);
 	if (rc == 0 && !(*out = json_loads(text, JSON_DECODE_ANY, NULL)))
 		rc = lc_error_set(err, LC_EXIT_RUNTIME, 0, "sandbox %s: the file operation's result is not JSON", id);
 	free(text);
-	if (rc < 0 && keep && *keep >= 0) {
-		close(*keep);
-		*keep = -1;
-	}
 	if (rc < 0 || !fd) {
 		if (got >= 0)
 			close(got);
 		return rc < 0 ? -1 : 0;
 	}
 	*fd = got;
-	return 0;
-}
-
-int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err)
-{
-	/* (a write's file would be removed: it needs lcd_runner_fs_write) */
-	if (!strcmp(lc_json_str(op, "op") ? lc_json_str(op, "op") : "", "write"))
-		return lc_error_set(err, LC_EXIT_RUNTIME, EINVAL, "a file's write goes through lcd_runner_fs_write");
-	return fs_call(lcd, id, op, out, fd, NULL, err);
-}
-
-int lcd_runner_fs_write(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lcd_tar_t **job,
-			lc_error_t **err)
-{
-	int ch = -1;
-	*job = NULL;
-	if (fs_call(lcd, id, op, out, fd, &ch, err) < 0)
-		return -1;
-	lcd_tar_t *t = lc_xmalloc0(sizeof(*t));
-	t->ch = ch;
-	*job = t;
 	return 0;
 }
 

@@ -39,15 +39,9 @@ int lcd_runner_upload_start(lcd_t *lcd, const char *id, const char *path, mode_t
 			    lc_error_t **err);
 /* An operation on a sandbox's files (sbfs.h says which: op's "op"), in a
  * child of the runner that joins the sandbox for it; its result in *out,
- * the file of "read" in *fd (NULL: closed; a "write" goes through
- * lcd_runner_fs_write).  Errors keep the
+ * the file of "read" and "write" in *fd (NULL: closed).  Errors keep the
  * errno that says what failed in errnum. */
 int lcd_runner_fs(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lc_error_t **err);
-/* lcd_runner_fs of a "write": its file is made beside path and put in place
- * whole by lcd_runner_tar_finish(*job, false) (abort true: removed); until
- * then path keeps what it had. */
-int lcd_runner_fs_write(lcd_t *lcd, const char *id, json_t *op, json_t **out, int *fd, lcd_tar_t **job,
-			lc_error_t **err);
 /* A watch of a directory (op: {path, recursive}), by such a child, which
  * writes its events to *fd, a JSON text a line, until lcd closes it. */
 int lcd_runner_watch(lcd_t *lcd, const char *id, json_t *op, int *fd, lc_error_t **err);

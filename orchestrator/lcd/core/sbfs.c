@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <libgen.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -386,86 +385,6 @@ static uid_t jid(json_t *op, const char *k, unsigned dflt)
 	return json_is_integer(v) ? (uid_t)json_integer_value(v) : (uid_t)dflt;
 }
 
-/* The file of this process's last "write", until lcd_sbfs_write_end. */
-static struct {
-	char *tmp, *target;
-} pending;
-
-int lcd_sbfs_temp_beside(const char *path, mode_t mode, uid_t uid, gid_t gid, char **target, char **tmp,
-			 lc_error_t **err)
-{
-	struct stat st;
-	char *t = NULL;
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-		if (!(t = realpath(path, NULL)))
-			return lc_error_set(err, errno == ENOENT ? LC_EXIT_NOENT : LC_EXIT_RUNTIME, errno,
-					    "%s: a symlink to nothing that can be written", path);
-	} else {
-		t = strdup(path);
-	}
-	if (stat(t, &st) == 0 && (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode))) {
-		lc_error_set(err, S_ISDIR(st.st_mode) ? LC_EXIT_USAGE : LC_EXIT_INVALID, 0,
-			     S_ISDIR(st.st_mode) ? "%s is a directory" : "%s is not a regular file", path);
-		free(t);
-		return -1;
-	}
-	_cleanup_free_ char *d = strdup(t), *b = strdup(t);
-	/* (a name of NAME_MAX bytes leaves no room for the rest: its start) */
-	char *name = lc_strdup_printf("%s/.%.200s.upload-XXXXXX", dirname(d), basename(b));
-	int fd = mkostemp(name, O_CLOEXEC);
-	if (fd < 0) {
-		int e = errno, code = LC_EXIT_RUNTIME;
-		if (e == ENOENT || e == ENOTDIR)
-			code = LC_EXIT_NOENT;
-		else if (e == EACCES || e == EPERM || e == EROFS)
-			code = LC_EXIT_PERM;
-		lc_error_set(err, code, e, "%s", path);
-		free(name);
-		free(t);
-		return -1;
-	}
-	/* the owner first: a chown clears the setuid and setgid bits */
-	if (fchown(fd, uid, gid) < 0 || fchmod(fd, mode & 07777) < 0) {
-		lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot give %s to uid %u with mode %04o", path, (unsigned)uid,
-			     (unsigned)(mode & 07777));
-		unlink(name);
-		close(fd);
-		free(name);
-		free(t);
-		return -1;
-	}
-	*target = t;
-	*tmp = name;
-	return fd;
-}
-
-int lcd_sbfs_put_in_place(int fd, const char *tmp, const char *target, bool whole, lc_error_t **err)
-{
-	int rc = 0;
-	if (whole && fsync(fd) < 0)
-		rc = lc_error_set(err, LC_EXIT_RUNTIME, errno, "writing %s", target);
-	else if (whole && rename(tmp, target) < 0)
-		rc = lc_error_set(err, LC_EXIT_RUNTIME, errno, "cannot put %s in place", target);
-	if (!whole || rc < 0)
-		unlink(tmp);
-	close(fd);
-	return rc;
-}
-
-int lcd_sbfs_write_end(int fd, bool whole, lc_error_t **err)
-{
-	if (!pending.tmp) {
-		close(fd);
-		return 0;
-	}
-	int rc = lcd_sbfs_put_in_place(fd, pending.tmp, pending.target, whole, err);
-	free(pending.tmp);
-	free(pending.target);
-	pending.tmp = pending.target = NULL;
-	return rc;
-}
-
-
 int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_error_t **err)
 {
 	const char *what = lc_json_str(op, "op");
@@ -544,19 +463,16 @@ int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_err
 		mode_t mode = (mode_t)jid(op, "mode", 0644) & 07777;
 		if (ensure_dirs(path, uid, gid, false, err) < 0)
 			return -1;
-		if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-			return S_ISDIR(st.st_mode) ? fail(err, EISDIR, "%s: path is a directory", path)
-						   : fail(err, EINVAL, "%s: not a regular file", path);
-		/* written beside path, put in place whole (lcd_sbfs_write_end) */
-		free(pending.tmp);
-		free(pending.target);
-		pending.tmp = pending.target = NULL;
-		int f = lcd_sbfs_temp_beside(path, mode, uid, gid, &pending.target, &pending.tmp, err);
+		int f = open_checked(path, O_WRONLY | O_CREAT | O_TRUNC, mode, &st, err);
 		if (f < 0)
 			return -1;
+		if (fchown(f, uid, gid) < 0) {
+			int en = errno;
+			close(f);
+			return fail(err, en, "cannot give %s to %u:%u: %s", path, (unsigned)uid, (unsigned)gid, strerror(en));
+		}
 		json_t *meta = json_object_get(op, "metadata");
 		if (set_metadata(f, path, meta, err) < 0) {
-			unlink(pending.tmp);
 			close(f);
 			return -1;
 		}

@@ -9,8 +9,6 @@
 #define LCD_SBFS_H
 
 #include <jansson.h>
-#include <stdbool.h>
-#include <sys/types.h>
 
 #include "lcrun.h"
 
@@ -22,9 +20,8 @@
  *   remove {path}                  -> {} (a directory with everything in it; nothing there: no error)
  *   write  {path, uid, gid, mode, metadata}
  *                                  -> {"name", "path", "metadata"} and *fd, open for writing
- *                                     (a new file beside path, its parents made, given to uid:gid,
- *                                     with the metadata object's; lcd_sbfs_write_end puts it in
- *                                     place of path whole, or removes it)
+ *                                     (created or truncated, its parents made, given to uid:gid,
+ *                                     its metadata replaced by the object metadata)
  *   read   {path}                  -> {"size"} and *fd, a regular file open for reading
  *   user   {name}                  -> {"uid", "gid", "home"} from the sandbox's /etc/passwd
  * ENTRY is {name, type: "file"|"dir"|"symlink"|"other", path, size, mode (permission bits),
@@ -33,20 +30,6 @@
  * user.e2b.* extended attributes, as envd keeps a file's metadata)}.  Errors keep
  * the errno that says what happened in err->errnum (ENOENT, EEXIST, ENOTDIR, EISDIR, …). */
 int lcd_sbfs_op(json_t *op, const lc_spec_t *spec, json_t **out, int *fd, lc_error_t **err);
-/* The end of a "write" (this process's last): whole, its file is synced
- * and renamed over path; not, it is removed.  Closes fd (a copy of the
- * write's *fd, which lcd wrote to). */
-int lcd_sbfs_write_end(int fd, bool whole, lc_error_t **err);
-
-/* A file that is to replace path whole: made under a temporary name beside
- * path's file, ".NAME.upload-XXXXXX", given to uid:gid with mode, its fd
- * returned; *target is where it goes at the end (a symlink at path is
- * followed, in the caller's root, as a write in place would be), *tmp its
- * name now.  lcd_sbfs_put_in_place then renames it over *target (whole:
- * synced first) or removes it, and closes fd. */
-int lcd_sbfs_temp_beside(const char *path, mode_t mode, uid_t uid, gid_t gid, char **target, char **tmp,
-			 lc_error_t **err);
-int lcd_sbfs_put_in_place(int fd, const char *tmp, const char *target, bool whole, lc_error_t **err);
 
 /* A watch of op {path, recursive, include_entry}: the inotify fd in *fd once path is a
  * directory being watched (with every directory below it when recursive). */

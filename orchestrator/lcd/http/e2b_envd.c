@@ -338,7 +338,6 @@ struct envd_upload {
 	char *query_path;        /* ?path= */
 	struct MHD_PostProcessor *pp;
 	int fd;                  /* the file being written */
-	lcd_tar_t *job;          /* ... which it replaces whole at its end */
 	bool part_open;
 	unsigned long long part_bytes;
 	char *part_name;         /* the part's filename */
@@ -348,20 +347,11 @@ struct envd_upload {
 	unsigned long long bytes;
 };
 
-/* The part's file put in place whole, or (abort, or a failure) removed. */
-static void upload_close_part(envd_upload_t *u, bool abort)
+static void upload_close_part(envd_upload_t *u)
 {
 	if (u->fd >= 0)
 		close(u->fd);
 	u->fd = -1;
-	if (u->job) {
-		lc_error_t *e = NULL;
-		if (lcd_runner_tar_finish(u->job, abort || u->err, &e) < 0 && !u->err)
-			u->err = e;
-		else
-			lc_error_free(e);
-		u->job = NULL;
-	}
 	u->part_open = false;
 	free(u->part_name);
 	u->part_name = NULL;
@@ -387,7 +377,7 @@ static int upload_open(envd_upload_t *u, const char *name)
 	}
 	json_object_set(op, "metadata", u->metadata);
 	_cleanup_json_ json_t *out = NULL;
-	if (lcd_runner_fs_write(u->lcd, u->id, op, &out, &u->fd, &u->job, &u->err) < 0)
+	if (lcd_runner_fs(u->lcd, u->id, op, &out, &u->fd, &u->err) < 0)
 		return -1;
 	json_t *w = json_pack("{s:O, s:s, s:O}", "name", json_object_get(out, "name"), "type", "file", "path",
 			      json_object_get(out, "path"));
@@ -436,7 +426,7 @@ static enum MHD_Result upload_iter(void *cls, enum MHD_ValueKind kind, const cha
 	/* a new part: offset 0, unless it continues an empty start of the same one */
 	bool same = u->part_open && !u->part_bytes && !strcmp(u->part_name ? u->part_name : "", filename ? filename : "");
 	if (off == 0 && !same) {
-		upload_close_part(u, false);
+		upload_close_part(u);
 		if (upload_open(u, filename) < 0)
 			return MHD_YES;
 	}
@@ -450,7 +440,7 @@ static void upload_free(envd_upload_t *u)
 		return;
 	if (u->pp)
 		MHD_destroy_post_processor(u->pp);
-	upload_close_part(u, true); /* a request cut short */
+	upload_close_part(u);
 	json_decref(u->st);
 	json_decref(u->written);
 	json_decref(u->metadata);
@@ -583,7 +573,7 @@ static enum MHD_Result upload_end(struct MHD_Connection *c, envd_upload_t *u)
 		MHD_destroy_post_processor(u->pp);
 		u->pp = NULL;
 	}
-	upload_close_part(u, false);
+	upload_close_part(u);
 	if (u->err) {
 		lc_error_t *e = lc_steal(u->err);
 		return files_fail_err(c, e);
